@@ -1,0 +1,69 @@
+// device.hpp - the one device interface every backend implements.  The C API
+// (tca_api.cpp) talks only to this; the loopback backend is the default, a
+// PEACH2 driver backend would be a second implementation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "model/descriptor.hpp"
+#include "model/result.hpp"
+#include "model/timing_model.hpp"
+#include "model/topology.hpp"
+
+namespace tca {
+
+struct DeviceInfo {
+    std::string backend;       // "loopback"
+    std::string job_key;
+    std::string launch_source;
+    std::string put_mechanism;  // how host-memory puts reach another process
+    uint64_t internal_size = 0;
+    uint64_t internal_used = 0;
+    int64_t spin_ns = 0;
+    int64_t timeout_ns = 0;
+    int registrations = 0;
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+
+    virtual int node_id() const noexcept = 0;
+    virtual const Topology &topology() const noexcept = 0;
+    virtual const TimingModel &timing() const noexcept = 0;
+    virtual DeviceInfo info() const = 0;
+
+    virtual Result allocate(void **ptr, size_t size, tcaMemoryType type) = 0;
+    virtual Result release(void *ptr, tcaMemoryType type) = 0;
+    virtual Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) = 0;
+    virtual Result deregister(const tcaHandle &h) = 0;
+
+    // Checks a descriptor fully (structure, put-only rule, live registrations).
+    virtual Result validate(const Descriptor &d) const = 0;
+    // CPU stores of [src, src+size) at dst+off, then optional notifications.
+    virtual Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
+                             int tag) = 0;
+    virtual Result pio_map(const tcaHandle &h, void **addr) = 0;
+
+    virtual Result load_chain(int channel, std::span<const Descriptor> chain) = 0;
+    virtual Result start_channel(int channel) = 0;
+    virtual Result wait_channel(int channel, bool block) = 0;
+
+    virtual Result take_notification(int src_node, int slot, int tag, bool block) = 0;
+
+    virtual Result counter_read(int idx, uint64_t *value) = 0;
+    virtual Result counter_add(int idx, uint64_t add) = 0;
+    virtual Result counter_wait(int idx, uint64_t value) = 0;
+};
+
+// The process's device after tcaInit, or nullptr.  For tools built from this
+// tree (tca_info); not exported from the shared library.
+Device *current_device() noexcept;
+
+// The software loopback device (processes of one host form the sub-cluster).
+Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
+
+}  // namespace tca

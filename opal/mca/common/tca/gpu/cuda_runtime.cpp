@@ -1,0 +1,176 @@
+// cuda_runtime.cpp - dlopen'd CUDA runtime.  Compiled against the toolkit's
+// headers when TCA_HAVE_CUDA is set (so the signatures are checked), a stub
+// that reports tcaErrorNotSupported otherwise.
+#include "gpu/cuda_runtime.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <mutex>
+
+#ifdef TCA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace tca::gpu {
+
+CudaRuntime &CudaRuntime::instance() {
+    static CudaRuntime rt;
+    return rt;
+}
+
+#ifdef TCA_HAVE_CUDA
+
+struct CudaRuntime::Api {
+    void *lib = nullptr;
+    decltype(&cudaGetDeviceCount) getDeviceCount;
+    decltype(&cudaMalloc) malloc_;
+    decltype(&cudaFree) free_;
+    decltype(&cudaIpcGetMemHandle) ipcGet;
+    decltype(&cudaIpcOpenMemHandle) ipcOpen;
+    decltype(&cudaIpcCloseMemHandle) ipcClose;
+    decltype(&cudaMemcpy) memcpy_;
+    decltype(&cudaMemcpy2D) memcpy2d;
+    decltype(&cudaPointerGetAttributes) attrs;
+    decltype(&cudaDeviceGetPCIBusId) busId;
+    decltype(&cudaGetErrorString) errstr;
+};
+
+namespace {
+std::mutex load_lock;
+
+template <class F>
+bool sym(void *lib, const char *name, F *out) {
+    *out = reinterpret_cast<F>(dlsym(lib, name));
+    return *out != nullptr;
+}
+}  // namespace
+
+bool CudaRuntime::compiled_in() const noexcept { return true; }
+
+bool CudaRuntime::load() {
+    std::lock_guard g(load_lock);
+    if (tried_) return api_ != nullptr;
+    tried_ = true;
+    void *lib = nullptr;
+    for (const char *n : {"libcudart.so", "libcudart.so.13", "libcudart.so.12", TCA_CUDA_LIBDIR "/libcudart.so"}) {
+        lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
+        if (lib) break;
+    }
+    if (!lib) {
+        reason_ = "the CUDA runtime library (libcudart) could not be loaded";
+        return false;
+    }
+    auto *a = new Api{};
+    a->lib = lib;
+    const bool ok = sym(lib, "cudaGetDeviceCount", &a->getDeviceCount) && sym(lib, "cudaMalloc", &a->malloc_) &&
+                    sym(lib, "cudaFree", &a->free_) && sym(lib, "cudaIpcGetMemHandle", &a->ipcGet) &&
+                    sym(lib, "cudaIpcOpenMemHandle", &a->ipcOpen) &&
+                    sym(lib, "cudaIpcCloseMemHandle", &a->ipcClose) && sym(lib, "cudaMemcpy", &a->memcpy_) &&
+                    sym(lib, "cudaMemcpy2D", &a->memcpy2d) && sym(lib, "cudaPointerGetAttributes", &a->attrs) &&
+                    sym(lib, "cudaDeviceGetPCIBusId", &a->busId) && sym(lib, "cudaGetErrorString", &a->errstr);
+    if (!ok) {
+        reason_ = "libcudart lacks a required symbol";
+        dlclose(lib);
+        delete a;
+        return false;
+    }
+    int n = 0;
+    const cudaError_t e = a->getDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        reason_ = e != cudaSuccess ? std::string("no CUDA device: ") + a->errstr(e) : "no CUDA device";
+        // keep the library loaded: nothing else to do with it
+        delete a;
+        return false;
+    }
+    api_ = a;
+    return true;
+}
+
+bool CudaRuntime::available() { return load(); }
+
+int CudaRuntime::device_count() {
+    if (!load()) return 0;
+    int n = 0;
+    return api_->getDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+std::string CudaRuntime::unavailable_reason() {
+    load();
+    return reason_;
+}
+
+namespace {
+Result check(cudaError_t e, const char *what, decltype(&cudaGetErrorString) errstr) {
+    if (e == cudaSuccess) return tcaSuccess;
+    std::fprintf(stderr, "tca: %s failed: %s\n", what, errstr(e));
+    return e == cudaErrorMemoryAllocation ? tcaErrorNoMemory : tcaErrorSystem;
+}
+}  // namespace
+
+Result CudaRuntime::allocate(void **ptr, size_t size) {
+    if (!load()) return tcaErrorNotSupported;
+    return check(api_->malloc_(ptr, size), "cudaMalloc", api_->errstr);
+}
+Result CudaRuntime::release(void *ptr) {
+    if (!load()) return tcaErrorNotSupported;
+    return check(api_->free_(ptr), "cudaFree", api_->errstr);
+}
+Result CudaRuntime::ipc_handle(void *ptr, unsigned char out[64]) {
+    if (!load()) return tcaErrorNotSupported;
+    cudaIpcMemHandle_t h;
+    static_assert(sizeof h == 64);
+    const Result r = check(api_->ipcGet(&h, ptr), "cudaIpcGetMemHandle", api_->errstr);
+    if (r == tcaSuccess) __builtin_memcpy(out, &h, 64);
+    return r;
+}
+Result CudaRuntime::ipc_open(const unsigned char handle[64], void **ptr) {
+    if (!load()) return tcaErrorNotSupported;
+    cudaIpcMemHandle_t h;
+    __builtin_memcpy(&h, handle, 64);
+    return check(api_->ipcOpen(ptr, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle", api_->errstr);
+}
+Result CudaRuntime::ipc_close(void *ptr) {
+    if (!load()) return tcaErrorNotSupported;
+    return check(api_->ipcClose(ptr), "cudaIpcCloseMemHandle", api_->errstr);
+}
+Result CudaRuntime::copy(void *dst, const void *src, size_t n) {
+    if (!load()) return tcaErrorNotSupported;
+    return check(api_->memcpy_(dst, src, n, cudaMemcpyDefault), "cudaMemcpy", api_->errstr);
+}
+Result CudaRuntime::copy_2d(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h) {
+    if (!load()) return tcaErrorNotSupported;
+    return check(api_->memcpy2d(dst, dp, src, sp, w, h, cudaMemcpyDefault), "cudaMemcpy2D", api_->errstr);
+}
+bool CudaRuntime::is_device_pointer(const void *p) {
+    if (!load()) return false;
+    cudaPointerAttributes a{};
+    return api_->attrs(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
+}
+std::string CudaRuntime::pci_bus_id(int device) {
+    if (!load()) return {};
+    char buf[32] = {};
+    return api_->busId(buf, sizeof buf, device) == cudaSuccess ? std::string(buf) : std::string();
+}
+
+#else  // !TCA_HAVE_CUDA
+
+struct CudaRuntime::Api {};
+bool CudaRuntime::compiled_in() const noexcept { return false; }
+bool CudaRuntime::load() { return false; }
+bool CudaRuntime::available() { return false; }
+int CudaRuntime::device_count() { return 0; }
+std::string CudaRuntime::unavailable_reason() { return "built without CUDA (configure --with-cuda)"; }
+Result CudaRuntime::allocate(void **, size_t) { return tcaErrorNotSupported; }
+Result CudaRuntime::release(void *) { return tcaErrorNotSupported; }
+Result CudaRuntime::ipc_handle(void *, unsigned char[64]) { return tcaErrorNotSupported; }
+Result CudaRuntime::ipc_open(const unsigned char[64], void **) { return tcaErrorNotSupported; }
+Result CudaRuntime::ipc_close(void *) { return tcaErrorNotSupported; }
+Result CudaRuntime::copy(void *, const void *, size_t) { return tcaErrorNotSupported; }
+Result CudaRuntime::copy_2d(void *, size_t, const void *, size_t, size_t, size_t) { return tcaErrorNotSupported; }
+bool CudaRuntime::is_device_pointer(const void *) { return false; }
+std::string CudaRuntime::pci_bus_id(int) { return {}; }
+
+#endif
+
+}  // namespace tca::gpu

@@ -1,0 +1,42 @@
+// cuda_runtime.hpp - the few CUDA runtime calls the device needs (allocation,
+// IPC handles, copies), loaded with dlopen at first use, so a CUDA build runs
+// on machines without a GPU or without the CUDA runtime installed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "model/result.hpp"
+
+namespace tca::gpu {
+
+class CudaRuntime {
+public:
+    static CudaRuntime &instance();
+
+    bool compiled_in() const noexcept;  // built with --with-cuda
+    bool available();                   // runtime loaded and >= 1 device
+    int device_count();
+    std::string unavailable_reason();
+
+    Result allocate(void **ptr, size_t size);
+    Result release(void *ptr);
+    Result ipc_handle(void *ptr, unsigned char out[64]);
+    Result ipc_open(const unsigned char handle[64], void **ptr);  // cached by the caller
+    Result ipc_close(void *ptr);
+    Result copy(void *dst, const void *src, size_t n);  // any direction (unified addressing)
+    Result copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t height);
+    bool is_device_pointer(const void *p);
+    std::string pci_bus_id(int device);
+
+private:
+    CudaRuntime() = default;
+    bool load();
+    struct Api;
+    Api *api_ = nullptr;
+    bool tried_ = false;
+    std::string reason_;
+};
+
+}  // namespace tca::gpu

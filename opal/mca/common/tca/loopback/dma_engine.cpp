@@ -1,0 +1,137 @@
+// dma_engine.cpp - chain execution.  Data first, then notifications and
+// counter updates, so a notification is never seen before its data.
+#include "loopback/dma_engine.hpp"
+
+#include <cstdio>
+#include <future>
+
+namespace tca::loopback {
+
+DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, const Topology &topo, const TimingModel &timing,
+                     SourceResolver resolve)
+    : nodes_(nodes), writer_(writer), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {}
+
+DmaEngine::~DmaEngine() { stop_thread(); }
+
+Result DmaEngine::start_thread() {
+    std::promise<Result> locked;
+    auto fut = locked.get_future();
+    thread_ = std::thread([this, &locked] {
+        // The engine thread holds the robust alive lock for the node's whole
+        // life: if the process dies, peers see EOWNERDEAD.
+        const int rc = pthread_mutex_lock(&nodes_.own().header()->alive_lock);
+        if (rc == EOWNERDEAD) pthread_mutex_consistent(&nodes_.own().header()->alive_lock);
+        locked.set_value(rc == 0 || rc == EOWNERDEAD ? tcaSuccess : tcaErrorSystem);
+        run();
+        pthread_mutex_unlock(&nodes_.own().header()->alive_lock);
+    });
+    return fut.get();
+}
+
+void DmaEngine::stop_thread() {
+    if (!thread_.joinable()) return;
+    stop_.store(true, std::memory_order_release);
+    nodes_.own().header()->engine_event.notify();
+    thread_.join();
+}
+
+Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
+    Channel &ch = channels_[static_cast<size_t>(channel)];
+    std::lock_guard g(ch.app_lock);
+    if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire))
+        return tcaErrorChannelBusy;
+    ch.chain.assign(chain.begin(), chain.end());
+    ch.register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
+    return tcaSuccess;
+}
+
+Result DmaEngine::start(int channel) {
+    Channel &ch = channels_[static_cast<size_t>(channel)];
+    std::lock_guard g(ch.app_lock);
+    if (ch.chain.empty()) return tcaErrorEmptyChain;
+    if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire))
+        return tcaErrorChannelBusy;
+    ch.error.store(tcaSuccess, std::memory_order_relaxed);
+    ch.started.fetch_add(1, std::memory_order_release);  // publishes the chain to the engine
+    nodes_.own().header()->engine_event.notify();
+    return tcaSuccess;
+}
+
+Result DmaEngine::wait(int channel, bool block) {
+    Channel &ch = channels_[static_cast<size_t>(channel)];
+    auto done = [&] {
+        return ch.completed.load(std::memory_order_acquire) == ch.started.load(std::memory_order_acquire);
+    };
+    if (!block && !done()) return tcaErrorNotReady;
+    if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, done, -1); r != tcaSuccess) return r;
+    return static_cast<Result>(ch.error.exchange(tcaSuccess, std::memory_order_acq_rel));
+}
+
+Result DmaEngine::execute(const Descriptor &d) {
+    const unsigned char *src = nullptr;
+    bool on_gpu = false;
+    if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess) return r;
+    const RowCopy copy{src, d.height > 1 ? d.src_pitch : d.width, d.dst_off,
+                       d.height > 1 ? d.dst_pitch : d.width, d.width, d.height, on_gpu};
+    if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
+    if (timing_.enabled) spin_for_ns(timing_.dma_ns(d.bytes(), topo_.hops(nodes_.self(), d.dst.node)));
+    if (d.flags & tcaDMANotify)
+        if (Result r = post_notification(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
+    if (d.flags & tcaDMANotifySelf)
+        if (Result r = post_notification(nodes_, nodes_.self(), d.slot, d.tag); r != tcaSuccess) return r;
+    if (d.add_counter >= 0) nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
+    return tcaSuccess;
+}
+
+void DmaEngine::finish_run(Channel &ch, Result r) {
+    if (r != tcaSuccess) ch.error.store(r, std::memory_order_relaxed);
+    ch.next = 0;
+    ch.charged = false;
+    ch.completed.fetch_add(1, std::memory_order_release);
+    nodes_.own().header()->app_event.notify();
+}
+
+bool DmaEngine::step(Channel &ch) {
+    const uint64_t done = ch.completed.load(std::memory_order_relaxed);
+    if (ch.started.load(std::memory_order_acquire) == done) return false;
+    if (!ch.charged) {
+        spin_for_ns(timing_.chain_start_cost_ns(static_cast<int>(ch.chain.size()), ch.register_mode));
+        ch.charged = true;
+    }
+    const Descriptor &d = ch.chain[ch.next];
+    if (d.wait_counter >= 0) {
+        // Triggered descriptor: thresholds move by `step` every run, so
+        // monotonic counters serve every epoch without re-arming.
+        const uint64_t threshold = d.wait_value + done * d.wait_step;
+        if (nodes_.own().counters()[d.wait_counter].load(std::memory_order_acquire) < threshold) return false;
+    }
+    const Result r = execute(d);
+    if (r != tcaSuccess) {
+        std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), ch.next,
+                     result_message(r));
+        finish_run(ch, r);
+        return true;
+    }
+    if (++ch.next == ch.chain.size()) finish_run(ch, tcaSuccess);
+    return true;
+}
+
+void DmaEngine::run() {
+    EventWord &ev = nodes_.own().header()->engine_event;
+    auto scan = [&] {
+        bool progress = writer_.service_bounce();
+        for (Channel &ch : channels_) progress |= step(ch);
+        return progress;
+    };
+    while (!stop_.load(std::memory_order_acquire)) {
+        if (scan()) continue;
+        const uint32_t snap = ev.prepare();
+        if (stop_.load(std::memory_order_acquire) || scan()) {
+            ev.cancel();
+            continue;
+        }
+        ev.wait(snap, 100'000'000);  // idle: sleep until kicked
+    }
+}
+
+}  // namespace tca::loopback

@@ -1,0 +1,73 @@
+// dma_engine.hpp - the emulated PEACH2 DMA controller: 4 channels, each runs
+// its loaded chain in order on one engine thread per process, which sleeps on
+// a futex when there is nothing to do (no spinning helper threads).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "loopback/node_set.hpp"
+#include "loopback/notifications.hpp"
+#include "loopback/remote_writer.hpp"
+#include "model/descriptor.hpp"
+#include "model/timing_model.hpp"
+#include "model/topology.hpp"
+
+namespace tca::loopback {
+
+// Resolves a validated local source handle to a pointer (host, internal or GPU).
+using SourceResolver = std::function<Result(const tcaHandle &, uint64_t off, const unsigned char **, bool *gpu)>;
+
+class DmaEngine {
+public:
+    DmaEngine(NodeSet &nodes, RemoteWriter &writer, const Topology &topo, const TimingModel &timing,
+              SourceResolver resolve);
+    ~DmaEngine();
+    DmaEngine(const DmaEngine &) = delete;
+    DmaEngine &operator=(const DmaEngine &) = delete;
+
+    // Starts the thread; returns once it holds the node's alive lock.
+    Result start_thread();
+    void stop_thread();
+
+    Result load(int channel, std::span<const Descriptor> chain);
+    Result start(int channel);
+    Result wait(int channel, bool block);  // block = false: tcaErrorNotReady while running
+    bool register_mode(int channel) const { return channels_[static_cast<size_t>(channel)].register_mode; }
+
+    // Execute one descriptor now, on the calling thread (PIO and tests use it).
+    Result execute(const Descriptor &d);
+
+private:
+    struct Channel {
+        std::mutex app_lock;  // serialises load/start/wait from application threads
+        std::vector<Descriptor> chain;
+        bool register_mode = true;
+        std::atomic<uint64_t> started{0};
+        std::atomic<uint64_t> completed{0};
+        std::atomic<int> error{tcaSuccess};
+        size_t next = 0;  // engine thread only
+        bool charged = false;
+    };
+
+    void run();
+    bool step(Channel &ch);
+    void finish_run(Channel &ch, Result r);
+
+    NodeSet &nodes_;
+    RemoteWriter &writer_;
+    const Topology &topo_;
+    const TimingModel &timing_;
+    SourceResolver resolve_;
+    std::array<Channel, TCA_NUM_DMA_CHANNELS> channels_;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+};
+
+}  // namespace tca::loopback

@@ -1,0 +1,29 @@
+// internal_heap.hpp - first-fit allocator for a node's internal memory (the
+// PEACH2 on-board memory, here a part of the node's shm segment).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace tca::loopback {
+
+class InternalHeap {
+public:
+    static constexpr uint64_t kAlign = 64;
+    explicit InternalHeap(uint64_t size) : size_(size) { free_[0] = size; }
+
+    std::optional<uint64_t> allocate(uint64_t bytes);  // offset, or nothing if full
+    bool release(uint64_t offset);                     // false: not an allocation
+    uint64_t size() const noexcept { return size_; }
+    uint64_t used() const;
+
+private:
+    uint64_t size_;
+    mutable std::mutex lock_;
+    std::map<uint64_t, uint64_t> free_;  // offset -> length
+    std::map<uint64_t, uint64_t> used_;  // offset -> length
+};
+
+}  // namespace tca::loopback

@@ -1,0 +1,374 @@
+// loopback_device.cpp - the software loopback implementation of Device: ties
+// the node set, the writer, the notification inbox and the DMA engine together
+// and owns registrations and allocations of this process.
+#include <sys/prctl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "device.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "loopback/dma_engine.hpp"
+#include "loopback/internal_heap.hpp"
+#include "loopback/launch_info.hpp"
+#include "loopback/node_set.hpp"
+#include "loopback/notifications.hpp"
+#include "loopback/remote_writer.hpp"
+
+namespace tca {
+
+namespace {
+using namespace loopback;
+
+constexpr uint64_t kDefaultInternalSize = 8ull << 20;
+
+uint64_t internal_size_from_env() {
+    const char *v = std::getenv("TCA_INTERNAL_SIZE");
+    if (v == nullptr) return kDefaultInternalSize;
+    char *end = nullptr;
+    uint64_t n = std::strtoull(v, &end, 10);
+    if (end && (*end == 'k' || *end == 'K')) n <<= 10;
+    if (end && (*end == 'm' || *end == 'M')) n <<= 20;
+    return n < 65536 ? 65536 : n;
+}
+
+bool s_links_from_env() {
+    const char *v = std::getenv("TCA_S_LINKS");
+    return v != nullptr && v[0] == '1';
+}
+
+class LoopbackDevice final : public Device {
+public:
+    explicit LoopbackDevice(LaunchInfo li)
+        : topo_(li.num_nodes, s_links_from_env() && li.num_nodes >= 4 && li.num_nodes % 2 == 0),
+          timing_(TimingModel::from_environment()),
+          nodes_(std::move(li), WaitPolicy::from_environment()),
+          writer_(nodes_),
+          inbox_(nodes_.size()),
+          engine_(nodes_, writer_, topo_, timing_,
+                  [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
+                      return resolve_source(h, off, p, gpu);
+                  }),
+          heap_(internal_size_from_env()) {
+        std::random_device rd;
+        next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
+        for (uint32_t i = kMaxRegistrations; i-- > 0;) free_regs_.push_back(i);
+    }
+
+    ~LoopbackDevice() override {
+        // Finalized must be visible before the engine drops the alive lock,
+        // or peers would take the clean exit for a crash.
+        nodes_.finalize(started_);
+        engine_.stop_thread();
+    }
+
+    Result start() {
+        // Allow peers of this user to process_vm_writev into us even under
+        // yama ptrace_scope=1 (vader does the same).
+        prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+        if (Result r = nodes_.create_own(heap_.size()); r != tcaSuccess) return r;
+        if (Result r = engine_.start_thread(); r != tcaSuccess) return r;
+        nodes_.publish_ready();
+        if (Result r = nodes_.attach_all(); r != tcaSuccess) return r;
+        started_ = true;
+        return tcaSuccess;
+    }
+
+    int node_id() const noexcept override { return nodes_.self(); }
+    const Topology &topology() const noexcept override { return topo_; }
+    const TimingModel &timing() const noexcept override { return timing_; }
+
+    DeviceInfo info() const override {
+        DeviceInfo i;
+        i.backend = "loopback";
+        i.job_key = nodes_.info().job_key;
+        i.launch_source = nodes_.info().source;
+        i.put_mechanism = writer_.mechanism();
+        i.internal_size = heap_.size();
+        i.internal_used = heap_.used();
+        i.spin_ns = nodes_.policy().spin_ns;
+        i.timeout_ns = nodes_.policy().timeout_ns;
+        std::lock_guard g(reg_lock_);
+        i.registrations = static_cast<int>(kMaxRegistrations - free_regs_.size());
+        return i;
+    }
+
+    Result allocate(void **ptr, size_t size, tcaMemoryType type) override {
+        if (ptr == nullptr || size == 0) return tcaErrorInvalidValue;
+        *ptr = nullptr;
+        switch (type) {
+        case tcaMemoryCPU: {
+            const size_t rounded = (size + 4095) / 4096 * 4096;
+            void *p = std::aligned_alloc(4096, rounded);
+            if (p == nullptr) return tcaErrorNoMemory;
+            std::lock_guard g(alloc_lock_);
+            host_allocs_[p] = size;
+            *ptr = p;
+            return tcaSuccess;
+        }
+        case tcaMemoryGPU: {
+            void *p = nullptr;
+            if (Result r = gpu::CudaRuntime::instance().allocate(&p, size); r != tcaSuccess) return r;
+            std::lock_guard g(alloc_lock_);
+            gpu_allocs_[p] = size;
+            *ptr = p;
+            return tcaSuccess;
+        }
+        case tcaMemoryInternal: {
+            const auto off = heap_.allocate(size);
+            if (!off) return tcaErrorNoMemory;
+            *ptr = nodes_.own().internal() + *off;
+            return tcaSuccess;
+        }
+        }
+        return tcaErrorInvalidValue;
+    }
+
+    Result release(void *ptr, tcaMemoryType type) override {
+        if (ptr == nullptr) return tcaErrorInvalidValue;
+        switch (type) {
+        case tcaMemoryCPU:
+        case tcaMemoryGPU: {
+            size_t size = 0;
+            {
+                std::lock_guard g(alloc_lock_);
+                auto &map = type == tcaMemoryCPU ? host_allocs_ : gpu_allocs_;
+                auto it = map.find(ptr);
+                if (it == map.end()) return tcaErrorInvalidValue;
+                size = it->second;
+                map.erase(it);
+            }
+            drop_registrations(reinterpret_cast<uint64_t>(ptr), size, type);
+            if (type == tcaMemoryCPU) {
+                std::free(ptr);
+                return tcaSuccess;
+            }
+            return gpu::CudaRuntime::instance().release(ptr);
+        }
+        case tcaMemoryInternal: {
+            const auto *p = static_cast<unsigned char *>(ptr);
+            const unsigned char *base = nodes_.own().internal();
+            if (p < base || p >= base + heap_.size()) return tcaErrorInvalidValue;
+            const uint64_t off = static_cast<uint64_t>(p - base);
+            if (!heap_.release(off)) return tcaErrorInvalidValue;
+            drop_registrations(off, 1, type);
+            return tcaSuccess;
+        }
+        }
+        return tcaErrorInvalidValue;
+    }
+
+    Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) override {
+        if (out == nullptr || addr == nullptr || size == 0) return tcaErrorInvalidValue;
+        tcaHandle h{};
+        h.magic = TCA_HANDLE_MAGIC;
+        h.node = static_cast<uint16_t>(nodes_.self());
+        h.region = static_cast<uint8_t>(type);
+        h.size = size;
+        Region region = Region::Host;
+        switch (type) {
+        case tcaMemoryCPU:
+            h.addr = reinterpret_cast<uint64_t>(addr);
+            break;
+        case tcaMemoryInternal: {
+            const auto *p = static_cast<unsigned char *>(addr);
+            const unsigned char *base = nodes_.own().internal();
+            if (p < base || size > heap_.size() || static_cast<uint64_t>(p - base) > heap_.size() - size)
+                return tcaErrorOutOfRange;
+            h.addr = static_cast<uint64_t>(p - base);
+            region = Region::Internal;
+            break;
+        }
+        case tcaMemoryGPU: {
+            auto &cuda = gpu::CudaRuntime::instance();
+            if (!cuda.available()) return tcaErrorNotSupported;
+            uint64_t base = reinterpret_cast<uint64_t>(addr);
+            {  // IPC handles name whole allocations: find ours, if it is one.
+                std::lock_guard g(alloc_lock_);
+                for (const auto &[p, n] : gpu_allocs_) {
+                    const auto b = reinterpret_cast<uint64_t>(p);
+                    if (reinterpret_cast<uint64_t>(addr) >= b &&
+                        reinterpret_cast<uint64_t>(addr) < b + n)
+                        base = b;
+                }
+            }
+            if (Result r = cuda.ipc_handle(reinterpret_cast<void *>(base), h.ipc); r != tcaSuccess) return r;
+            h.addr = reinterpret_cast<uint64_t>(addr);
+            h.ipc_offset = h.addr - base;
+            region = Region::Gpu0;
+            break;
+        }
+        default:
+            return tcaErrorInvalidValue;
+        }
+        std::lock_guard g(reg_lock_);
+        if (free_regs_.empty()) return tcaErrorNoMemory;
+        const uint32_t idx = free_regs_.back();
+        free_regs_.pop_back();
+        next_key_ += 0x9E3779B97F4A7C16ull;  // distinct, hard-to-guess keys
+        h.key = next_key_ | 1;
+        h.reg_index = idx;
+        const AddressMap &map = topo_.address_map();
+        h.global = map.region_base(nodes_.self(), region) +
+                   (global_next_[static_cast<int>(region)] % map.region_size());
+        global_next_[static_cast<int>(region)] += (size + 4095) / 4096 * 4096;
+        RegistrationEntry &e = nodes_.own().registrations()[idx];
+        e.base = h.addr;
+        e.size = h.size;
+        e.region = h.region;
+        e.key.store(h.key, std::memory_order_release);
+        *out = h;
+        return tcaSuccess;
+    }
+
+    Result deregister(const tcaHandle &h) override {
+        if (Result r = check_handle(&h, nodes_.size()); r != tcaSuccess) return r;
+        if (h.node != nodes_.self()) return tcaErrorInvalidHandle;  // only the owner deregisters
+        if (Result r = writer_.check_registration(h); r != tcaSuccess) return r;
+        std::lock_guard g(reg_lock_);
+        nodes_.own().registrations()[h.reg_index].key.store(0, std::memory_order_release);
+        free_regs_.push_back(h.reg_index);
+        return tcaSuccess;
+    }
+
+    Result validate(const Descriptor &d) const override {
+        if (Result r = validate_descriptor(d, nodes_.self(), nodes_.size()); r != tcaSuccess) return r;
+        if (Result r = writer_.check_registration(d.src); r != tcaSuccess) return r;
+        return writer_.check_registration(d.dst);
+    }
+
+    Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
+                     int tag) override {
+        if (Result r = check_handle(&dst, nodes_.size()); r != tcaSuccess) return r;
+        if (src == nullptr && size != 0) return tcaErrorInvalidValue;
+        if (flags & ~(tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal)) return tcaErrorInvalidValue;
+        if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || slot >= TCA_NOTIFY_SLOTS))
+            return tcaErrorInvalidSlot;
+        if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
+        if (timing_.enabled) spin_for_ns(timing_.pio_ns(topo_.hops(nodes_.self(), dst.node)));
+        const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
+        if (Result r = writer_.write(dst, copy); r != tcaSuccess) return r;
+        if (flags & tcaDMANotify)
+            if (Result r = post_notification(nodes_, dst.node, slot, tag); r != tcaSuccess) return r;
+        if (flags & tcaDMANotifySelf)
+            if (Result r = post_notification(nodes_, nodes_.self(), slot, tag); r != tcaSuccess) return r;
+        return tcaSuccess;
+    }
+
+    Result pio_map(const tcaHandle &h, void **addr) override {
+        if (addr == nullptr) return tcaErrorInvalidValue;
+        if (Result r = check_handle(&h, nodes_.size()); r != tcaSuccess) return r;
+        if (h.region != tcaMemoryInternal) return tcaErrorNotSupported;  // only windows of internal memory map
+        if (Result r = writer_.check_registration(h); r != tcaSuccess) return r;
+        if (h.node != nodes_.self() && nodes_.gone(h.node)) return tcaErrorPeerGone;
+        *addr = nodes_.view(h.node).internal() + h.addr;
+        return tcaSuccess;
+    }
+
+    Result load_chain(int channel, std::span<const Descriptor> chain) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        if (chain.size() > TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
+        if (chain.empty()) return tcaErrorEmptyChain;
+        for (const Descriptor &d : chain)
+            if (Result r = validate(d); r != tcaSuccess) return r;
+        return engine_.load(channel, chain);
+    }
+    Result start_channel(int channel) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        return engine_.start(channel);
+    }
+    Result wait_channel(int channel, bool block) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        return engine_.wait(channel, block);
+    }
+
+    Result take_notification(int src_node, int slot, int tag, bool block) override {
+        if (src_node < 0 || src_node >= nodes_.size()) return tcaErrorInvalidNode;
+        if (slot < 0 || slot >= TCA_NOTIFY_SLOTS) return tcaErrorInvalidSlot;
+        return inbox_.take(nodes_, src_node, slot, tag, block);
+    }
+
+    Result counter_read(int idx, uint64_t *value) override {
+        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        if (value == nullptr) return tcaErrorInvalidValue;
+        *value = nodes_.own().counters()[idx].load(std::memory_order_acquire);
+        return tcaSuccess;
+    }
+    Result counter_add(int idx, uint64_t add) override {
+        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        nodes_.counter_add(nodes_.self(), idx, add);
+        return tcaSuccess;
+    }
+    Result counter_wait(int idx, uint64_t value) override {
+        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        auto &c = nodes_.own().counters()[idx];
+        return nodes_.wait_until(nodes_.own().header()->app_event,
+                                 [&] { return c.load(std::memory_order_acquire) >= value; }, -1);
+    }
+
+private:
+    Result resolve_source(const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
+        *gpu = false;
+        switch (static_cast<tcaMemoryType>(h.region)) {
+        case tcaMemoryCPU: *p = reinterpret_cast<const unsigned char *>(h.addr) + off; return tcaSuccess;
+        case tcaMemoryInternal: *p = nodes_.own().internal() + h.addr + off; return tcaSuccess;
+        case tcaMemoryGPU:
+            *p = reinterpret_cast<const unsigned char *>(h.addr) + off;
+            *gpu = true;
+            return tcaSuccess;
+        }
+        return tcaErrorInvalidHandle;
+    }
+
+    // tcaFree of memory that still has handles: those handles go stale, so a
+    // peer's put fails with tcaErrorNotRegistered instead of hitting freed memory.
+    void drop_registrations(uint64_t base, uint64_t size, tcaMemoryType type) {
+        std::lock_guard g(reg_lock_);
+        RegistrationEntry *table = nodes_.own().registrations();
+        for (uint32_t i = 0; i < kMaxRegistrations; ++i) {
+            RegistrationEntry &e = table[i];
+            if (e.key.load(std::memory_order_acquire) == 0 || e.region != static_cast<uint32_t>(type)) continue;
+            if (e.base >= base && e.base < base + size) {
+                e.key.store(0, std::memory_order_release);
+                free_regs_.push_back(i);
+            }
+        }
+    }
+
+    bool started_ = false;
+    Topology topo_;
+    TimingModel timing_;
+    NodeSet nodes_;
+    RemoteWriter writer_;
+    NotificationInbox inbox_;
+    DmaEngine engine_;
+    InternalHeap heap_;
+
+    mutable std::mutex reg_lock_;
+    std::vector<uint32_t> free_regs_;
+    uint64_t next_key_ = 1;
+    uint64_t global_next_[4] = {};
+
+    std::mutex alloc_lock_;
+    std::unordered_map<void *, size_t> host_allocs_;
+    std::unordered_map<void *, size_t> gpu_allocs_;
+};
+
+}  // namespace
+
+Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
+    LaunchInfo li;
+    if (Result r = resolve_launch_info(params, &li); r != tcaSuccess) return r;
+    auto dev = std::make_unique<LoopbackDevice>(std::move(li));
+    if (Result r = dev->start(); r != tcaSuccess) return r;
+    *out = std::move(dev);
+    return tcaSuccess;
+}
+
+}  // namespace tca

@@ -1,0 +1,107 @@
+// node_set.cpp - start-up rendezvous through the segments themselves (no
+// launcher needed), liveness and cleanup.
+#include "loopback/node_set.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace tca::loopback {
+
+WaitPolicy WaitPolicy::from_environment() {
+    WaitPolicy p;
+    if (const char *v = std::getenv("TCA_SPIN_NS")) p.spin_ns = std::strtoll(v, nullptr, 10);
+    if (const char *v = std::getenv("TCA_TIMEOUT_MS")) {
+        const long long ms = std::strtoll(v, nullptr, 10);
+        if (ms > 0) p.timeout_ns = ms * 1'000'000;
+    }
+    if (p.spin_ns < 0) p.spin_ns = 0;
+    return p;
+}
+
+Result NodeSet::create_own(uint64_t internal_size) {
+    segments_.clear();
+    segments_.resize(static_cast<size_t>(size()));
+    unlinked_.assign(static_cast<size_t>(size()), 0);
+    remove_stale_segments();  // the next start cleans what a killed job left
+    return segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
+}
+
+void NodeSet::publish_ready() {
+    own().header()->state.store(static_cast<uint32_t>(SegmentState::Ready), std::memory_order_release);
+}
+
+Result NodeSet::attach_all() {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::nanoseconds(policy_.timeout_ns);
+    own().header()->attached_mask.fetch_or(1ull << self(), std::memory_order_acq_rel);
+    for (int n = 0; n < size(); ++n) {
+        if (n == self()) continue;
+        auto &seg = segments_[static_cast<size_t>(n)];
+        for (int spins = 0;; ++spins) {
+            const Result r = seg.attach(info_.job_key, n, size());
+            if (r == tcaSuccess) break;
+            if (r != tcaErrorNotReady) return r;
+            if (clock::now() >= deadline) {
+                std::fprintf(stderr, "tca: node %d: node %d of job '%s' did not start within the timeout\n", self(),
+                             n, info_.job_key.c_str());
+                return tcaErrorTimeout;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(spins < 100 ? 50 : 1000));
+        }
+        seg.view().header()->attached_mask.fetch_or(1ull << self(), std::memory_order_acq_rel);
+    }
+    return tcaSuccess;
+}
+
+void NodeSet::finalize(bool wait_for_peers) {
+    if (segments_.empty() || !segments_[static_cast<size_t>(self())].mapped()) return;
+    SegmentHeader *h = own().header();
+    // Wait (bounded) until every peer has mapped us, so a slow starter does not
+    // find our name gone; dead or finished peers will never map us.
+    const uint64_t all = size() >= 64 ? ~0ull : ((1ull << size()) - 1);
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::nanoseconds(policy_.timeout_ns);
+    while (wait_for_peers && (h->attached_mask.load(std::memory_order_acquire) & all) != all &&
+           clock::now() < deadline) {
+        bool missing_live = false;
+        for (int n = 0; n < size(); ++n)
+            if (!(h->attached_mask.load(std::memory_order_acquire) & (1ull << n)) && n != self()) {
+                auto &seg = segments_[static_cast<size_t>(n)];
+                if (!seg.mapped() || !gone(n)) missing_live = true;
+            }
+        if (!missing_live) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    h->state.store(static_cast<uint32_t>(SegmentState::Finalized), std::memory_order_release);
+    h->app_event.notify();
+    const std::string name = segments_[static_cast<size_t>(self())].name();
+    shm_unlink(name.c_str());
+}
+
+Liveness NodeSet::liveness(int node) {
+    auto &seg = segments_[static_cast<size_t>(node)];
+    if (!seg.mapped()) return Liveness::Dead;
+    const Liveness l = check_liveness(seg.view().header());
+    if (l == Liveness::Dead) {
+        std::lock_guard g(cleanup_lock_);
+        if (!unlinked_[static_cast<size_t>(node)]) {
+            unlinked_[static_cast<size_t>(node)] = 1;
+            shm_unlink(seg.name().c_str());
+            std::fprintf(stderr, "tca: node %d: node %d (pid %d) died; removed its segment\n", self(), node,
+                         static_cast<int>(seg.view().header()->pid));
+        }
+    }
+    return l;
+}
+
+void NodeSet::counter_add(int node, int idx, uint64_t v) noexcept {
+    const SegmentView s = view(node);
+    s.counters()[idx].fetch_add(v, std::memory_order_acq_rel);
+    s.header()->engine_event.notify();
+    s.header()->app_event.notify();
+}
+
+}  // namespace tca::loopback

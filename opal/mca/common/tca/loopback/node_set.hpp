@@ -1,0 +1,95 @@
+// node_set.hpp - this process's view of the sub-cluster: its own segment, the
+// mapped segments of all peers, liveness, and the bounded wait every blocking
+// call uses (spin briefly, then sleep on a futex, check the peer, time out).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "loopback/launch_info.hpp"
+#include "loopback/node_segment.hpp"
+#include "model/result.hpp"
+
+namespace tca::loopback {
+
+struct WaitPolicy {
+    int64_t spin_ns = 20'000;             // busy-poll this long before sleeping (TCA_SPIN_NS)
+    int64_t timeout_ns = 30'000'000'000;  // give up after (TCA_TIMEOUT_MS)
+    static WaitPolicy from_environment();
+};
+
+class NodeSet {
+public:
+    NodeSet(LaunchInfo info, WaitPolicy policy) : info_(std::move(info)), policy_(policy) {}
+
+    // Create our segment (state Creating); call publish_ready() once the
+    // engine thread holds the alive lock, then attach_all().
+    Result create_own(uint64_t internal_size);
+    void publish_ready();
+    Result attach_all();
+    // Wait (bounded, if wait_for_peers) until every live peer has mapped us,
+    // mark Finalized and unlink our name.  Mappings stay until destruction.
+    void finalize(bool wait_for_peers);
+
+    int self() const noexcept { return info_.node_id; }
+    int size() const noexcept { return info_.num_nodes; }
+    const LaunchInfo &info() const noexcept { return info_; }
+    const WaitPolicy &policy() const noexcept { return policy_; }
+    SegmentView view(int node) const noexcept { return segments_[static_cast<size_t>(node)].view(); }
+    SegmentView own() const noexcept { return view(self()); }
+
+    // Alive or gone?  A node found dead gets its segment unlinked (cleanup by survivors).
+    Liveness liveness(int node);
+    bool gone(int node) {
+        const Liveness l = liveness(node);
+        return l == Liveness::Dead || l == Liveness::Finalized;
+    }
+
+    // Add to a node's counter and wake whoever waits on it there.
+    void counter_add(int node, int idx, uint64_t v) noexcept;
+
+    // Wait until ready() is true.  watch_node >= 0: fail with
+    // tcaErrorPeerGone once that node is gone and ready() is still false.
+    template <class Ready>
+    Result wait_until(EventWord &ev, Ready &&ready, int watch_node);
+
+private:
+    LaunchInfo info_;
+    WaitPolicy policy_;
+    std::vector<MappedSegment> segments_;
+    std::vector<uint8_t> unlinked_;
+    std::mutex cleanup_lock_;
+};
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+template <class Ready>
+Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto spin_until = start + std::chrono::nanoseconds(policy_.spin_ns);
+    do {
+        if (ready()) return tcaSuccess;
+        cpu_relax();
+    } while (clock::now() < spin_until);
+    const auto deadline = start + std::chrono::nanoseconds(policy_.timeout_ns);
+    for (;;) {
+        const uint32_t snap = ev.prepare();
+        if (ready()) {
+            ev.cancel();
+            return tcaSuccess;
+        }
+        ev.wait(snap, 10'000'000);  // 10 ms: bounds how late a peer's death is noticed
+        if (ready()) return tcaSuccess;
+        if (watch_node >= 0 && gone(watch_node)) return ready() ? tcaSuccess : tcaErrorPeerGone;
+        if (clock::now() >= deadline) return tcaErrorTimeout;
+    }
+}
+
+}  // namespace tca::loopback

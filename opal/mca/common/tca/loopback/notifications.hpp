@@ -1,0 +1,41 @@
+// notifications.hpp - "data landed" notifications (slot, tag).  A source posts
+// into a ring in the receiver's segment after the data is visible; the
+// receiver drains its own rings and counts tags, so any number of
+// notifications with any tag order is kept (nothing is overwritten).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "loopback/node_set.hpp"
+
+namespace tca::loopback {
+
+// Producer: post (slot, tag) from this node into node `target`'s ring.  Waits
+// (bounded) while the ring is full, i.e. the receiver has not consumed 128 of
+// our earlier notifications on that slot.
+Result post_notification(NodeSet &nodes, int target, int slot, int tag);
+
+class NotificationInbox {
+public:
+    explicit NotificationInbox(int num_nodes)
+        : queues_(static_cast<size_t>(num_nodes) * TCA_NOTIFY_SLOTS) {}
+
+    // Consume one notification (slot, tag) sent by src_node.  block = false:
+    // tcaErrorNotReady if none is there.
+    Result take(NodeSet &nodes, int src_node, int slot, int tag, bool block);
+
+private:
+    struct Queue {
+        uint64_t cursor = 0;                          // next ring entry to read
+        std::vector<std::pair<int, uint32_t>> tags;  // (tag, count) drained but not yet taken
+    };
+    bool try_take(NodeSet &nodes, int src_node, int slot, int tag);
+
+    std::mutex lock_;
+    std::vector<Queue> queues_;
+};
+
+}  // namespace tca::loopback

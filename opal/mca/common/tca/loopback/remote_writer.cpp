@@ -1,0 +1,236 @@
+// remote_writer.cpp - the data path of every put (PIO and DMA alike).
+#include "loopback/remote_writer.hpp"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "gpu/cuda_runtime.hpp"
+
+namespace tca::loopback {
+
+namespace {
+constexpr size_t kMaxIov = 512;
+
+void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch,
+               uint64_t width, uint64_t height) {
+    if (height == 1 || (dst_pitch == width && src_pitch == width)) {
+        std::memcpy(dst, src, width * height);
+        return;
+    }
+    for (uint64_t r = 0; r < height; ++r) std::memcpy(dst + r * dst_pitch, src + r * src_pitch, width);
+}
+}  // namespace
+
+RemoteWriter::RemoteWriter(NodeSet &nodes) : nodes_(nodes) {
+    const char *v = std::getenv("TCA_SINGLE_COPY");
+    if (v != nullptr && v[0] == '0') cma_refused_ = true;  // forced bounce (tests, locked-down hosts)
+}
+
+RemoteWriter::~RemoteWriter() {
+    for (auto &[key, ptr] : ipc_cache_) gpu::CudaRuntime::instance().ipc_close(ptr);
+}
+
+Result RemoteWriter::check_registration(const tcaHandle &h) const noexcept {
+    if (h.reg_index >= kMaxRegistrations) return tcaErrorInvalidHandle;
+    const RegistrationEntry &e = nodes_.view(h.node).registrations()[h.reg_index];
+    if (e.key.load(std::memory_order_acquire) != h.key || e.base != h.addr || e.size != h.size)
+        return tcaErrorNotRegistered;
+    return tcaSuccess;
+}
+
+Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c) {
+    if (c.width == 0 || c.height == 0) return tcaSuccess;
+    if (Result r = check_registration(dst); r != tcaSuccess) return r;
+    const int node = dst.node;
+    switch (static_cast<tcaMemoryType>(dst.region)) {
+    case tcaMemoryInternal:
+        return write_local(nodes_.view(node).internal() + dst.addr, c);
+    case tcaMemoryCPU:
+        if (node == nodes_.self()) return write_local(reinterpret_cast<unsigned char *>(dst.addr), c);
+        if (nodes_.gone(node)) return tcaErrorPeerGone;
+        if (single_copy()) {
+            const Result r = write_cma(node, dst.addr, c);
+            if (r != tcaErrorNotSupported) return r;  // NotSupported: just refused, fall through
+        }
+        return write_bounce(node, dst, dst.addr, c);
+    case tcaMemoryGPU:
+        return write_gpu(dst, c);
+    }
+    return tcaErrorInvalidHandle;
+}
+
+Result RemoteWriter::write_local(unsigned char *dst_base, const RowCopy &c) {
+    unsigned char *dst = dst_base + c.dst_off;
+    if (c.src_on_gpu) return gpu::CudaRuntime::instance().copy_2d(dst, c.dst_pitch ? c.dst_pitch : c.width, c.src,
+                                                                    c.src_pitch ? c.src_pitch : c.width, c.width,
+                                                                    c.height);
+    copy_rows(dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.height);
+    return tcaSuccess;
+}
+
+void RemoteWriter::refuse_cma(int err) {
+    if (!cma_refused_.exchange(true))
+        std::fprintf(stderr,
+                     "tca: node %d: process_vm_writev refused (%s): the kernel's ptrace rules "
+                     "(/proc/sys/kernel/yama/ptrace_scope, containers) forbid single-copy puts; "
+                     "falling back to bounce copies through the target's engine thread (slower, still correct)\n",
+                     nodes_.self(), std::strerror(err));
+}
+
+Result RemoteWriter::write_cma(int node, uint64_t dst_addr, const RowCopy &c) {
+    const pid_t pid = nodes_.view(node).header()->pid;
+    std::vector<unsigned char> staging;
+    if (c.src_on_gpu) {  // GPU -> remote host: stage through host memory
+        staging.resize(c.width * c.height);
+        if (Result r = gpu::CudaRuntime::instance().copy_2d(staging.data(), c.width, c.src,
+                                                            c.src_pitch ? c.src_pitch : c.width, c.width, c.height);
+            r != tcaSuccess)
+            return r;
+    }
+    const unsigned char *src = c.src_on_gpu ? staging.data() : c.src;
+    const uint64_t src_pitch = c.src_on_gpu ? c.width : c.src_pitch;
+    iovec local[kMaxIov], remote[kMaxIov];
+    for (uint64_t row = 0; row < c.height;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kMaxIov, c.height - row));
+        size_t total = 0;
+        for (size_t i = 0; i < n; ++i) {
+            local[i] = {const_cast<unsigned char *>(src + (row + i) * src_pitch), c.width};
+            remote[i] = {reinterpret_cast<void *>(dst_addr + c.dst_off + (row + i) * c.dst_pitch), c.width};
+            total += c.width;
+        }
+        ssize_t done = process_vm_writev(pid, local, n, remote, n, 0);
+        if (done < 0) {
+            const int err = errno;
+            if (err == EPERM || err == EACCES || err == ENOSYS) {
+                if (row != 0) return tcaErrorSystem;  // cannot happen midway; never half-write silently
+                refuse_cma(err);
+                return tcaErrorNotSupported;
+            }
+            if (err == ESRCH) return tcaErrorPeerGone;
+            std::fprintf(stderr, "tca: node %d: process_vm_writev to node %d failed: %s (memory freed "
+                         "without tcaDestroyHandle?)\n", nodes_.self(), node, std::strerror(err));
+            return err == EFAULT ? tcaErrorNotRegistered : tcaErrorSystem;
+        }
+        // Short write (only at page-fault boundaries): finish row by row.
+        if (static_cast<size_t>(done) < total) {
+            size_t i = static_cast<size_t>(done) / c.width;
+            uint64_t off = static_cast<size_t>(done) % c.width;
+            for (; i < n; ++i, off = 0) {
+                while (off < c.width) {
+                    iovec l{const_cast<unsigned char *>(src + (row + i) * src_pitch) + off, c.width - off};
+                    iovec r{reinterpret_cast<unsigned char *>(dst_addr + c.dst_off + (row + i) * c.dst_pitch) + off,
+                            c.width - off};
+                    const ssize_t k = process_vm_writev(pid, &l, 1, &r, 1, 0);
+                    if (k <= 0) return errno == ESRCH ? tcaErrorPeerGone : tcaErrorSystem;
+                    off += static_cast<uint64_t>(k);
+                }
+            }
+        }
+        row += n;
+    }
+    return tcaSuccess;
+}
+
+Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c) {
+    BounceArea *b = nodes_.view(node).bounce();
+    // Take the target's mailbox; keep serving our own mailbox meanwhile, or two
+    // engines bouncing into each other would deadlock.
+    auto locked = [&] {
+        service_bounce();
+        const int rc = pthread_mutex_trylock(&b->lock);
+        if (rc == EOWNERDEAD) pthread_mutex_consistent(&b->lock);  // previous writer died
+        return rc == 0 || rc == EOWNERDEAD;
+    };
+    if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, locked, node); r != tcaSuccess) return r;
+    Result result = tcaSuccess;
+    for (uint64_t row = 0; row < c.height && result == tcaSuccess; ++row) {
+        const unsigned char *src = c.src + row * c.src_pitch;
+        const uint64_t dst_row = dst_addr + c.dst_off + row * c.dst_pitch;
+        for (uint64_t off = 0; off < c.width && result == tcaSuccess; off += kBounceSize) {
+            const uint64_t len = std::min<uint64_t>(kBounceSize, c.width - off);
+            result = bounce_chunk(node, dst, dst_row + off, src + off, len, c.src_on_gpu);
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    return result;
+}
+
+Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
+                                  uint64_t len, bool src_on_gpu) {
+    SegmentView target = nodes_.view(node);
+    BounceArea *b = target.bounce();
+    if (src_on_gpu) {
+        if (Result r = gpu::CudaRuntime::instance().copy(b->data, src, len); r != tcaSuccess) return r;
+    } else {
+        std::memcpy(b->data, src, len);
+    }
+    b->src_node = static_cast<uint32_t>(nodes_.self());
+    b->dst_addr = dst_addr;
+    b->dst_key = dst.key;
+    b->dst_reg = dst.reg_index;
+    b->len = len;
+    const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;
+    b->request.store(seq, std::memory_order_release);
+    target.header()->engine_event.notify();
+    auto done = [&] {
+        service_bounce();
+        return b->done.load(std::memory_order_acquire) == seq;
+    };
+    if (Result r = nodes_.wait_until(b->done_event, done, node); r != tcaSuccess) return r;
+    return static_cast<Result>(b->status.load(std::memory_order_acquire));
+}
+
+bool RemoteWriter::service_bounce() {
+    BounceArea *b = nodes_.own().bounce();
+    const uint64_t req = b->request.load(std::memory_order_acquire);
+    if (req == b->done.load(std::memory_order_relaxed)) return false;
+    std::unique_lock g(service_lock_, std::try_to_lock);
+    if (!g.owns_lock() || req == b->done.load(std::memory_order_relaxed)) return false;
+    Result status = tcaErrorNotRegistered;
+    if (b->dst_reg < kMaxRegistrations) {
+        const RegistrationEntry &e = nodes_.own().registrations()[b->dst_reg];
+        // Check the target range against our own table: a peer never gets to
+        // write outside memory we registered.
+        if (e.key.load(std::memory_order_acquire) == b->dst_key && b->dst_addr >= e.base &&
+            b->len <= e.size && b->dst_addr - e.base <= e.size - b->len) {
+            std::memcpy(reinterpret_cast<void *>(b->dst_addr), b->data, b->len);
+            status = tcaSuccess;
+        }
+    }
+    b->status.store(status, std::memory_order_relaxed);
+    b->done.store(req, std::memory_order_release);
+    b->done_event.notify();
+    return true;
+}
+
+Result RemoteWriter::write_gpu(const tcaHandle &dst, const RowCopy &c) {
+    auto &cuda = gpu::CudaRuntime::instance();
+    if (!cuda.available()) return tcaErrorNotSupported;
+    unsigned char *base = nullptr;
+    if (dst.node == nodes_.self()) {
+        base = reinterpret_cast<unsigned char *>(dst.addr);
+    } else {
+        if (nodes_.gone(dst.node)) return tcaErrorPeerGone;
+        std::lock_guard g(ipc_lock_);
+        auto &slot = ipc_cache_[{dst.node, dst.key}];
+        if (slot == nullptr) {
+            void *p = nullptr;
+            if (Result r = cuda.ipc_open(dst.ipc, &p); r != tcaSuccess) {
+                ipc_cache_.erase({dst.node, dst.key});
+                return r;
+            }
+            slot = p;
+        }
+        base = static_cast<unsigned char *>(slot) + dst.ipc_offset;
+    }
+    return cuda.copy_2d(base + c.dst_off, c.height > 1 ? c.dst_pitch : c.width, c.src,
+                        c.height > 1 ? c.src_pitch : c.width, c.width, c.height);
+}
+
+}  // namespace tca::loopback

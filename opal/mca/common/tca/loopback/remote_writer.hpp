@@ -1,0 +1,62 @@
+// remote_writer.hpp - moves bytes from local memory into a destination handle
+// of any node: plain stores into internal memory (every segment is mapped),
+// process_vm_writev into another process's host memory (single copy, as
+// vader's CMA), CUDA copies for GPU memory, and a bounce path through the
+// target's DMA-engine thread when the kernel refuses process_vm_writev.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "loopback/node_set.hpp"
+#include "tca.h"
+
+namespace tca::loopback {
+
+struct RowCopy {  // a contiguous (height 1) or block-stride transfer
+    const unsigned char *src;
+    uint64_t src_pitch;
+    uint64_t dst_off;
+    uint64_t dst_pitch;
+    uint64_t width;
+    uint64_t height;
+    bool src_on_gpu;
+};
+
+class RemoteWriter {
+public:
+    explicit RemoteWriter(NodeSet &nodes);
+    ~RemoteWriter();
+
+    // Is the handle's registration still alive on its owner?
+    Result check_registration(const tcaHandle &h) const noexcept;
+    // Copy; returns once the data is visible at the destination.
+    Result write(const tcaHandle &dst, const RowCopy &c);
+    // Target side of the bounce path: copy a pending chunk into our memory.
+    bool service_bounce();
+
+    bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
+    const char *mechanism() const noexcept {
+        return single_copy() ? "process_vm_writev (single copy)" : "bounce through the target's engine thread";
+    }
+
+private:
+    Result write_local(unsigned char *dst_base, const RowCopy &c);
+    Result write_cma(int node, uint64_t dst_addr, const RowCopy &c);
+    Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c);
+    Result bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src, uint64_t len,
+                        bool src_on_gpu);
+    Result write_gpu(const tcaHandle &dst, const RowCopy &c);
+    void refuse_cma(int err);
+
+    NodeSet &nodes_;
+    std::atomic<bool> cma_refused_{false};
+    std::mutex service_lock_;
+    std::mutex ipc_lock_;
+    std::map<std::pair<int, uint64_t>, void *> ipc_cache_;  // (node, key) -> opened GPU mapping
+};
+
+}  // namespace tca::loopback

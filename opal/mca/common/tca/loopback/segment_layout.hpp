@@ -1,0 +1,108 @@
+// segment_layout.hpp - what one node keeps in its POSIX shared-memory segment:
+// the liveness lock, event words, registration table, notification rings,
+// counters, the bounce area (fallback when single-copy is refused) and the
+// node's internal memory.  Every process of the sub-cluster maps every segment.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "loopback/event_word.hpp"
+#include "tca.h"
+
+namespace tca::loopback {
+
+inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f4f50ull;  // "TCALOOP"
+inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kMaxRegistrations = 4096;
+inline constexpr uint32_t kNotifyDepth = 128;  // outstanding notifications per (source, slot)
+inline constexpr uint64_t kBounceSize = 256 * 1024;
+
+enum class SegmentState : uint32_t { Creating = 0, Ready = 1, Finalized = 2 };
+
+// Written only by the owner; peers check key before writing (stale handles).
+struct RegistrationEntry {
+    std::atomic<uint64_t> key{0};  // 0 = free
+    uint64_t base = 0;
+    uint64_t size = 0;
+    uint32_t region = 0;
+    uint32_t pad = 0;
+};
+
+// One per (source node, slot) in the receiver's segment.  Entry value is
+// (sequence+1) << 32 | tag, so the receiver sees exactly which entries are new.
+struct alignas(64) NotifyRing {
+    std::atomic<uint64_t> reserve{0};  // producers (the source node's threads)
+    alignas(64) std::atomic<uint64_t> drained{0};  // consumer: entries taken
+    alignas(64) std::atomic<uint64_t> entries[kNotifyDepth];
+};
+
+// Single-slot mailbox: a peer copies a chunk here and this node's DMA-engine
+// thread moves it into its own memory.  Used only when process_vm_writev is refused.
+struct alignas(64) BounceArea {
+    pthread_mutex_t lock;  // robust, process-shared: one writer at a time
+    std::atomic<uint64_t> request{0};
+    std::atomic<uint64_t> done{0};
+    std::atomic<int32_t> status{0};
+    uint32_t src_node = 0;
+    uint64_t dst_addr = 0;
+    uint64_t dst_key = 0;
+    uint32_t dst_reg = 0;
+    uint64_t len = 0;
+    EventWord done_event;
+    alignas(64) unsigned char data[kBounceSize];
+};
+
+struct alignas(64) SegmentHeader {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t num_nodes;
+    uint32_t node_id;
+    pid_t pid;
+    uid_t uid;
+    char job_key[64];
+    std::atomic<uint32_t> state;
+    std::atomic<uint64_t> attached_mask;  // bit i: node i has mapped this segment
+    pthread_mutex_t alive_lock;           // held by the DMA-engine thread while the node lives
+    EventWord app_event;     // notifications, channel completions, counters
+    EventWord engine_event;  // work for the DMA engine: starts, counters, bounce requests
+    uint64_t internal_size;
+    uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
+};
+
+// Offsets of every part for a given node count and internal-memory size.
+struct SegmentLayout {
+    uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
+    static SegmentLayout compute(uint32_t num_nodes, uint64_t internal_size) noexcept;
+};
+
+// Typed view of a mapped segment.
+class SegmentView {
+public:
+    SegmentView() = default;
+    explicit SegmentView(void *base) : base_(static_cast<unsigned char *>(base)) {}
+
+    SegmentHeader *header() const noexcept { return reinterpret_cast<SegmentHeader *>(base_); }
+    RegistrationEntry *registrations() const noexcept {
+        return reinterpret_cast<RegistrationEntry *>(base_ + header()->reg_offset);
+    }
+    NotifyRing *ring(uint32_t src_node, uint32_t slot) const noexcept {
+        auto *rings = reinterpret_cast<NotifyRing *>(base_ + header()->notify_offset);
+        return rings + static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + slot;
+    }
+    std::atomic<uint64_t> *counters() const noexcept {
+        return reinterpret_cast<std::atomic<uint64_t> *>(base_ + header()->counter_offset);
+    }
+    BounceArea *bounce() const noexcept { return reinterpret_cast<BounceArea *>(base_ + header()->bounce_offset); }
+    unsigned char *internal() const noexcept { return base_ + header()->internal_offset; }
+    unsigned char *base() const noexcept { return base_; }
+
+private:
+    unsigned char *base_ = nullptr;
+};
+
+}  // namespace tca::loopback

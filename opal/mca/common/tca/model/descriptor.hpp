@@ -1,0 +1,54 @@
+// descriptor.hpp - one PEACH2 DMA descriptor (contiguous or block-stride), the
+// offload extension (trigger on a local counter, add to a remote counter), and
+// the checks the hardware model applies before a descriptor is accepted.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/result.hpp"
+#include "tca.h"
+
+namespace tca {
+
+struct Descriptor {
+    tcaHandle dst{};
+    tcaHandle src{};
+    uint64_t dst_off = 0;
+    uint64_t src_off = 0;
+    uint64_t width = 0;   // bytes per row
+    uint64_t height = 1;  // rows; 1 = contiguous
+    uint64_t dst_pitch = 0;
+    uint64_t src_pitch = 0;
+    int flags = 0;
+    int slot = 0;
+    int tag = 0;
+    // offload extension
+    int wait_counter = -1;
+    uint64_t wait_value = 0;
+    uint64_t wait_step = 0;
+    int add_counter = -1;
+    uint64_t add_value = 0;
+
+    uint64_t bytes() const noexcept { return width * height; }
+    bool notifies() const noexcept { return (flags & (tcaDMANotify | tcaDMANotifySelf)) != 0; }
+};
+
+// Flags a descriptor accepts.
+inline constexpr int kAllDescriptorFlags =
+    tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf | tcaDMAPipeline;
+
+// Structural validity of a handle value (magic, region, node id).
+Result check_handle(const tcaHandle *h, int num_nodes) noexcept;
+
+// Does [off, off + span) fit in the registration?  Handles overflow.
+bool range_fits(const tcaHandle &h, uint64_t off, uint64_t span) noexcept;
+
+// Bytes touched by a block-stride access: (height-1)*pitch + width.
+uint64_t strided_span(uint64_t width, uint64_t height, uint64_t pitch) noexcept;
+
+// Everything the hardware model can decide without touching memory: handles,
+// ranges, pitches, flags, slot, the put-only rule (source must be on `local_node`).
+Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) noexcept;
+
+}  // namespace tca

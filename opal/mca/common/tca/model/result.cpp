@@ -1,0 +1,41 @@
+// result.cpp - one readable message per tcaResult code.
+#include "model/result.hpp"
+
+#include <array>
+
+namespace tca {
+
+namespace {
+constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
+    "success",
+    "invalid argument (NULL pointer, zero or negative size, or unknown flags)",
+    "TCA not initialised: call tcaInit first",
+    "TCA already initialised in this process",
+    "invalid handle: NULL, corrupt, or not created by tcaCreateHandle",
+    "offset + size lies outside the registered memory of the handle",
+    "source memory is not local: the device is put-only and cannot read remote memory",
+    "too many descriptors: a chain holds at most 255 (TCA_MAX_DESCRIPTORS)",
+    "invalid DMA channel: valid channels are 0..3",
+    "memory not registered, or its registration was destroyed (stale handle)",
+    "peer node has exited or is unreachable",
+    "timed out waiting (see TCA_TIMEOUT_MS)",
+    "out of memory",
+    "not supported here (GPU memory needs a CUDA build and a CUDA device)",
+    "an operating-system call failed (details were logged to stderr)",
+    "DMA channel busy: it is still running a chain",
+    "invalid notification slot: valid slots are 0..TCA_NOTIFY_SLOTS-1",
+    "invalid counter index: valid counters are 0..TCA_NUM_COUNTERS-1",
+    "another live process is already this node of this job (job key in use)",
+    "not ready yet",
+    "no descriptor chain loaded in this channel (call tcaDescSet first)",
+    "node id outside the sub-cluster",
+};
+}  // namespace
+
+const char *result_message(Result r) noexcept {
+    const auto i = static_cast<int>(r);
+    if (i < 0 || i >= tcaErrorResultCount) return "unknown TCA result code";
+    return kMessages[static_cast<size_t>(i)];
+}
+
+}  // namespace tca

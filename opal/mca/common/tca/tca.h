@@ -1,0 +1,179 @@
+/*
+ * tca.h - the TCA (Tightly Coupled Accelerators) C API.
+ *
+ * Source-compatible with the TCA API used by published PEACH2 programs
+ * (tcaInit, tcaMalloc, tcaCreateHandle, tcaDescSetMemcpy, tcaStartDMADesc,
+ * tcaWaitDMARecvDesc, ...).  Functions marked "extension" are ours: PIO
+ * helpers, explicit initialisation, counters and triggered descriptors for
+ * offloaded collectives.
+ *
+ * The device is put-only, like PEACH2: data moves from local memory to any
+ * node's memory; a remote read is refused with tcaErrorRemoteRead.
+ */
+#ifndef TCA_H
+#define TCA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TCA_API __attribute__((visibility("default")))
+#else
+#define TCA_API
+#endif
+
+#define TCA_API_VERSION 0x0100 /* 1.0 */
+
+/* Result codes: every entry point returns one; tcaGetErrorString explains it. */
+typedef enum tcaResult {
+    tcaSuccess = 0,
+    tcaErrorInvalidValue = 1,      /* a bad argument (NULL pointer, negative size, bad flags) */
+    tcaErrorNotInitialized = 2,    /* tcaInit has not been called */
+    tcaErrorAlreadyInitialized = 3,
+    tcaErrorInvalidHandle = 4,     /* NULL, corrupt or unknown handle */
+    tcaErrorOutOfRange = 5,        /* offset + size outside the registration */
+    tcaErrorRemoteRead = 6,        /* source memory is not local: PEACH2 cannot read remotely */
+    tcaErrorTooManyDescriptors = 7,/* more than 255 descriptors in one chain */
+    tcaErrorInvalidChannel = 8,    /* DMA channel outside 0..3 */
+    tcaErrorNotRegistered = 9,     /* memory not registered, or the registration is gone */
+    tcaErrorPeerGone = 10,         /* the node that owns the memory / should notify has exited */
+    tcaErrorTimeout = 11,          /* a wait exceeded the configured timeout */
+    tcaErrorNoMemory = 12,
+    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device */
+    tcaErrorSystem = 14,           /* an operating-system call failed (see the log line) */
+    tcaErrorChannelBusy = 15,      /* loading or starting a channel that is still running */
+    tcaErrorInvalidSlot = 16,      /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
+    tcaErrorInvalidCounter = 17,   /* counter index outside 0..TCA_NUM_COUNTERS-1 */
+    tcaErrorJobConflict = 18,      /* another live process already is this node of this job */
+    tcaErrorNotReady = 19,         /* non-blocking test: the event has not happened yet */
+    tcaErrorEmptyChain = 20,       /* starting a channel with no descriptors loaded */
+    tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
+    tcaErrorResultCount
+} tcaResult;
+
+typedef enum tcaMemoryType {
+    tcaMemoryCPU = 0,
+    tcaMemoryGPU = 1,
+    tcaMemoryInternal = 2 /* extension: PEACH2-internal memory of this node (PIO target) */
+} tcaMemoryType;
+
+/* Descriptor flags (tcaDescSetMemcpy / tcaDescSetMemcpy2D). */
+enum {
+    tcaDMAUseInternal = 0x01,       /* descriptor table held on the board: no host fetch cost */
+    tcaDMAUseNotifyInternal = 0x02, /* notification slots in internal memory (always so on loopback) */
+    tcaDMANotify = 0x04,            /* notify the destination node (slot, tag) after the data landed */
+    tcaDMANotifySelf = 0x08,        /* notify the source node itself after the data landed */
+    tcaDMAPipeline = 0x10           /* may overlap with the previous descriptor (timing model only) */
+};
+
+#define TCA_NUM_DMA_CHANNELS 4
+#define TCA_MAX_DESCRIPTORS 255     /* chain held in a host descriptor table */
+#define TCA_MAX_REG_DESCRIPTORS 16  /* chain held in channel registers: no fetch cost */
+#define TCA_NOTIFY_SLOTS 64
+#define TCA_NUM_COUNTERS 256
+#define TCA_MAX_NODES 64
+
+/*
+ * A handle names registered memory in the global address space.  It is a plain
+ * value: copy its bytes to any process of the sub-cluster (MPI_Allgather, a
+ * file, ...) and it means the same thing there.
+ */
+typedef struct tcaHandle {
+    uint32_t magic;      /* TCA_HANDLE_MAGIC when valid */
+    uint16_t node;       /* owning node id */
+    uint8_t region;      /* tcaMemoryType of the memory */
+    uint8_t reserved0;
+    uint32_t reg_index;  /* slot in the owner's registration table */
+    uint32_t reserved1;
+    uint64_t ipc_offset; /* GPU memory: offset of addr inside the IPC allocation */
+    uint64_t key;        /* registration key: stale handles are detected */
+    uint64_t addr;       /* registered base address in the owner's address space */
+    uint64_t size;       /* registered length in bytes */
+    uint64_t global;     /* base address in the global (PEACH2 BAR) address space */
+    uint8_t ipc[64];     /* CUDA IPC handle for GPU memory, zero otherwise */
+} tcaHandle;
+
+#define TCA_HANDLE_MAGIC 0x48414354u /* "TCAH" */
+
+typedef struct tcaDesc tcaDesc; /* opaque descriptor chain */
+
+/* Explicit initialisation parameters (extension).  Zero / NULL fields fall back
+ * to the environment (TCA_JOB_KEY, TCA_NODE_ID, TCA_NUM_NODES, then Open MPI's
+ * OMPI_COMM_WORLD_LOCAL_RANK/SIZE and job id). */
+typedef struct tcaInitParams {
+    const char *job_key; /* processes with the same key form one sub-cluster */
+    int node_id;         /* this process's node id, 0..num_nodes-1; -1 = from environment */
+    int num_nodes;       /* sub-cluster size; 0 = from environment */
+} tcaInitParams;
+
+/* ---- lifetime ---- */
+TCA_API tcaResult tcaInit(void);
+TCA_API tcaResult tcaInitWithParams(const tcaInitParams *params); /* extension */
+TCA_API tcaResult tcaFinalize(void);
+TCA_API const char *tcaGetErrorString(tcaResult result);
+TCA_API tcaResult tcaGetNodeId(int *node_id);    /* extension */
+TCA_API tcaResult tcaGetNumNodes(int *num_nodes); /* extension */
+TCA_API tcaResult tcaGetHopCount(int from_node, int to_node, int *hops); /* extension */
+
+/* ---- memory ---- */
+TCA_API tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
+TCA_API tcaResult tcaFree(void *ptr, tcaMemoryType type);
+TCA_API tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type);
+TCA_API tcaResult tcaDestroyHandle(tcaHandle *handle); /* extension: deregister */
+/* Collective over MPI_COMM_WORLD (library libtca_mpi): *list gets one handle per
+ * rank, malloc'd; release with free(). */
+TCA_API tcaResult tcaCreateHandleList(tcaHandle **list, int nprocs, void *addr, size_t size);
+
+/* ---- DMA descriptor chains ---- */
+TCA_API tcaDesc *tcaDescNew(void);
+TCA_API tcaResult tcaDescFree(tcaDesc *desc);
+TCA_API tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src,
+                                   off_t src_off, size_t size, int flags, int wait_slot, int wait_tag);
+TCA_API tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch,
+                                     tcaHandle *src, off_t src_off, size_t src_pitch, size_t width,
+                                     size_t height, int flags, int wait_slot, int wait_tag);
+/* Extension (offload): the last descriptor added waits, before it issues, until
+ * local counter `counter` >= value + k*step, k = number of earlier starts of the
+ * channel; after its data has landed it adds `add` to counter `dst_counter` of
+ * the destination node.  Pass -1 to leave either part out. */
+TCA_API tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step);
+TCA_API tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add);
+TCA_API tcaResult tcaDescGetLength(const tcaDesc *desc, int *count); /* extension */
+
+TCA_API tcaResult tcaDescSet(tcaDesc *desc, int dma_channel);
+TCA_API tcaResult tcaStartDMADesc(int dma_channel);
+TCA_API tcaResult tcaWaitDMAC(int dma_channel);
+TCA_API tcaResult tcaTestDMAC(int dma_channel, int *done); /* extension */
+
+/* ---- notifications ---- */
+/* Wait for a notification (slot, tag) sent by the node that owns `handle`. */
+TCA_API tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag);
+/* Non-blocking: *flag = 1 and the notification consumed, or *flag = 0. */
+TCA_API tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag);
+
+/* ---- PIO (extension): CPU stores into a remote window, for small data ---- */
+/* Store size bytes at dst+dst_off; with tcaDMANotify / tcaDMANotifySelf in
+ * flags, post (slot, tag) after the data is visible.  Ordered with respect to
+ * earlier PIO stores of the calling thread. */
+TCA_API tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags,
+                              int slot, int tag);
+/* Write-only mapping of an internal-memory window (of any node): stores become
+ * PIO writes.  Loads from a remote node's window are not allowed by the device
+ * model and are undefined. */
+TCA_API tcaResult tcaPioMap(tcaHandle *handle, void **addr);
+
+/* ---- counters (extension, offload) ---- */
+TCA_API tcaResult tcaCounterRead(int counter, uint64_t *value);
+TCA_API tcaResult tcaCounterAdd(int counter, uint64_t add); /* local: kicks triggered descriptors */
+TCA_API tcaResult tcaCounterWait(int counter, uint64_t value); /* until counter >= value */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCA_H */

@@ -1,0 +1,283 @@
+// tca_api.cpp - the public C API: argument checks, then one call into the
+// process's Device.  No exception crosses into C: the API is the boundary.
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "device.hpp"
+#include "model/descriptor.hpp"
+#include "tca.h"
+
+struct tcaDesc {
+    std::vector<tca::Descriptor> chain;
+};
+
+namespace {
+
+std::mutex g_init_lock;
+std::unique_ptr<tca::Device> g_owner;
+std::atomic<tca::Device *> g_device{nullptr};
+
+tca::Device *device() noexcept { return g_device.load(std::memory_order_acquire); }
+
+#define TCA_REQUIRE_DEVICE(dev)                          \
+    tca::Device *dev = device();                         \
+    if (dev == nullptr) return tcaErrorNotInitialized
+
+template <class F>
+tcaResult guarded(F &&f) noexcept {
+    try {
+        return f();
+    } catch (const std::bad_alloc &) {
+        return tcaErrorNoMemory;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "tca: internal error: %s\n", e.what());
+        return tcaErrorSystem;
+    }
+}
+
+tcaResult init_device(const tcaInitParams *params) noexcept {
+    return guarded([&] {
+        std::lock_guard g(g_init_lock);
+        if (g_owner) return tcaErrorAlreadyInitialized;
+        std::unique_ptr<tca::Device> dev;
+        const tcaResult r = tca::make_loopback_device(params, &dev);
+        if (r != tcaSuccess) return r;
+        g_owner = std::move(dev);
+        g_device.store(g_owner.get(), std::memory_order_release);
+        return tcaSuccess;
+    });
+}
+
+tcaResult add_descriptor(tcaDesc *desc, const tca::Descriptor &d) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (desc->chain.size() >= TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
+    if (const tcaResult r = dev->validate(d); r != tcaSuccess) return r;
+    desc->chain.push_back(d);
+    return tcaSuccess;
+}
+
+}  // namespace
+
+namespace tca {
+Device *current_device() noexcept { return device(); }
+}  // namespace tca
+
+extern "C" {
+
+tcaResult tcaInit(void) { return init_device(nullptr); }
+
+tcaResult tcaInitWithParams(const tcaInitParams *params) {
+    if (params == nullptr) return tcaErrorInvalidValue;
+    return init_device(params);
+}
+
+tcaResult tcaFinalize(void) {
+    return guarded([] {
+        std::lock_guard g(g_init_lock);
+        if (!g_owner) return tcaErrorNotInitialized;
+        g_device.store(nullptr, std::memory_order_release);
+        g_owner.reset();
+        return tcaSuccess;
+    });
+}
+
+const char *tcaGetErrorString(tcaResult result) { return tca::result_message(result); }
+
+tcaResult tcaGetNodeId(int *node_id) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (node_id == nullptr) return tcaErrorInvalidValue;
+    *node_id = dev->node_id();
+    return tcaSuccess;
+}
+
+tcaResult tcaGetNumNodes(int *num_nodes) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (num_nodes == nullptr) return tcaErrorInvalidValue;
+    *num_nodes = dev->topology().num_nodes();
+    return tcaSuccess;
+}
+
+tcaResult tcaGetHopCount(int from_node, int to_node, int *hops) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (hops == nullptr) return tcaErrorInvalidValue;
+    const int n = dev->topology().num_nodes();
+    if (from_node < 0 || from_node >= n || to_node < 0 || to_node >= n) return tcaErrorInvalidNode;
+    return guarded([&] {
+        *hops = dev->topology().hops(from_node, to_node);
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type) {
+    TCA_REQUIRE_DEVICE(dev);
+    return guarded([&] { return dev->allocate(ptr, size, type); });
+}
+
+tcaResult tcaFree(void *ptr, tcaMemoryType type) {
+    TCA_REQUIRE_DEVICE(dev);
+    return guarded([&] { return dev->release(ptr, type); });
+}
+
+tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (handle == nullptr) return tcaErrorInvalidHandle;
+    return guarded([&] { return dev->register_memory(addr, size, type, handle); });
+}
+
+tcaResult tcaDestroyHandle(tcaHandle *handle) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (handle == nullptr) return tcaErrorInvalidHandle;
+    return guarded([&] { return dev->deregister(*handle); });
+}
+
+tcaDesc *tcaDescNew(void) { return new (std::nothrow) tcaDesc; }
+
+tcaResult tcaDescFree(tcaDesc *desc) {
+    if (desc == nullptr) return tcaErrorInvalidValue;
+    delete desc;
+    return tcaSuccess;
+}
+
+tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src, off_t src_off,
+                           size_t size, int flags, int wait_slot, int wait_tag) {
+    if (desc == nullptr) return tcaErrorInvalidValue;
+    if (dst == nullptr || src == nullptr) return tcaErrorInvalidHandle;
+    if (dst_off < 0 || src_off < 0) return tcaErrorOutOfRange;
+    tca::Descriptor d;
+    d.dst = *dst;
+    d.src = *src;
+    d.dst_off = static_cast<uint64_t>(dst_off);
+    d.src_off = static_cast<uint64_t>(src_off);
+    d.width = size;
+    d.height = 1;
+    d.dst_pitch = d.src_pitch = size;
+    d.flags = flags;
+    d.slot = wait_slot;
+    d.tag = wait_tag;
+    return guarded([&] { return add_descriptor(desc, d); });
+}
+
+tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch, tcaHandle *src,
+                             off_t src_off, size_t src_pitch, size_t width, size_t height, int flags, int wait_slot,
+                             int wait_tag) {
+    if (desc == nullptr || height == 0) return tcaErrorInvalidValue;
+    if (dst == nullptr || src == nullptr) return tcaErrorInvalidHandle;
+    if (dst_off < 0 || src_off < 0) return tcaErrorOutOfRange;
+    tca::Descriptor d;
+    d.dst = *dst;
+    d.src = *src;
+    d.dst_off = static_cast<uint64_t>(dst_off);
+    d.src_off = static_cast<uint64_t>(src_off);
+    d.width = width;
+    d.height = height;
+    d.dst_pitch = dst_pitch;
+    d.src_pitch = src_pitch;
+    d.flags = flags;
+    d.slot = wait_slot;
+    d.tag = wait_tag;
+    return guarded([&] { return add_descriptor(desc, d); });
+}
+
+tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step) {
+    if (desc == nullptr || desc->chain.empty()) return tcaErrorInvalidValue;
+    if (counter < -1 || counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+    tca::Descriptor &d = desc->chain.back();
+    d.wait_counter = counter;
+    d.wait_value = value;
+    d.wait_step = step;
+    return tcaSuccess;
+}
+
+tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add) {
+    if (desc == nullptr || desc->chain.empty()) return tcaErrorInvalidValue;
+    if (dst_counter < -1 || dst_counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+    tca::Descriptor &d = desc->chain.back();
+    d.add_counter = dst_counter;
+    d.add_value = add;
+    return tcaSuccess;
+}
+
+tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
+    if (desc == nullptr || count == nullptr) return tcaErrorInvalidValue;
+    *count = static_cast<int>(desc->chain.size());
+    return tcaSuccess;
+}
+
+tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (desc == nullptr) return tcaErrorInvalidValue;
+    return guarded([&] { return dev->load_chain(dma_channel, desc->chain); });
+}
+
+tcaResult tcaStartDMADesc(int dma_channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return guarded([&] { return dev->start_channel(dma_channel); });
+}
+
+tcaResult tcaWaitDMAC(int dma_channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return guarded([&] { return dev->wait_channel(dma_channel, true); });
+}
+
+tcaResult tcaTestDMAC(int dma_channel, int *done) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (done == nullptr) return tcaErrorInvalidValue;
+    return guarded([&] {
+        const tcaResult r = dev->wait_channel(dma_channel, false);
+        *done = r != tcaErrorNotReady;
+        return r == tcaErrorNotReady ? tcaSuccess : r;
+    });
+}
+
+tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
+    return guarded([&] { return dev->take_notification(handle->node, slot, tag, true); });
+}
+
+tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (flag == nullptr) return tcaErrorInvalidValue;
+    *flag = 0;
+    if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
+    return guarded([&] {
+        const tcaResult r = dev->take_notification(handle->node, slot, tag, false);
+        if (r == tcaErrorNotReady) return tcaSuccess;
+        *flag = r == tcaSuccess;
+        return r;
+    });
+}
+
+tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags, int slot, int tag) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (dst == nullptr) return tcaErrorInvalidHandle;
+    if (dst_off < 0) return tcaErrorOutOfRange;
+    return guarded([&] { return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag); });
+}
+
+tcaResult tcaPioMap(tcaHandle *handle, void **addr) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (handle == nullptr) return tcaErrorInvalidHandle;
+    return guarded([&] { return dev->pio_map(*handle, addr); });
+}
+
+tcaResult tcaCounterRead(int counter, uint64_t *value) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->counter_read(counter, value);
+}
+
+tcaResult tcaCounterAdd(int counter, uint64_t add) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->counter_add(counter, add);
+}
+
+tcaResult tcaCounterWait(int counter, uint64_t value) {
+    TCA_REQUIRE_DEVICE(dev);
+    return guarded([&] { return dev->counter_wait(counter, value); });
+}
+
+}  // extern "C"
