@@ -67,14 +67,20 @@ std::string segment_name(const std::string &job_key, int node) {
 Liveness check_liveness(SegmentHeader *h) noexcept {
     if (h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized))
         return Liveness::Finalized;
+    if (h->dead.load(std::memory_order_acquire) != 0) return Liveness::Dead;
     const int rc = pthread_mutex_trylock(&h->alive_lock);
     if (rc == EBUSY) return Liveness::Alive;
-    if (rc == EOWNERDEAD) {
-        // Leave it inconsistent: every later check also reports the death.
-        pthread_mutex_unlock(&h->alive_lock);
+    if (rc == EOWNERDEAD || rc == ENOTRECOVERABLE) {
+        // Record the death in the header and hand the lock back in a normal
+        // state: glibc leaves a not-recoverable robust mutex locked by the
+        // checker, which would read as "alive" on the next check.
+        h->dead.store(1, std::memory_order_release);
+        if (rc == EOWNERDEAD) {
+            pthread_mutex_consistent(&h->alive_lock);
+            pthread_mutex_unlock(&h->alive_lock);
+        }
         return Liveness::Dead;
     }
-    if (rc == ENOTRECOVERABLE) return Liveness::Dead;
     if (rc == 0) pthread_mutex_unlock(&h->alive_lock);
     const auto state = h->state.load(std::memory_order_acquire);
     if (state == static_cast<uint32_t>(SegmentState::Finalized)) return Liveness::Finalized;

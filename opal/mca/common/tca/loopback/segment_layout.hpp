@@ -66,6 +66,7 @@ struct alignas(64) SegmentHeader {
     uid_t uid;
     char job_key[64];
     std::atomic<uint32_t> state;
+    std::atomic<uint32_t> dead;           // set by whoever first sees the owner died
     std::atomic<uint64_t> attached_mask;  // bit i: node i has mapped this segment
     pthread_mutex_t alive_lock;           // held by the DMA-engine thread while the node lives
     EventWord app_event;     // notifications, channel completions, counters

@@ -1,0 +1,580 @@
+// tca_device_bench.cpp - device benchmark of the TCA loopback (not a test):
+//   1. PIO put + notification one-way latency, 8 B, into internal and host memory
+//   2. raw PIO store latency through tcaPioMap (the floor: no library call per store)
+//   3. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain
+//   4. memcpy bandwidth in one process (the physical limit) and the ratio
+//
+// Forks two nodes of a fresh sub-cluster; they swap handles through pipes.
+// Node 0 measures and prints; node 1 mirrors every step.
+//
+// Usage: tca_device_bench [-r repeats] [-q] [-h]
+#include <sched.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tca.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr int kNumNodes = 2;
+constexpr auto kChildTimeout = 120s;
+constexpr auto kFlagTimeout = 10s;   // raw PIO polling: give up on a dead peer
+constexpr size_t kSmallBytes = 4096;  // ping-pong buffers (internal and host)
+constexpr size_t kPayload = 8;
+// tcaPioMap test: payload then flag in one cache line, away from the bytes
+// the tcaPioWrite test uses at offset 0 of the same internal buffer.
+constexpr size_t kRawPayloadOff = 128;
+constexpr size_t kRawFlagOff = kRawPayloadOff + kPayload;
+constexpr size_t kDmaSizes[] = {4u << 10, 64u << 10, 1u << 20, 4u << 20, 16u << 20};
+constexpr size_t kMaxDmaBytes = 16u << 20;
+// Large transfers are split into 1 MiB descriptors, as a driver would; 16 MiB
+// then takes 16 descriptors, which still fit the channel registers (no
+// per-descriptor fetch from a host table).
+constexpr size_t kDescChunk = 1u << 20;
+constexpr int kDmaChannel = 0;
+constexpr int kTag = 0;
+
+// One notification slot per phase, so a stray notification of one phase can
+// never satisfy a wait of another.
+enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kSlotDmaDone = 4 };
+
+struct Options {
+    int repeats = 5;
+    bool quick = false;  // smoke-test sizes: fewer iterations
+
+    int warmup() const { return quick ? 100 : 1000; }
+    int latency_iters() const { return quick ? 2000 : 20000; }
+    // About the same bytes per size, so every size takes similar time.
+    int dma_iters(size_t size) const {
+        const size_t budget = quick ? (16u << 20) : (256u << 20);
+        const size_t cap = quick ? 2000 : 20000;
+        return static_cast<int>(std::clamp<size_t>(budget / size, 4, cap));
+    }
+};
+
+// ---- errors ----
+
+[[noreturn]] void die(const char *what) {
+    int node = -1;
+    (void)tcaGetNodeId(&node);  // stays -1 before tcaInit
+    std::fprintf(stderr, "tca_device_bench: node %d: %s\n", node, what);
+    std::exit(1);
+}
+
+void check(tcaResult r, const char *call) {
+    if (r == tcaSuccess) return;
+    int node = -1;
+    (void)tcaGetNodeId(&node);
+    std::fprintf(stderr, "tca_device_bench: node %d: %s failed: %s\n", node, call, tcaGetErrorString(r));
+    std::exit(1);
+}
+#define TCA_CHECK(call) check((call), #call)
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// ---- the pipe pair between the two nodes ----
+
+struct Link {
+    int in = -1;   // read end: from the peer
+    int out = -1;  // write end: to the peer
+};
+
+void write_all(int fd, const void *p, size_t n) {
+    const auto *c = static_cast<const unsigned char *>(p);
+    while (n > 0) {
+        const ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) die("write to the peer's pipe failed");
+        c += k;
+        n -= static_cast<size_t>(k);
+    }
+}
+
+void read_all(int fd, void *p, size_t n) {
+    auto *c = static_cast<unsigned char *>(p);
+    while (n > 0) {
+        const ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k == 0) die("the peer closed its pipe (it exited?)");
+        if (k < 0) die("read from the peer's pipe failed");
+        c += k;
+        n -= static_cast<size_t>(k);
+    }
+}
+
+// Both nodes return only after both arrived.
+void sync_peers(const Link &l, int node) {
+    char b = 0;
+    if (node == 0) {
+        write_all(l.out, &b, 1);
+        read_all(l.in, &b, 1);
+    } else {
+        read_all(l.in, &b, 1);
+        write_all(l.out, &b, 1);
+    }
+}
+
+// ---- per-node state ----
+
+struct Handles {
+    tcaHandle internal;    // PIO target (tcaMemoryInternal)
+    tcaHandle host_small;  // PIO target (tcaMemoryCPU, process_vm_writev path)
+    tcaHandle host_big;    // DMA source on node 0, destination on node 1
+};
+
+struct Node {
+    int id = 0;
+    Options opt;
+    Link link;
+    unsigned char *internal = nullptr;
+    unsigned char *host_small = nullptr;
+    unsigned char *host_big = nullptr;
+    Handles mine{};
+    Handles peer{};
+    unsigned char *peer_window = nullptr;  // tcaPioMap of peer.internal: stores only
+    uint64_t seq = 0;  // ping-pong value; both nodes advance it identically
+};
+
+unsigned char *alloc_registered(size_t size, tcaMemoryType type, tcaHandle *h) {
+    void *p = nullptr;
+    TCA_CHECK(tcaMalloc(&p, size, type));
+    std::memset(p, 0, size);  // touch every page now, not inside a timed loop
+    TCA_CHECK(tcaCreateHandle(h, p, size, type));
+    return static_cast<unsigned char *>(p);
+}
+
+void setup(Node &n) {
+    n.internal = alloc_registered(kSmallBytes, tcaMemoryInternal, &n.mine.internal);
+    n.host_small = alloc_registered(kSmallBytes, tcaMemoryCPU, &n.mine.host_small);
+    n.host_big = alloc_registered(kMaxDmaBytes, tcaMemoryCPU, &n.mine.host_big);
+    // Handles are plain values: send the bytes.  The pipe buffer holds a
+    // whole Handles, so both sides can write before they read.
+    write_all(n.link.out, &n.mine, sizeof n.mine);
+    read_all(n.link.in, &n.peer, sizeof n.peer);
+    void *window = nullptr;
+    TCA_CHECK(tcaPioMap(&n.peer.internal, &window));
+    n.peer_window = static_cast<unsigned char *>(window);
+}
+
+void teardown(Node &n) {
+    TCA_CHECK(tcaDestroyHandle(&n.mine.internal));
+    TCA_CHECK(tcaDestroyHandle(&n.mine.host_small));
+    TCA_CHECK(tcaDestroyHandle(&n.mine.host_big));
+    TCA_CHECK(tcaFree(n.internal, tcaMemoryInternal));
+    TCA_CHECK(tcaFree(n.host_small, tcaMemoryCPU));
+    TCA_CHECK(tcaFree(n.host_big, tcaMemoryCPU));
+}
+
+// ---- statistics ----
+
+struct Stat {
+    double min = 0;
+    double median = 0;
+};
+
+Stat summarize(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    const double median = v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+    return {v.front(), median};
+}
+
+// ---- 1. PIO put + notification ping-pong ----
+
+struct PingTarget {
+    tcaHandle *peer;             // where our puts go
+    const unsigned char *mine;   // where the peer's puts land
+    int slot;
+};
+
+void put_value(const PingTarget &t, uint64_t v) {
+    TCA_CHECK(tcaPioWrite(t.peer, 0, &v, sizeof v, tcaDMANotify, t.slot, kTag));
+}
+
+void take_value(const PingTarget &t, uint64_t v) {
+    TCA_CHECK(tcaWaitDMARecvDesc(t.peer, t.slot, kTag));
+    uint64_t got = 0;
+    std::memcpy(&got, t.mine, sizeof got);
+    if (got != v) die("PIO payload not there when its notification was");
+}
+
+// Returns the elapsed seconds of `iters` round trips.
+double pio_notify_pingpong(Node &n, const PingTarget &t, int iters) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        const uint64_t v = ++n.seq;
+        if (n.id == 0) {
+            put_value(t, v);
+            take_value(t, v);
+        } else {
+            take_value(t, v);
+            put_value(t, v);
+        }
+    }
+    return seconds_since(t0);
+}
+
+// ---- 2. raw PIO stores through tcaPioMap ----
+
+std::atomic_ref<uint64_t> flag_at(unsigned char *base) {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(base + kRawFlagOff));
+}
+
+void raw_put(unsigned char *window, uint64_t v) {
+    std::memcpy(window + kRawPayloadOff, &v, sizeof v);
+    flag_at(window).store(v, std::memory_order_release);  // payload before flag
+}
+
+// Polls the flag in our own internal memory.  Spins first (that is the floor
+// being measured), then also yields: on a loaded 2-core host a pure spin can
+// hold the CPU the peer needs for a whole time slice.
+void raw_take(unsigned char *own, uint64_t v) {
+    const auto flag = flag_at(own);
+    const auto start = Clock::now();
+    for (uint32_t spins = 1; flag.load(std::memory_order_acquire) != v; ++spins) {
+        cpu_relax();
+        if (spins % 1024 != 0) continue;
+        const auto waited = Clock::now() - start;
+        if (waited > 50us) sched_yield();
+        if (waited > kFlagTimeout) die("timed out waiting for the peer's PIO store");
+    }
+    uint64_t got = 0;
+    std::memcpy(&got, own + kRawPayloadOff, sizeof got);
+    if (got != v) die("raw PIO payload not there when its flag was");
+}
+
+double raw_store_pingpong(Node &n, int iters) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        const uint64_t v = ++n.seq;  // a fresh value: a flag left from before never matches
+        if (n.id == 0) {
+            raw_put(n.peer_window, v);
+            raw_take(n.internal, v);
+        } else {
+            raw_take(n.internal, v);
+            raw_put(n.peer_window, v);
+        }
+    }
+    return seconds_since(t0);
+}
+
+// Warm-up, then `repeats` timed runs of a ping-pong; one-way latency in us.
+template <class PingPong>
+Stat measure_latency(Node &n, PingPong &&run) {
+    sync_peers(n.link, n.id);
+    run(n.opt.warmup());
+    std::vector<double> us;
+    const int iters = n.opt.latency_iters();
+    for (int r = 0; r < n.opt.repeats; ++r) us.push_back(run(iters) / iters / 2 * 1e6);
+    return summarize(us);
+}
+
+// ---- 3. DMA bandwidth ----
+
+// Node 0: the whole buffer to node 1's host memory, notifying only after the
+// last descriptor.
+tcaDesc *build_chain(Node &n, size_t size) {
+    tcaDesc *d = tcaDescNew();
+    if (d == nullptr) die("tcaDescNew returned NULL");
+    for (size_t off = 0; off < size; off += kDescChunk) {
+        const size_t len = std::min(kDescChunk, size - off);
+        const bool last = off + len == size;
+        TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_big, static_cast<off_t>(off), &n.mine.host_big,
+                                   static_cast<off_t>(off), len, last ? tcaDMANotify : 0, kSlotDmaData, kTag));
+    }
+    return d;
+}
+
+// Node 0 runs the loaded chain `iters` times.  Node 1 consumes every
+// notification (the ring keeps only 128 per slot before the sender stalls)
+// and acknowledges the last with a PIO notification, so node 0's time covers
+// the delivery of all the data.
+double dma_stream(Node &n, int iters) {
+    const auto t0 = Clock::now();
+    if (n.id == 0) {
+        for (int i = 0; i < iters; ++i) {
+            TCA_CHECK(tcaStartDMADesc(kDmaChannel));
+            TCA_CHECK(tcaWaitDMAC(kDmaChannel));
+        }
+        TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.internal, kSlotDmaDone, kTag));
+    } else {
+        for (int i = 0; i < iters; ++i) TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_big, kSlotDmaData, kTag));
+        TCA_CHECK(tcaPioWrite(&n.peer.internal, 0, nullptr, 0, tcaDMANotify, kSlotDmaDone, kTag));
+    }
+    return seconds_since(t0);
+}
+
+// Elapsed seconds per repeat (node 1's are meaningless).
+std::vector<double> measure_dma(Node &n, size_t size, int iters) {
+    tcaDesc *chain = nullptr;
+    if (n.id == 0) {
+        chain = build_chain(n, size);
+        TCA_CHECK(tcaDescSet(chain, kDmaChannel));
+    }
+    sync_peers(n.link, n.id);
+    dma_stream(n, 2);  // warm-up
+    std::vector<double> s;
+    for (int r = 0; r < n.opt.repeats; ++r) s.push_back(dma_stream(n, iters));
+    if (chain != nullptr) TCA_CHECK(tcaDescFree(chain));
+    return s;
+}
+
+// ---- 4. memcpy bandwidth ----
+
+std::vector<double> measure_memcpy(const Options &opt, unsigned char *dst, const unsigned char *src, size_t size,
+                                   int iters) {
+    auto run = [&](int k) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < k; ++i) {
+            std::memcpy(dst, src, size);
+            asm volatile("" ::: "memory");  // keep every copy: dst counts as read
+        }
+        return seconds_since(t0);
+    };
+    run(2);  // warm-up
+    std::vector<double> s;
+    for (int r = 0; r < opt.repeats; ++r) s.push_back(run(iters));
+    return s;
+}
+
+// ---- report (node 0) ----
+
+struct LatencyRow {
+    const char *name;
+    Stat us;
+};
+
+struct BandwidthRow {
+    size_t size;
+    int iters;
+    Stat dma_s;  // seconds for iters transfers
+    Stat memcpy_s;
+};
+
+double gbps(size_t size, int iters, double seconds) {
+    return static_cast<double>(size) * iters / seconds / 1e9;
+}
+
+std::string size_name(size_t size) {
+    if (size >= (1u << 20)) return std::to_string(size >> 20) + "MiB";
+    return std::to_string(size >> 10) + "KiB";
+}
+
+void print_report(const Options &opt, const std::vector<LatencyRow> &lat, const std::vector<BandwidthRow> &bw) {
+    std::printf("# TCA device benchmark (loopback), %d nodes, %d repeats%s\n", kNumNodes, opt.repeats,
+                opt.quick ? ", quick mode" : "");
+    std::printf("# latency: one-way = round trip / 2 in us, %d round trips per repeat after %d warm-up\n",
+                opt.latency_iters(), opt.warmup());
+    std::printf("# %-34s %10s %10s\n", "test", "min", "median");
+    for (const LatencyRow &r : lat) std::printf("%-36s %10.3f %10.3f\n", r.name, r.us.min, r.us.median);
+    std::printf("#\n");
+    std::printf("# DMA node 0 -> node 1 host memory (chain of <= 1 MiB descriptors, notify on the last)\n");
+    std::printf("# vs memcpy in one process; GB/s = 1e9 B/s, best = fastest repeat, median over repeats\n");
+    std::printf("# %-10s %7s %9s %11s %12s %14s %11s\n", "size", "iters", "dma_best", "dma_median", "memcpy_best",
+                "memcpy_median", "dma/memcpy");
+    for (const BandwidthRow &r : bw) {
+        const double dma = gbps(r.size, r.iters, r.dma_s.median);
+        const double mem = gbps(r.size, r.iters, r.memcpy_s.median);
+        std::printf("%-12s %7d %9.2f %11.2f %12.2f %14.2f %11.3f\n", ("dma_" + size_name(r.size)).c_str(), r.iters,
+                    gbps(r.size, r.iters, r.dma_s.min), dma, gbps(r.size, r.iters, r.memcpy_s.min), mem, dma / mem);
+    }
+    std::printf("RESULT pio_put_notify_8B_us %.3f\n", lat.front().us.median);
+    std::fflush(stdout);
+}
+
+// ---- one node ----
+
+int run_node(int id, const Options &opt, const std::string &job_key, Link link) {
+    const tcaInitParams params{job_key.c_str(), id, kNumNodes};
+    TCA_CHECK(tcaInitWithParams(&params));
+    Node n;
+    n.id = id;
+    n.opt = opt;
+    n.link = link;
+    setup(n);
+
+    std::vector<LatencyRow> lat;
+    const PingTarget internal{&n.peer.internal, n.internal, kSlotPingInternal};
+    const PingTarget host{&n.peer.host_small, n.host_small, kSlotPingHost};
+    lat.push_back({"pio_put_notify_8B_internal_us",
+                   measure_latency(n, [&](int k) { return pio_notify_pingpong(n, internal, k); })});
+    lat.push_back({"pio_put_notify_8B_host_us",
+                   measure_latency(n, [&](int k) { return pio_notify_pingpong(n, host, k); })});
+    lat.push_back({"pio_map_store_8B_internal_us",
+                   measure_latency(n, [&](int k) { return raw_store_pingpong(n, k); })});
+
+    std::vector<BandwidthRow> bw;
+    for (const size_t size : kDmaSizes) {
+        const int iters = opt.dma_iters(size);
+        bw.push_back({size, iters, summarize(measure_dma(n, size, iters)), {}});
+    }
+
+    // memcpy on node 0 only, while node 1 sleeps in the final sync and leaves
+    // the CPU alone.
+    if (id == 0) {
+        auto *dst = static_cast<unsigned char *>(std::aligned_alloc(4096, kMaxDmaBytes));
+        if (dst == nullptr) die("out of memory for the memcpy buffer");
+        std::memset(dst, 0, kMaxDmaBytes);
+        for (BandwidthRow &r : bw) r.memcpy_s = summarize(measure_memcpy(opt, dst, n.host_big, r.size, r.iters));
+        std::free(dst);
+    }
+    sync_peers(n.link, n.id);  // the peer is done with our memory after this
+
+    if (id == 0) print_report(opt, lat, bw);
+    teardown(n);
+    TCA_CHECK(tcaFinalize());
+    return 0;
+}
+
+// ---- the parent ----
+
+void usage(FILE *f, const char *prog) {
+    std::fprintf(f,
+                 "usage: %s [-r repeats] [-q] [-h]\n"
+                 "  -r N  repeat every measurement N times (default 5); min and median are printed\n"
+                 "  -q    quick mode: fewer iterations (smoke test)\n"
+                 "  -h    this help\n",
+                 prog);
+}
+
+// Returns false (after printing why) when the options are bad.
+bool parse_options(int argc, char **argv, Options *opt, bool *help) {
+    *help = false;
+    for (int c; (c = getopt(argc, argv, "r:qh")) != -1;) {
+        switch (c) {
+        case 'r': {
+            char *end = nullptr;
+            const long v = std::strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || v < 1 || v > 1000) {
+                std::fprintf(stderr, "%s: -r wants a number from 1 to 1000\n", argv[0]);
+                return false;
+            }
+            opt->repeats = static_cast<int>(v);
+            break;
+        }
+        case 'q': opt->quick = true; break;
+        case 'h': *help = true; return true;
+        default: return false;
+        }
+    }
+    if (optind != argc) {
+        std::fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+        return false;
+    }
+    return true;
+}
+
+void kill_children(const pid_t (&pids)[kNumNodes]) {
+    for (const pid_t p : pids)
+        if (p > 0) kill(p, SIGKILL);
+}
+
+// Reaps both nodes.  One failing node takes the other down (it would only wait
+// for its peer until the library's timeout); so does the overall timeout.
+bool wait_children(pid_t (&pids)[kNumNodes]) {
+    bool ok = true;
+    bool killed = false;
+    int left = kNumNodes;
+    const auto deadline = Clock::now() + kChildTimeout;
+    while (left > 0) {
+        int status = 0;
+        const pid_t p = waitpid(-1, &status, WNOHANG);
+        if (p < 0) {
+            if (errno == EINTR) continue;
+            std::perror("waitpid");
+            return false;
+        }
+        if (p == 0) {
+            if (!killed && Clock::now() > deadline) {
+                std::fprintf(stderr, "tca_device_bench: nodes still running after %lld s: killing them\n",
+                             static_cast<long long>(kChildTimeout.count()));
+                kill_children(pids);
+                killed = true;
+                ok = false;
+            }
+            std::this_thread::sleep_for(10ms);
+            continue;
+        }
+        const auto it = std::find(std::begin(pids), std::end(pids), p);
+        if (it == std::end(pids)) continue;
+        const int node = static_cast<int>(it - std::begin(pids));
+        *it = -1;
+        --left;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        if (!killed) {
+            if (WIFEXITED(status))
+                std::fprintf(stderr, "tca_device_bench: node %d exited with %d\n", node, WEXITSTATUS(status));
+            else
+                std::fprintf(stderr, "tca_device_bench: node %d killed by signal %d\n", node, WTERMSIG(status));
+            kill_children(pids);
+            killed = true;
+        }
+        ok = false;
+    }
+    return ok;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Options opt;
+    bool help = false;
+    if (!parse_options(argc, argv, &opt, &help)) {
+        usage(stderr, argv[0]);
+        return 2;
+    }
+    if (help) {
+        usage(stdout, argv[0]);
+        return 0;
+    }
+    const std::string job_key = "bench." + std::to_string(getpid());
+    int to_node1[2], to_node0[2];  // one pipe per direction
+    if (pipe(to_node1) != 0 || pipe(to_node0) != 0) {
+        std::perror("pipe");
+        return 1;
+    }
+    const Link links[kNumNodes] = {{to_node0[0], to_node1[1]}, {to_node1[0], to_node0[1]}};
+    std::fflush(nullptr);  // nothing buffered may be written twice by the children
+    pid_t pids[kNumNodes] = {-1, -1};
+    for (int node = 0; node < kNumNodes; ++node) {
+        pids[node] = fork();
+        if (pids[node] < 0) {
+            std::perror("fork");
+            kill_children(pids);
+            return 1;
+        }
+        if (pids[node] == 0) {
+            // Keep only this node's ends: a peer's exit must show as EOF.
+            for (const int fd : {to_node1[0], to_node1[1], to_node0[0], to_node0[1]})
+                if (fd != links[node].in && fd != links[node].out) close(fd);
+            std::exit(run_node(node, opt, job_key, links[node]));
+        }
+    }
+    for (const int fd : {to_node1[0], to_node1[1], to_node0[0], to_node0[1]}) close(fd);
+    return wait_children(pids) ? 0 : 1;
+}

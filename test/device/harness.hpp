@@ -1,0 +1,87 @@
+// harness.hpp - runs a test body in N forked processes, each one node of a
+// fresh loopback sub-cluster, with a shared board to swap handles and a barrier.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "tca.h"
+
+namespace tca::test {
+
+// Shared between the forked nodes (MAP_SHARED | MAP_ANONYMOUS, made before fork).
+struct Board {
+    static constexpr int kSlots = 64;
+    tcaHandle handles[TCA_MAX_NODES][kSlots];
+    std::atomic<int> barrier_count;
+    std::atomic<int> barrier_generation;
+    std::atomic<int> value[16];  // scratch for tests
+    int num_nodes;
+
+    void barrier();
+    void publish(int node, int slot, const tcaHandle &h) { handles[node][slot] = h; }
+    tcaHandle &get(int node, int slot) { return handles[node][slot]; }
+};
+
+struct NodeOptions {
+    int timeout_s = 120;            // kill the nodes after this
+    bool init = true;               // call tcaInitWithParams before the body
+    std::string env;                // "NAME=VALUE" pairs separated by ';' set in every node
+    std::string job_key;            // default: unique per run
+    int killed_node = -1;           // this node is expected to die by SIGKILL
+};
+
+using NodeBody = std::function<int(int node, Board &board)>;
+
+// Fork n nodes, run body in each (return 0 = pass), tcaFinalize, collect.
+::testing::AssertionResult run_nodes(int n, const NodeBody &body, const NodeOptions &opt = {});
+
+// A job key no other test uses.
+std::string unique_job_key(const char *what);
+
+// Fill / check a pattern that depends on (seed, offset), so a misplaced or
+// stale byte is caught.
+void fill_pattern(void *p, size_t n, uint32_t seed);
+bool check_pattern(const void *p, size_t n, uint32_t seed, size_t *bad_at = nullptr);
+
+// Segment files of this user whose name contains key, in /dev/shm.
+int count_segments(const std::string &key);
+
+}  // namespace tca::test
+
+// In a node: report and fail the node (the process exits with 1).
+#define NODE_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "node check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);   \
+            std::fflush(stderr);                                                                   \
+            std::_Exit(1);                                                                         \
+        }                                                                                          \
+    } while (0)
+
+#define NODE_OK(expr)                                                                              \
+    do {                                                                                           \
+        const tcaResult node_r_ = (expr);                                                          \
+        if (node_r_ != tcaSuccess) {                                                               \
+            std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #expr,                   \
+                         tcaGetErrorString(node_r_));                                              \
+            std::fflush(stderr);                                                                   \
+            std::_Exit(1);                                                                         \
+        }                                                                                          \
+    } while (0)
+
+#define NODE_EXPECT_RESULT(expected, expr)                                                         \
+    do {                                                                                           \
+        const tcaResult node_r_ = (expr);                                                          \
+        if (node_r_ != (expected)) {                                                               \
+            std::fprintf(stderr, "%s:%d: %s -> %s, expected %s\n", __FILE__, __LINE__, #expr,      \
+                         tcaGetErrorString(node_r_), tcaGetErrorString(expected));                 \
+            std::fflush(stderr);                                                                   \
+            std::_Exit(1);                                                                         \
+        }                                                                                          \
+    } while (0)

@@ -1,0 +1,189 @@
+// notify_test.cpp - notifications strictly after data (stress), non-blocking
+// tests, counters and triggered descriptors forming a 3-stage pipeline.
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace tca::test {
+namespace {
+
+// Thousands of iterations; the receiver checks the whole payload the moment
+// it sees the notification.  A notification that overtook its data fails.
+int notify_after_data(int node, Board &board, bool via_pio, tcaMemoryType target) {
+    const size_t size = via_pio ? 256 : 64 * 1024;
+    const int iters = via_pio ? 20000 : 4000;
+    const tcaMemoryType my_type = node == 1 ? target : tcaMemoryCPU;
+    void *buf = nullptr;
+    NODE_OK(tcaMalloc(&buf, size, my_type));
+    tcaHandle mine;
+    NODE_OK(tcaCreateHandle(&mine, buf, size, my_type));
+    board.publish(node, 0, mine);
+    board.barrier();
+    tcaHandle peer = board.get(1 - node, 0);
+    tcaDesc *d = tcaDescNew();
+    if (node == 0) {
+        NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, size, tcaDMANotify, 1, 0));
+        NODE_OK(tcaDescSet(d, 0));
+    }
+    auto *w = static_cast<uint64_t *>(buf);
+    const size_t words = size / 8;
+    for (int i = 1; i <= iters; ++i) {
+        if (node == 0) {
+            for (size_t k = 0; k < words; ++k) w[k] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + k;
+            if (via_pio) {
+                NODE_OK(tcaPioWrite(&peer, 0, buf, size, tcaDMANotify, 1, 0));
+            } else {
+                NODE_OK(tcaStartDMADesc(0));
+                NODE_OK(tcaWaitDMAC(0));
+            }
+            NODE_OK(tcaWaitDMARecvDesc(&peer, 2, 0));  // receiver checked: may overwrite
+        } else {
+            NODE_OK(tcaWaitDMARecvDesc(&peer, 1, 0));
+            for (size_t k = 0; k < words; ++k)
+                if (w[k] != static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + k) {
+                    std::fprintf(stderr, "iteration %d word %zu: data not there when notified\n", i, k);
+                    return 1;
+                }
+            NODE_OK(tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 2, 0));
+        }
+    }
+    tcaDescFree(d);
+    return 0;
+}
+
+TEST(Notify, StrictlyAfterDmaDataStress) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, false, tcaMemoryCPU); }));
+}
+TEST(Notify, StrictlyAfterPioDataStressInternal) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, true, tcaMemoryInternal); }));
+}
+TEST(Notify, StrictlyAfterPioDataStressHost) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, true, tcaMemoryCPU); }));
+}
+
+// Many notifications with different tags in flight: none lost, any order of
+// waiting works, and the ring's back-pressure holds the sender instead of
+// overwriting (500 > ring depth of 128).
+TEST(Notify, ManyTagsNoneLost) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        char byte = 0;
+        void *p = nullptr;
+        NODE_OK(tcaMalloc(&p, 64, tcaMemoryInternal));
+        tcaHandle mine;
+        NODE_OK(tcaCreateHandle(&mine, p, 64, tcaMemoryInternal));
+        board.publish(node, 0, mine);
+        board.barrier();
+        tcaHandle peer = board.get(1 - node, 0);
+        const int n = 500;
+        if (node == 0) {
+            for (int i = 0; i < n; ++i) NODE_OK(tcaPioWrite(&peer, 0, &byte, 1, tcaDMANotify, 9, i % 7));
+        } else {
+            // take all tag 6 first, then the rest in descending tag order
+            for (int tag = 6; tag >= 0; --tag) {
+                const int count = n / 7 + (tag < n % 7 ? 1 : 0);
+                for (int i = 0; i < count; ++i) NODE_OK(tcaWaitDMARecvDesc(&peer, 9, tag));
+            }
+            int flag = 1;
+            for (int tag = 0; tag < 7; ++tag) {
+                NODE_OK(tcaTestDMARecvDesc(&peer, 9, tag, &flag));
+                NODE_CHECK(flag == 0);  // exactly n, not more
+            }
+        }
+        return 0;
+    }));
+}
+
+TEST(Notify, TestVariantsAreNonBlocking) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        void *p = nullptr;
+        NODE_OK(tcaMalloc(&p, 4096, tcaMemoryCPU));
+        tcaHandle mine;
+        NODE_OK(tcaCreateHandle(&mine, p, 4096, tcaMemoryCPU));
+        board.publish(node, 0, mine);
+        board.barrier();
+        tcaHandle peer = board.get(1 - node, 0);
+        int flag = 7;
+        NODE_OK(tcaTestDMARecvDesc(&peer, 0, 1, &flag));
+        NODE_CHECK(flag == 0);
+        int done = 7;
+        NODE_EXPECT_RESULT(tcaErrorInvalidChannel, tcaTestDMAC(4, &done));
+        board.barrier();
+        if (node == 0) NODE_OK(tcaPioWrite(&peer, 0, p, 16, tcaDMANotify, 0, 1));
+        if (node == 1) {
+            while (flag == 0) NODE_OK(tcaTestDMARecvDesc(&peer, 0, 1, &flag));
+            NODE_CHECK(flag == 1);
+        }
+        NODE_OK(tcaFree(p, tcaMemoryCPU));
+        return 0;
+    }));
+}
+
+TEST(Counters, AddReadWait) {
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) {
+        uint64_t v = 1;
+        NODE_OK(tcaCounterRead(5, &v));
+        NODE_CHECK(v == 0);
+        NODE_OK(tcaCounterAdd(5, 3));
+        NODE_OK(tcaCounterAdd(5, 4));
+        NODE_OK(tcaCounterWait(5, 7));
+        NODE_OK(tcaCounterRead(5, &v));
+        NODE_CHECK(v == 7);
+        NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaCounterAdd(TCA_NUM_COUNTERS, 1));
+        NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaCounterRead(-1, &v));
+        return 0;
+    }));
+}
+
+// Offload: node 0 -> node 1 -> node 2, segment by segment.  Node 1's chain is
+// made of triggered descriptors: segment s is forwarded as soon as it has
+// landed (counter 0 reaches s+1 + epoch*S).  No CPU work on node 1 between
+// its start and the end of the epoch; three epochs without re-arming.
+TEST(Offload, TriggeredThreeStagePipeline) {
+    EXPECT_TRUE(run_nodes(3, [](int node, Board &board) {
+        const int segments = 8;
+        const size_t seg = 64 * 1024 + 5;
+        const size_t size = seg * segments;
+        std::vector<unsigned char> buf(size);
+        tcaHandle mine;
+        NODE_OK(tcaCreateHandle(&mine, buf.data(), size, tcaMemoryCPU));
+        board.publish(node, 0, mine);
+        board.barrier();
+        tcaDesc *d = tcaDescNew();
+        if (node < 2) {
+            tcaHandle next = board.get(node + 1, 0);
+            for (int s = 0; s < segments; ++s) {
+                const off_t off = static_cast<off_t>(seg) * s;
+                NODE_OK(tcaDescSetMemcpy(d, &next, off, &mine, off, seg, 0, 0, 0));
+                NODE_OK(tcaDescSetCounterAdd(d, 0, 1));
+                if (node == 1) NODE_OK(tcaDescSetTrigger(d, 0, static_cast<uint64_t>(s) + 1, segments));
+            }
+            NODE_OK(tcaDescSet(d, 0));
+        }
+        tcaHandle h0 = board.get(0, 0), h2 = board.get(2, 0);
+        for (int epoch = 0; epoch < 3; ++epoch) {
+            if (node == 1) NODE_OK(tcaStartDMADesc(0));  // armed: waits for segments to land
+            board.barrier();
+            if (node == 0) {
+                fill_pattern(buf.data(), size, static_cast<uint32_t>(epoch + 50));
+                NODE_OK(tcaStartDMADesc(0));
+                NODE_OK(tcaWaitDMAC(0));
+                NODE_OK(tcaWaitDMARecvDesc(&h2, 0, epoch));  // node 2 verified this epoch
+            } else if (node == 1) {
+                NODE_OK(tcaWaitDMAC(0));
+                NODE_CHECK(check_pattern(buf.data(), size, static_cast<uint32_t>(epoch + 50)));
+            } else {
+                NODE_OK(tcaCounterWait(0, static_cast<uint64_t>(segments) * (epoch + 1)));
+                NODE_CHECK(check_pattern(buf.data(), size, static_cast<uint32_t>(epoch + 50)));
+                NODE_OK(tcaPioWrite(&h0, 0, nullptr, 0, tcaDMANotify, 0, epoch));
+            }
+            board.barrier();
+        }
+        tcaDescFree(d);
+        return 0;
+    }));
+}
+
+}  // namespace
+}  // namespace tca::test

@@ -1,0 +1,226 @@
+// model_test.cpp - the PEACH2 model without any process: address map, routing
+// and hop counts, descriptor validation, results, launch info, internal heap.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "loopback/internal_heap.hpp"
+#include "loopback/launch_info.hpp"
+#include "model/address_map.hpp"
+#include "model/descriptor.hpp"
+#include "model/timing_model.hpp"
+#include "model/topology.hpp"
+
+namespace tca {
+namespace {
+
+TEST(AddressMap, WindowsAreEqualAlignedAndDecode) {
+    for (int n : {1, 2, 3, 8, 16, 17, 64}) {
+        AddressMap m(n);
+        EXPECT_EQ(m.window_size() & (m.window_size() - 1), 0u) << "power of two";
+        EXPECT_LE(m.window_size() * static_cast<uint64_t>(n), AddressMap::kBarSize);
+        for (int node = 0; node < n; ++node) {
+            EXPECT_EQ(m.window_base(node) % m.window_size(), 0u);
+            for (Region r : {Region::Host, Region::Gpu0, Region::Gpu1, Region::Internal}) {
+                const uint64_t a = m.region_base(node, r) + 12345;
+                auto d = m.decode(a);
+                ASSERT_TRUE(d.has_value());
+                EXPECT_EQ(d->node, node);
+                EXPECT_EQ(d->region, r);
+                EXPECT_EQ(d->offset, 12345u);
+            }
+        }
+        EXPECT_FALSE(m.decode(AddressMap::kBarBase - 1).has_value());
+        EXPECT_FALSE(m.decode(AddressMap::kBarBase + AddressMap::kBarSize).has_value());
+    }
+    EXPECT_EQ(AddressMap(16).window_size(), 32ull << 30);  // 512 GiB / 16 as on HA-PACS/TCA
+    EXPECT_FALSE(AddressMap(3).decode(AddressMap(3).window_base(3)).has_value());  // unused 4th window
+}
+
+int ring_distance(int a, int b, int r) {
+    const int d = ((b - a) % r + r) % r;
+    return d <= r / 2 ? d : r - d;
+}
+
+TEST(Topology, RingHopsAreShortestDirection) {
+    for (int n = 1; n <= 64; ++n) {
+        Topology t(n, false);
+        for (int a = 0; a < n; ++a)
+            for (int b = 0; b < n; ++b) EXPECT_EQ(t.hops(a, b), ring_distance(a, b, n)) << n << ":" << a << "->" << b;
+    }
+}
+
+TEST(Topology, PathFollowsLinks) {
+    Topology t(16, false);
+    for (int a = 0; a < 16; ++a)
+        for (int b = 0; b < 16; ++b) {
+            int at = a;
+            for (int next : t.path(a, b)) {
+                EXPECT_TRUE(next == t.east_of(at) || next == t.west_of(at));
+                at = next;
+            }
+            EXPECT_EQ(at, b);
+        }
+}
+
+TEST(Topology, RouteIsAnAddressRangeDecision) {
+    Topology t(8, false);
+    const AddressMap &m = t.address_map();
+    EXPECT_EQ(t.route(0, m.region_base(0, Region::Host)), Port::North);
+    EXPECT_EQ(t.route(0, m.region_base(1, Region::Internal) + 99), Port::East);
+    EXPECT_EQ(t.route(0, m.region_base(4, Region::Gpu0)), Port::East);  // tie: east
+    EXPECT_EQ(t.route(0, m.region_base(5, Region::Host)), Port::West);
+    EXPECT_EQ(t.route(0, m.region_base(7, Region::Host)), Port::West);
+    EXPECT_EQ(t.route(6, m.region_base(1, Region::Host)), Port::East);  // wraps around
+}
+
+TEST(Topology, SLinksJoinTwoRings) {
+    Topology t(16, true);
+    EXPECT_EQ(t.ring_size(), 8);
+    EXPECT_EQ(t.south_of(3), 11);
+    EXPECT_EQ(t.south_of(11), 3);
+    for (int a = 0; a < 16; ++a)
+        for (int b = 0; b < 16; ++b) {
+            const bool same = (a < 8) == (b < 8);
+            const int expect = same ? ring_distance(a % 8, b % 8, 8) : 1 + ring_distance(a % 8, b % 8, 8);
+            EXPECT_EQ(t.hops(a, b), expect) << a << "->" << b;
+        }
+    EXPECT_EQ(t.route(2, t.address_map().window_base(13)), Port::South);
+    EXPECT_THROW(Topology(6 + 1, true), std::invalid_argument);
+    EXPECT_THROW(Topology(0, false), std::invalid_argument);
+}
+
+tcaHandle handle(int node, uint64_t size, tcaMemoryType type = tcaMemoryCPU) {
+    tcaHandle h{};
+    h.magic = TCA_HANDLE_MAGIC;
+    h.node = static_cast<uint16_t>(node);
+    h.region = static_cast<uint8_t>(type);
+    h.size = size;
+    h.key = 1;
+    h.addr = 0x1000;
+    return h;
+}
+
+Descriptor desc(int dst_node, int src_node, uint64_t size) {
+    Descriptor d;
+    d.dst = handle(dst_node, 4096);
+    d.src = handle(src_node, 4096);
+    d.width = size;
+    d.dst_pitch = d.src_pitch = size;
+    return d;
+}
+
+TEST(Descriptor, Validation) {
+    EXPECT_EQ(validate_descriptor(desc(1, 0, 4096), 0, 2), tcaSuccess);
+    EXPECT_EQ(validate_descriptor(desc(0, 0, 0), 0, 2), tcaSuccess);  // pure notification
+    EXPECT_EQ(validate_descriptor(desc(0, 1, 8), 0, 2), tcaErrorRemoteRead);
+    EXPECT_EQ(validate_descriptor(desc(1, 0, 4097), 0, 2), tcaErrorOutOfRange);
+    EXPECT_EQ(validate_descriptor(desc(2, 0, 8), 0, 2), tcaErrorInvalidHandle);
+    Descriptor d = desc(1, 0, 8);
+    d.dst_off = 4089;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorOutOfRange);
+    d.dst_off = UINT64_MAX;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorOutOfRange);
+    d = desc(1, 0, 64);
+    d.height = 64;
+    d.dst_pitch = d.src_pitch = 64;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaSuccess);  // exactly 4096 bytes
+    d.dst_pitch = 65;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorOutOfRange);
+    d.dst_pitch = 63;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorInvalidValue);  // rows would overlap
+    d = desc(1, 0, 8);
+    d.flags = tcaDMANotify;
+    d.slot = TCA_NOTIFY_SLOTS;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorInvalidSlot);
+    d.flags = 0x80;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorInvalidValue);
+    d = desc(1, 0, 8);
+    d.src.magic = 0;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorInvalidHandle);
+    d = desc(1, 0, 8);
+    d.add_counter = TCA_NUM_COUNTERS;
+    EXPECT_EQ(validate_descriptor(d, 0, 2), tcaErrorInvalidCounter);
+}
+
+TEST(Descriptor, StridedSpanSaturates) {
+    EXPECT_EQ(strided_span(10, 1, 0), 10u);
+    EXPECT_EQ(strided_span(10, 3, 100), 210u);
+    EXPECT_EQ(strided_span(0, 3, 100), 0u);
+    EXPECT_EQ(strided_span(8, UINT64_MAX, UINT64_MAX / 2), UINT64_MAX);
+}
+
+TEST(Result, EveryCodeHasItsOwnMessage) {
+    std::set<std::string> seen;
+    for (int r = 0; r < tcaErrorResultCount; ++r) {
+        const std::string m = result_message(static_cast<Result>(r));
+        EXPECT_GT(m.size(), 5u);
+        EXPECT_TRUE(seen.insert(m).second) << m;
+    }
+    EXPECT_STREQ(result_message(static_cast<Result>(-1)), "unknown TCA result code");
+}
+
+TEST(TimingModel, OffByDefaultAndPeach2NumbersWhenOn) {
+    unsetenv("TCA_TIMING");
+    TimingModel off = TimingModel::from_environment();
+    EXPECT_FALSE(off.enabled);
+    EXPECT_EQ(off.pio_ns(3), 0);
+    setenv("TCA_TIMING", "1", 1);
+    TimingModel on = TimingModel::from_environment();
+    unsetenv("TCA_TIMING");
+    EXPECT_DOUBLE_EQ(on.pio_ns(1), 782);
+    EXPECT_DOUBLE_EQ(on.pio_ns(3), 782 + 2 * 250);
+    EXPECT_NEAR(on.dma_ns(3'300'000, 1), 1'000'000 + 782, 1);  // 3.3 MB at 3.3 GB/s = 1 ms
+    EXPECT_GT(on.chain_start_cost_ns(255, false), on.chain_start_cost_ns(16, true));
+}
+
+TEST(LaunchInfo, Precedence) {
+    unsetenv("TCA_JOB_KEY");
+    unsetenv("TCA_NODE_ID");
+    unsetenv("TCA_NUM_NODES");
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "2", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+    setenv("OMPI_MCA_ess_base_jobid", "12345", 1);
+    loopback::LaunchInfo li;
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 2);
+    EXPECT_EQ(li.num_nodes, 4);
+    EXPECT_EQ(li.job_key, "ompi.12345");
+    setenv("TCA_JOB_KEY", "mine/with spaces", 1);
+    setenv("TCA_NODE_ID", "1", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.job_key, "mine_with_spaces");
+    EXPECT_EQ(li.node_id, 1);
+    tcaInitParams p{"explicit", 0, 2};
+    ASSERT_EQ(loopback::resolve_launch_info(&p, &li), tcaSuccess);
+    EXPECT_EQ(li.job_key, "explicit");
+    EXPECT_EQ(li.num_nodes, 2);
+    tcaInitParams bad{"x", 5, 2};
+    EXPECT_EQ(loopback::resolve_launch_info(&bad, &li), tcaErrorInvalidNode);
+    tcaInitParams big{"x", 0, TCA_MAX_NODES + 1};
+    EXPECT_EQ(loopback::resolve_launch_info(&big, &li), tcaErrorInvalidValue);
+    for (const char *v : {"TCA_JOB_KEY", "TCA_NODE_ID", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                          "OMPI_MCA_ess_base_jobid"})
+        unsetenv(v);
+    EXPECT_LE(loopback::sanitize_job_key(std::string(200, 'k')).size(), 40u);
+}
+
+TEST(InternalHeap, AllocateFreeCoalesce) {
+    loopback::InternalHeap heap(1024);
+    auto a = heap.allocate(100), b = heap.allocate(100), c = heap.allocate(100);
+    ASSERT_TRUE(a && b && c);
+    EXPECT_EQ(*a % 64, 0u);
+    EXPECT_NE(*a, *b);
+    EXPECT_FALSE(heap.allocate(1024).has_value());
+    EXPECT_TRUE(heap.release(*b));
+    EXPECT_FALSE(heap.release(*b));  // double free refused
+    EXPECT_TRUE(heap.release(*a));
+    EXPECT_TRUE(heap.release(*c));
+    EXPECT_EQ(heap.used(), 0u);
+    EXPECT_TRUE(heap.allocate(1024).has_value());  // coalesced back into one block
+}
+
+}  // namespace
+}  // namespace tca
