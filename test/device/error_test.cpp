@@ -23,7 +23,8 @@ TEST(Errors, NotInitialised) {
         NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
         tcaInitParams bad{"x", 3, 2};
         NODE_EXPECT_RESULT(tcaErrorInvalidNode, tcaInitWithParams(&bad));
-        tcaInitParams ok{unique_job_key("twice").c_str(), 0, 1};
+        const std::string key = unique_job_key("twice");
+        tcaInitParams ok{key.c_str(), 0, 1};
         NODE_OK(tcaInitWithParams(&ok));
         NODE_EXPECT_RESULT(tcaErrorAlreadyInitialized, tcaInit());
         NODE_OK(tcaFinalize());
@@ -156,6 +157,55 @@ TEST(Errors, StaleHandleAfterDestroyOrFree) {
         tcaDescFree(d);
         return 0;
     }));
+}
+
+// tcaFree of internal memory invalidates every handle inside it, not only
+// the one at its start.
+TEST(Errors, FreeingInternalMemoryInvalidatesInnerHandles) {
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) {
+        void *p = nullptr;
+        NODE_OK(tcaMalloc(&p, 4096, tcaMemoryInternal));
+        tcaHandle inner;
+        NODE_OK(tcaCreateHandle(&inner, static_cast<char *>(p) + 64, 64, tcaMemoryInternal));
+        NODE_OK(tcaFree(p, tcaMemoryInternal));
+        char x[8] = {};
+        NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaPioWrite(&inner, 0, x, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaFree(p, tcaMemoryInternal));
+        return 0;
+    }));
+}
+
+// A notification that timed out on a full ring leaves the ring usable.
+TEST(Errors, NotificationTimeoutOnFullRingRecovers) {
+    NodeOptions opt;
+    opt.env = "TCA_TIMEOUT_MS=300";
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        void *p = nullptr;
+        NODE_OK(tcaMalloc(&p, 64, tcaMemoryInternal));
+        tcaHandle mine;
+        NODE_OK(tcaCreateHandle(&mine, p, 64, tcaMemoryInternal));
+        board.publish(node, 0, mine);
+        board.barrier();
+        tcaHandle peer = board.get(1 - node, 0);
+        int posted = 0;
+        if (node == 0) {
+            tcaResult r = tcaSuccess;
+            while ((r = tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 1, 5)) == tcaSuccess) ++posted;
+            NODE_CHECK(r == tcaErrorTimeout);
+            board.value[0].store(posted);
+        }
+        board.barrier();
+        if (node == 1) {
+            posted = board.value[0].load();
+            NODE_CHECK(posted >= 16);
+            for (int i = 0; i < posted; ++i) NODE_OK(tcaWaitDMARecvDesc(&peer, 1, 5));
+        }
+        board.barrier();
+        if (node == 0) NODE_OK(tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 1, 6));
+        if (node == 1) NODE_OK(tcaWaitDMARecvDesc(&peer, 1, 6));
+        board.barrier();
+        return 0;
+    }, opt));
 }
 
 // Each code has a distinct, non-empty message.

@@ -102,8 +102,8 @@ typedef struct tcaHandle {
 
 typedef struct tcaDesc tcaDesc; /* opaque descriptor chain */
 
-/* Explicit initialisation parameters (extension).  Zero / NULL fields fall back
- * to the environment (TCA_JOB_KEY, TCA_NODE_ID, TCA_NUM_NODES, then Open MPI's
+/* Explicit initialisation parameters (extension).  job_key NULL, node_id -1
+ * and num_nodes 0 fall back to the environment (TCA_JOB_KEY, TCA_NODE_ID, TCA_NUM_NODES, then Open MPI's
  * OMPI_COMM_WORLD_LOCAL_RANK/SIZE and job id). */
 typedef struct tcaInitParams {
     const char *job_key; /* processes with the same key form one sub-cluster */

@@ -7,9 +7,9 @@
 
 namespace tca::loopback {
 
-DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, const Topology &topo, const TimingModel &timing,
-                     SourceResolver resolve)
-    : nodes_(nodes), writer_(writer), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {}
+DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
+                     const TimingModel &timing, SourceResolver resolve)
+    : nodes_(nodes), writer_(writer), sender_(sender), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {}
 
 DmaEngine::~DmaEngine() { stop_thread(); }
 
@@ -76,9 +76,9 @@ Result DmaEngine::execute(const Descriptor &d) {
     if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
     if (timing_.enabled) spin_for_ns(timing_.dma_ns(d.bytes(), topo_.hops(nodes_.self(), d.dst.node)));
     if (d.flags & tcaDMANotify)
-        if (Result r = post_notification(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
+        if (Result r = sender_.post(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
     if (d.flags & tcaDMANotifySelf)
-        if (Result r = post_notification(nodes_, nodes_.self(), d.slot, d.tag); r != tcaSuccess) return r;
+        if (Result r = sender_.post(nodes_, nodes_.self(), d.slot, d.tag); r != tcaSuccess) return r;
     if (d.add_counter >= 0) nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
     return tcaSuccess;
 }

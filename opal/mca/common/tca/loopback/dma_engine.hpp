@@ -26,8 +26,8 @@ using SourceResolver = std::function<Result(const tcaHandle &, uint64_t off, con
 
 class DmaEngine {
 public:
-    DmaEngine(NodeSet &nodes, RemoteWriter &writer, const Topology &topo, const TimingModel &timing,
-              SourceResolver resolve);
+    DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
+              const TimingModel &timing, SourceResolver resolve);
     ~DmaEngine();
     DmaEngine(const DmaEngine &) = delete;
     DmaEngine &operator=(const DmaEngine &) = delete;
@@ -62,6 +62,7 @@ private:
 
     NodeSet &nodes_;
     RemoteWriter &writer_;
+    NotificationSender &sender_;
     const Topology &topo_;
     const TimingModel &timing_;
     SourceResolver resolve_;

@@ -22,10 +22,11 @@ std::optional<uint64_t> InternalHeap::allocate(uint64_t bytes) {
     return std::nullopt;
 }
 
-bool InternalHeap::release(uint64_t offset) {
+std::optional<uint64_t> InternalHeap::release(uint64_t offset) {
     std::lock_guard g(lock_);
     auto u = used_.find(offset);
-    if (u == used_.end()) return false;
+    if (u == used_.end()) return std::nullopt;
+    const uint64_t freed = u->second;
     uint64_t off = offset, len = u->second;
     used_.erase(u);
     auto next = free_.lower_bound(off);
@@ -37,11 +38,11 @@ bool InternalHeap::release(uint64_t offset) {
         auto prev = std::prev(next);
         if (prev->first + prev->second == off) {
             prev->second += len;
-            return true;
+            return freed;
         }
     }
     free_[off] = len;
-    return true;
+    return freed;
 }
 
 uint64_t InternalHeap::used() const {

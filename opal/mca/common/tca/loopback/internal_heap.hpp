@@ -15,7 +15,8 @@ public:
     explicit InternalHeap(uint64_t size) : size_(size) { free_[0] = size; }
 
     std::optional<uint64_t> allocate(uint64_t bytes);  // offset, or nothing if full
-    bool release(uint64_t offset);                     // false: not an allocation
+    // Length of the freed allocation, or nothing if offset is not one.
+    std::optional<uint64_t> release(uint64_t offset);
     uint64_t size() const noexcept { return size_; }
     uint64_t used() const;
 

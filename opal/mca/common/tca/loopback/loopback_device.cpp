@@ -50,8 +50,9 @@ public:
           timing_(TimingModel::from_environment()),
           nodes_(std::move(li), WaitPolicy::from_environment()),
           writer_(nodes_),
+          sender_(nodes_.size()),
           inbox_(nodes_.size()),
-          engine_(nodes_, writer_, topo_, timing_,
+          engine_(nodes_, writer_, sender_, topo_, timing_,
                   [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
                       return resolve_source(h, off, p, gpu);
                   }),
@@ -156,8 +157,9 @@ public:
             const unsigned char *base = nodes_.own().internal();
             if (p < base || p >= base + heap_.size()) return tcaErrorInvalidValue;
             const uint64_t off = static_cast<uint64_t>(p - base);
-            if (!heap_.release(off)) return tcaErrorInvalidValue;
-            drop_registrations(off, 1, type);
+            const auto length = heap_.release(off);
+            if (!length) return tcaErrorInvalidValue;
+            drop_registrations(off, *length, type);
             return tcaSuccess;
         }
         }
@@ -255,9 +257,9 @@ public:
         const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
         if (Result r = writer_.write(dst, copy); r != tcaSuccess) return r;
         if (flags & tcaDMANotify)
-            if (Result r = post_notification(nodes_, dst.node, slot, tag); r != tcaSuccess) return r;
+            if (Result r = sender_.post(nodes_, dst.node, slot, tag); r != tcaSuccess) return r;
         if (flags & tcaDMANotifySelf)
-            if (Result r = post_notification(nodes_, nodes_.self(), slot, tag); r != tcaSuccess) return r;
+            if (Result r = sender_.post(nodes_, nodes_.self(), slot, tag); r != tcaSuccess) return r;
         return tcaSuccess;
     }
 
@@ -346,6 +348,7 @@ private:
     TimingModel timing_;
     NodeSet nodes_;
     RemoteWriter writer_;
+    NotificationSender sender_;
     NotificationInbox inbox_;
     DmaEngine engine_;
     InternalHeap heap_;

@@ -68,6 +68,8 @@ Liveness check_liveness(SegmentHeader *h) noexcept {
     if (h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized))
         return Liveness::Finalized;
     if (h->dead.load(std::memory_order_acquire) != 0) return Liveness::Dead;
+    if (h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Creating))
+        return pid_alive(h->pid) ? Liveness::Starting : Liveness::Dead;  // its lock may not be taken yet
     const int rc = pthread_mutex_trylock(&h->alive_lock);
     if (rc == EBUSY) return Liveness::Alive;
     if (rc == EOWNERDEAD || rc == ENOTRECOVERABLE) {
@@ -82,10 +84,10 @@ Liveness check_liveness(SegmentHeader *h) noexcept {
         return Liveness::Dead;
     }
     if (rc == 0) pthread_mutex_unlock(&h->alive_lock);
-    const auto state = h->state.load(std::memory_order_acquire);
-    if (state == static_cast<uint32_t>(SegmentState::Finalized)) return Liveness::Finalized;
-    if (state == static_cast<uint32_t>(SegmentState::Creating) && pid_alive(h->pid)) return Liveness::Starting;
-    return Liveness::Dead;
+    // Ready but nobody holds the lock: the engine thread is gone.
+    return h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized)
+               ? Liveness::Finalized
+               : Liveness::Dead;
 }
 
 MappedSegment &MappedSegment::operator=(MappedSegment &&o) noexcept {
@@ -106,42 +108,32 @@ void MappedSegment::reset() noexcept {
     size_ = 0;
 }
 
+// The segment is built under a private temporary name and link()ed to its
+// real name only when its header is complete, so nobody ever sees (or judges
+// stale) a half-initialised segment.  link() also gives O_EXCL semantics.
 Result MappedSegment::create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size) {
     reset();
     name_ = segment_name(job_key, node);
+    const std::string tmp = "/" + user_prefix() + "tmp-" + std::to_string(getpid()) + "-" + job_key + "-" +
+                            std::to_string(node);
     const SegmentLayout layout = SegmentLayout::compute(static_cast<uint32_t>(num_nodes), internal_size);
-    int fd = -1;
-    for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
-        fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd >= 0 || errno != EEXIST) break;
-        // A segment of this name exists: take it over only if its owner is gone.
-        const int old = shm_open(name_.c_str(), O_RDWR, 0600);
-        if (old < 0) continue;  // vanished meanwhile: retry
-        SegmentHeader *h = map_header(old);
-        const bool stale = h == nullptr || is_stale(h);
-        if (h != nullptr) munmap(h, sizeof(SegmentHeader));
-        close(old);
-        if (!stale) {
-            std::fprintf(stderr, "tca: segment %s belongs to a live process: job key in use\n", name_.c_str());
-            return tcaErrorJobConflict;
-        }
-        shm_unlink(name_.c_str());
-    }
+    shm_unlink(tmp.c_str());
+    const int fd = shm_open(tmp.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
-        std::fprintf(stderr, "tca: shm_open(%s) failed: %s\n", name_.c_str(), std::strerror(errno));
-        return errno == EEXIST ? tcaErrorJobConflict : tcaErrorSystem;
+        std::fprintf(stderr, "tca: shm_open(%s) failed: %s\n", tmp.c_str(), std::strerror(errno));
+        return tcaErrorSystem;
     }
     if (ftruncate(fd, static_cast<off_t>(layout.total_size)) != 0) {
-        std::fprintf(stderr, "tca: ftruncate(%s, %llu) failed: %s\n", name_.c_str(),
+        std::fprintf(stderr, "tca: ftruncate(%s, %llu) failed: %s\n", tmp.c_str(),
                      static_cast<unsigned long long>(layout.total_size), std::strerror(errno));
         close(fd);
-        shm_unlink(name_.c_str());
+        shm_unlink(tmp.c_str());
         return tcaErrorSystem;
     }
     void *p = mmap(nullptr, layout.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) {
-        shm_unlink(name_.c_str());
+        shm_unlink(tmp.c_str());
         return tcaErrorSystem;
     }
     base_ = p;
@@ -168,7 +160,36 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     // The rest (registrations, rings, counters) is zero-filled by the kernel,
     // which is their initial state.
     h->state.store(static_cast<uint32_t>(SegmentState::Creating), std::memory_order_release);
-    return tcaSuccess;
+
+    const std::string tmp_path = "/dev/shm" + tmp, path = "/dev/shm" + name_;
+    Result result = tcaErrorJobConflict;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (link(tmp_path.c_str(), path.c_str()) == 0) {
+            result = tcaSuccess;
+            break;
+        }
+        if (errno != EEXIST) {
+            std::fprintf(stderr, "tca: link(%s) failed: %s\n", path.c_str(), std::strerror(errno));
+            result = tcaErrorSystem;
+            break;
+        }
+        // A segment of this name exists: take it over only if its owner is gone.
+        const int old = shm_open(name_.c_str(), O_RDWR, 0600);
+        if (old >= 0) {
+            SegmentHeader *oh = map_header(old);
+            const bool stale = oh == nullptr || is_stale(oh);
+            if (oh != nullptr) munmap(oh, sizeof(SegmentHeader));
+            close(old);
+            if (!stale) {
+                std::fprintf(stderr, "tca: segment %s belongs to a live process: job key in use\n", name_.c_str());
+                break;
+            }
+            shm_unlink(name_.c_str());
+        }
+    }
+    shm_unlink(tmp.c_str());
+    if (result != tcaSuccess) reset();
+    return result;
 }
 
 Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes) {

@@ -47,6 +47,14 @@ public:
         return l == Liveness::Dead || l == Liveness::Finalized;
     }
 
+    // Read-only check of the flags a peer leaves when it finished or was
+    // found dead: cheap enough for every put (no write to the peer's lines).
+    bool known_gone(int node) const noexcept {
+        const SegmentHeader *h = view(node).header();
+        return h->dead.load(std::memory_order_acquire) != 0 ||
+               h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized);
+    }
+
     // Add to a node's counter and wake whoever waits on it there.
     void counter_add(int node, int idx, uint64_t v) noexcept;
 

@@ -7,10 +7,11 @@
 
 namespace tca::loopback {
 
-Result post_notification(NodeSet &nodes, int target, int slot, int tag) {
+Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag) {
     const SegmentView dst = nodes.view(target);
     NotifyRing *ring = dst.ring(static_cast<uint32_t>(nodes.self()), static_cast<uint32_t>(slot));
-    const uint64_t ticket = ring->reserve.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard g(locks_[static_cast<size_t>(target)]);
+    const uint64_t ticket = ring->reserve.load(std::memory_order_relaxed);
     auto has_room = [&] { return ticket - ring->drained.load(std::memory_order_acquire) < kNotifyDepth; };
     if (!has_room()) {
         // The receiver bumps its app_event whenever it drains a ring.
@@ -19,6 +20,7 @@ Result post_notification(NodeSet &nodes, int target, int slot, int tag) {
     }
     const uint64_t entry = ((ticket + 1) << 32) | static_cast<uint32_t>(tag);
     ring->entries[ticket % kNotifyDepth].store(entry, std::memory_order_release);
+    ring->reserve.store(ticket + 1, std::memory_order_relaxed);
     dst.header()->app_event.notify();
     return tcaSuccess;
 }

@@ -13,10 +13,20 @@
 
 namespace tca::loopback {
 
-// Producer: post (slot, tag) from this node into node `target`'s ring.  Waits
-// (bounded) while the ring is full, i.e. the receiver has not consumed 128 of
-// our earlier notifications on that slot.
-Result post_notification(NodeSet &nodes, int target, int slot, int tag);
+// Producer side.  Only this process writes the rings (source = us) in the
+// other nodes' segments, so a process-local lock orders our own threads.
+class NotificationSender {
+public:
+    explicit NotificationSender(int num_nodes) : locks_(static_cast<size_t>(num_nodes)) {}
+    // Post (slot, tag) from this node into node `target`'s ring.  Waits
+    // (bounded) while the ring is full, i.e. the receiver has not consumed
+    // kNotifyDepth of our earlier notifications on that slot; a failed wait
+    // leaves the ring as it was.
+    Result post(NodeSet &nodes, int target, int slot, int tag);
+
+private:
+    std::vector<std::mutex> locks_;
+};
 
 class NotificationInbox {
 public:

@@ -53,7 +53,9 @@ Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c) {
         return write_local(nodes_.view(node).internal() + dst.addr, c);
     case tcaMemoryCPU:
         if (node == nodes_.self()) return write_local(reinterpret_cast<unsigned char *>(dst.addr), c);
-        if (nodes_.gone(node)) return tcaErrorPeerGone;
+        // A killed peer shows up as ESRCH from process_vm_writev; the flags
+        // catch finished peers (whose memory may already be gone).
+        if (nodes_.known_gone(node)) return tcaErrorPeerGone;
         if (single_copy()) {
             const Result r = write_cma(node, dst.addr, c);
             if (r != tcaErrorNotSupported) return r;  // NotSupported: just refused, fall through
@@ -138,6 +140,7 @@ Result RemoteWriter::write_cma(int node, uint64_t dst_addr, const RowCopy &c) {
 }
 
 Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c) {
+    if (nodes_.gone(node)) return tcaErrorPeerGone;  // the bounce needs the peer's engine
     BounceArea *b = nodes_.view(node).bounce();
     // Take the target's mailbox; keep serving our own mailbox meanwhile, or two
     // engines bouncing into each other would deadlock.
@@ -216,7 +219,7 @@ Result RemoteWriter::write_gpu(const tcaHandle &dst, const RowCopy &c) {
     if (dst.node == nodes_.self()) {
         base = reinterpret_cast<unsigned char *>(dst.addr);
     } else {
-        if (nodes_.gone(dst.node)) return tcaErrorPeerGone;
+        if (nodes_.known_gone(dst.node)) return tcaErrorPeerGone;
         std::lock_guard g(ipc_lock_);
         auto &slot = ipc_cache_[{dst.node, dst.key}];
         if (slot == nullptr) {
