@@ -2,7 +2,7 @@
 # The device layer under valgrind memcheck: data paths, notifications,
 # triggered descriptors and error paths (forked nodes run under valgrind too).
 # Any memcheck error makes a node exit 99, which fails its test.
-exec timeout 900 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+exec timeout 900 ./libtool --mode=execute valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
     --suppressions="${srcdir:-.}/test/valgrind.supp" \
     ./tca_device_tests \
     --gtest_filter='DataPath.Chain*:DataPath.BlockStride:DataPath.SelfNotify*:Notify.ManyTags*:Notify.TestVariants*:Counters.*:Offload.*:Errors.DescriptorValidation:Errors.ChannelBusy*:Errors.StaleHandle*:Errors.JobKeyInUse:Lifecycle.NoSegments*'

@@ -99,6 +99,7 @@ TEST(Notify, TestVariantsAreNonBlocking) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         void *p = nullptr;
         NODE_OK(tcaMalloc(&p, 4096, tcaMemoryCPU));
+        std::memset(p, 0x5a, 4096);
         tcaHandle mine;
         NODE_OK(tcaCreateHandle(&mine, p, 4096, tcaMemoryCPU));
         board.publish(node, 0, mine);
