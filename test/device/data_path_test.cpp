@@ -205,13 +205,7 @@ TEST(DataPath, ReuseOneChainForThousandsOfIterations) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t size = 8192;
         const int iters = 3000;
-        void *buf = nullptr;
-        NODE_OK(tcaMalloc(&buf, size, tcaMemoryCPU));
-        tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, buf, size, tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        auto [buf, mine, peer] = exchange_buffers(node, board, size, tcaMemoryCPU);
         tcaDesc *d = tcaDescNew();
         NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, size, tcaDMANotify, 0, 0));
         NODE_OK(tcaDescSet(d, 0));

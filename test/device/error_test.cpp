@@ -131,13 +131,7 @@ TEST(Errors, ChannelBusyWhileRunning) {
 // Destroyed registrations: a put into them fails, at validation and at run time.
 TEST(Errors, StaleHandleAfterDestroyOrFree) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        void *p = nullptr;
-        NODE_OK(tcaMalloc(&p, 8192, tcaMemoryCPU));
-        tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, p, 8192, tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        auto [p, mine, peer] = exchange_buffers(node, board, 8192, tcaMemoryCPU);
         tcaDesc *d = tcaDescNew();
         if (node == 0) NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8192, 0, 0, 0));
         if (node == 0) NODE_OK(tcaDescSet(d, 0));
@@ -180,13 +174,7 @@ TEST(Errors, NotificationTimeoutOnFullRingRecovers) {
     NodeOptions opt;
     opt.env = "TCA_TIMEOUT_MS=300";
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        void *p = nullptr;
-        NODE_OK(tcaMalloc(&p, 64, tcaMemoryInternal));
-        tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, p, 64, tcaMemoryInternal));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        auto [p, mine, peer] = exchange_buffers(node, board, 64, tcaMemoryInternal);
         int posted = 0;
         if (node == 0) {
             tcaResult r = tcaSuccess;

@@ -28,6 +28,20 @@ void Board::barrier() {
         if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
+PairBuffers exchange_buffers(int node, Board &board, size_t size, tcaMemoryType type) {
+    PairBuffers b{};
+    tcaResult r = tcaMalloc(&b.buf, size, type);
+    if (r == tcaSuccess) r = tcaCreateHandle(&b.mine, b.buf, size, type);
+    if (r != tcaSuccess) {
+        std::fprintf(stderr, "node %d: setting up a %zu-byte buffer: %s\n", node, size, tcaGetErrorString(r));
+        std::_Exit(1);
+    }
+    board.publish(node, 0, b.mine);
+    board.barrier();
+    b.peer = board.get(1 - node, 0);
+    return b;
+}
+
 std::string unique_job_key(const char *what) {
     static int counter = 0;
     return std::string("t.") + what + "." + std::to_string(getpid()) + "." + std::to_string(++counter);

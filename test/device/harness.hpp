@@ -41,6 +41,15 @@ using NodeBody = std::function<int(int node, Board &board)>;
 // Fork n nodes, run body in each (return 0 = pass), tcaFinalize, collect.
 ::testing::AssertionResult run_nodes(int n, const NodeBody &body, const NodeOptions &opt = {});
 
+// The usual start of a two-node test: tcaMalloc `size` bytes of `type`,
+// register them, swap handles through board slot 0.  Fails the node on error.
+struct PairBuffers {
+    void *buf;
+    tcaHandle mine;
+    tcaHandle peer;  // the same buffer of node 1 - node
+};
+PairBuffers exchange_buffers(int node, Board &board, size_t size, tcaMemoryType type);
+
 // A job key no other test uses.
 std::string unique_job_key(const char *what);
 

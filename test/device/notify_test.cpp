@@ -15,13 +15,7 @@ int notify_after_data(int node, Board &board, bool via_pio, tcaMemoryType target
     const size_t size = via_pio ? 256 : 64 * 1024;
     const int iters = via_pio ? 20000 : 4000;
     const tcaMemoryType my_type = node == 1 ? target : tcaMemoryCPU;
-    void *buf = nullptr;
-    NODE_OK(tcaMalloc(&buf, size, my_type));
-    tcaHandle mine;
-    NODE_OK(tcaCreateHandle(&mine, buf, size, my_type));
-    board.publish(node, 0, mine);
-    board.barrier();
-    tcaHandle peer = board.get(1 - node, 0);
+    auto [buf, mine, peer] = exchange_buffers(node, board, size, my_type);
     tcaDesc *d = tcaDescNew();
     if (node == 0) {
         NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, size, tcaDMANotify, 1, 0));
@@ -69,13 +63,7 @@ TEST(Notify, StrictlyAfterPioDataStressHost) {
 TEST(Notify, ManyTagsNoneLost) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         char byte = 0;
-        void *p = nullptr;
-        NODE_OK(tcaMalloc(&p, 64, tcaMemoryInternal));
-        tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, p, 64, tcaMemoryInternal));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        auto [p, mine, peer] = exchange_buffers(node, board, 64, tcaMemoryInternal);
         const int n = 500;
         if (node == 0) {
             for (int i = 0; i < n; ++i) NODE_OK(tcaPioWrite(&peer, 0, &byte, 1, tcaDMANotify, 9, i % 7));
@@ -97,14 +85,8 @@ TEST(Notify, ManyTagsNoneLost) {
 
 TEST(Notify, TestVariantsAreNonBlocking) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        void *p = nullptr;
-        NODE_OK(tcaMalloc(&p, 4096, tcaMemoryCPU));
+        auto [p, mine, peer] = exchange_buffers(node, board, 4096, tcaMemoryCPU);
         std::memset(p, 0x5a, 4096);
-        tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, p, 4096, tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
         int flag = 7;
         NODE_OK(tcaTestDMARecvDesc(&peer, 0, 1, &flag));
         NODE_CHECK(flag == 0);
