@@ -86,10 +86,7 @@ int chain_of(int node, Board &board, int n) {
     const size_t total = block * static_cast<size_t>(n);
     std::vector<unsigned char> buf(total);
     tcaHandle mine;
-    NODE_OK(tcaCreateHandle(&mine, buf.data(), total, tcaMemoryCPU));
-    board.publish(node, 0, mine);
-    board.barrier();
-    tcaHandle peer = board.get(1 - node, 0);
+    tcaHandle peer = register_and_swap(node, board, buf.data(), total, tcaMemoryCPU, &mine);
     for (int round = 0; round < 3; ++round) {
         if (node == 0) {
             fill_pattern(buf.data(), total, static_cast<uint32_t>(n * 10 + round));
@@ -130,10 +127,7 @@ TEST(DataPath, BlockStride) {
         const size_t size = dst_pitch * (height + 2);
         std::vector<unsigned char> buf(size, 0xEE);
         tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, buf.data(), size, tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        tcaHandle peer = register_and_swap(node, board, buf.data(), size, tcaMemoryCPU, &mine);
         if (node == 0) {
             fill_pattern(buf.data(), size, 42);
             tcaDesc *d = tcaDescNew();
@@ -166,10 +160,7 @@ TEST(DataPath, FourChannelsAtOnce) {
         const size_t part = (1 << 20) + 3;
         std::vector<unsigned char> buf(part * 4);
         tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, buf.data(), buf.size(), tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        tcaHandle peer = register_and_swap(node, board, buf.data(), buf.size(), tcaMemoryCPU, &mine);
         for (int round = 0; round < 5; ++round) {
             if (node == 0) {
                 tcaDesc *d[4];
@@ -235,10 +226,7 @@ TEST(DataPath, SelfNotifyMeansLocalCompletion) {
         const size_t size = 1 << 20;
         std::vector<unsigned char> buf(size);
         tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, buf.data(), size, tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        tcaHandle peer = register_and_swap(node, board, buf.data(), size, tcaMemoryCPU, &mine);
         if (node == 0) {
             fill_pattern(buf.data(), size, 9);
             tcaDesc *d = tcaDescNew();

@@ -36,10 +36,7 @@ TEST(Errors, DescriptorValidation) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         std::vector<unsigned char> buf(4096);
         tcaHandle mine;
-        NODE_OK(tcaCreateHandle(&mine, buf.data(), buf.size(), tcaMemoryCPU));
-        board.publish(node, 0, mine);
-        board.barrier();
-        tcaHandle peer = board.get(1 - node, 0);
+        tcaHandle peer = register_and_swap(node, board, buf.data(), buf.size(), tcaMemoryCPU, &mine);
         tcaDesc *d = tcaDescNew();
         // null / corrupt handles
         NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDescSetMemcpy(d, nullptr, 0, &mine, 0, 8, 0, 0, 0));

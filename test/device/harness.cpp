@@ -28,17 +28,25 @@ void Board::barrier() {
         if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
-PairBuffers exchange_buffers(int node, Board &board, size_t size, tcaMemoryType type) {
-    PairBuffers b{};
-    tcaResult r = tcaMalloc(&b.buf, size, type);
-    if (r == tcaSuccess) r = tcaCreateHandle(&b.mine, b.buf, size, type);
+tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine) {
+    const tcaResult r = tcaCreateHandle(mine, buf, size, type);
     if (r != tcaSuccess) {
-        std::fprintf(stderr, "node %d: setting up a %zu-byte buffer: %s\n", node, size, tcaGetErrorString(r));
+        std::fprintf(stderr, "node %d: registering a %zu-byte buffer: %s\n", node, size, tcaGetErrorString(r));
         std::_Exit(1);
     }
-    board.publish(node, 0, b.mine);
+    board.publish(node, 0, *mine);
     board.barrier();
-    b.peer = board.get(1 - node, 0);
+    return board.get(1 - node, 0);
+}
+
+PairBuffers exchange_buffers(int node, Board &board, size_t size, tcaMemoryType type) {
+    PairBuffers b{};
+    const tcaResult r = tcaMalloc(&b.buf, size, type);
+    if (r != tcaSuccess) {
+        std::fprintf(stderr, "node %d: allocating a %zu-byte buffer: %s\n", node, size, tcaGetErrorString(r));
+        std::_Exit(1);
+    }
+    b.peer = register_and_swap(node, board, b.buf, size, type, &b.mine);
     return b;
 }
 

@@ -41,6 +41,10 @@ using NodeBody = std::function<int(int node, Board &board)>;
 // Fork n nodes, run body in each (return 0 = pass), tcaFinalize, collect.
 ::testing::AssertionResult run_nodes(int n, const NodeBody &body, const NodeOptions &opt = {});
 
+// Register caller-owned memory, swap handles with node 1 - node through board
+// slot 0; returns the peer's handle.  Fails the node on error.
+tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine);
+
 // The usual start of a two-node test: tcaMalloc `size` bytes of `type`,
 // register them, swap handles through board slot 0.  Fails the node on error.
 struct PairBuffers {
