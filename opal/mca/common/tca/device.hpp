@@ -57,6 +57,17 @@ public:
     virtual Result counter_read(int idx, uint64_t *value) = 0;
     virtual Result counter_add(int idx, uint64_t add) = 0;
     virtual Result counter_wait(int idx, uint64_t value) = 0;
+
+    // Interrupts (the PEACH2 interrupt line): any node may raise one at any
+    // node; a sleeping consumer wakes.  Notifications, channel completions and
+    // counter updates of this node raise it as well.
+    virtual Result interrupt_raise(int node) = 0;
+    virtual uint32_t interrupt_count() const noexcept = 0;
+    virtual Result interrupt_wait(uint32_t seen, int64_t timeout_ns) = 0;
+
+    // Where the backend keeps this node's state ("" if nothing persists), for
+    // launchers that remove leftovers of an aborted job.
+    virtual std::string backing_path() const = 0;
 };
 
 // The process's device after tcaInit, or nullptr.  For tools built from this

@@ -172,6 +172,22 @@ TCA_API tcaResult tcaCounterRead(int counter, uint64_t *value);
 TCA_API tcaResult tcaCounterAdd(int counter, uint64_t add); /* local: kicks triggered descriptors */
 TCA_API tcaResult tcaCounterWait(int counter, uint64_t value); /* until counter >= value */
 
+/* ---- interrupts (extension) ---- */
+/* Raise the interrupt of `node` (any node, this one included).  Cheap when
+ * nobody sleeps there: no system call. */
+TCA_API tcaResult tcaInterruptRaise(int node);
+/* This node's interrupt count: raises, notifications, channel completions and
+ * counter updates received so far (wraps). */
+TCA_API tcaResult tcaInterruptCount(uint32_t *count);
+/* Sleep until the count differs from `seen` (tcaSuccess) or timeout_us passes
+ * (tcaErrorTimeout).  Read the count, check for work, then wait: no lost wake-up. */
+TCA_API tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us);
+
+/* ---- housekeeping (extension) ---- */
+/* The file that holds this node's state, for a launcher to remove after an
+ * aborted job ("" if the backend keeps none). */
+TCA_API tcaResult tcaGetBackingPath(char *path, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 // tca_api.cpp - the public C API: argument checks, then one call into the
 // process's Device.  No exception crosses into C: the API is the boundary.
+#include <cstring>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -278,6 +279,33 @@ tcaResult tcaCounterAdd(int counter, uint64_t add) {
 tcaResult tcaCounterWait(int counter, uint64_t value) {
     TCA_REQUIRE_DEVICE(dev);
     return guarded([&] { return dev->counter_wait(counter, value); });
+}
+
+tcaResult tcaInterruptRaise(int node) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->interrupt_raise(node);
+}
+
+tcaResult tcaInterruptCount(uint32_t *count) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (count == nullptr) return tcaErrorInvalidValue;
+    *count = dev->interrupt_count();
+    return tcaSuccess;
+}
+
+tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (timeout_us < 0) return tcaErrorInvalidValue;
+    return dev->interrupt_wait(seen, timeout_us * 1000);
+}
+
+tcaResult tcaGetBackingPath(char *path, size_t len) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (path == nullptr || len == 0) return tcaErrorInvalidValue;
+    const std::string p = dev->backing_path();
+    if (p.size() + 1 > len) return tcaErrorInvalidValue;
+    std::memcpy(path, p.c_str(), p.size() + 1);
+    return tcaSuccess;
 }
 
 }  // extern "C"

@@ -314,6 +314,26 @@ public:
                                  [&] { return c.load(std::memory_order_acquire) >= value; }, -1);
     }
 
+    Result interrupt_raise(int node) override {
+        if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
+        nodes_.view(node).header()->app_event.notify();
+        return tcaSuccess;
+    }
+    uint32_t interrupt_count() const noexcept override {
+        return nodes_.own().header()->app_event.seq.load(std::memory_order_acquire);
+    }
+    Result interrupt_wait(uint32_t seen, int64_t timeout_ns) override {
+        EventWord &ev = nodes_.own().header()->app_event;
+        const uint32_t now = ev.prepare();
+        if (now != seen) {
+            ev.cancel();
+            return tcaSuccess;
+        }
+        ev.wait(now, timeout_ns);  // leaves the sleeper count itself
+        return ev.seq.load(std::memory_order_acquire) != seen ? tcaSuccess : tcaErrorTimeout;
+    }
+    std::string backing_path() const override { return "/dev/shm" + segment_name(nodes_.info().job_key, nodes_.self()); }
+
 private:
     Result resolve_source(const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
         *gpu = false;

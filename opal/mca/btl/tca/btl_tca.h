@@ -1,0 +1,136 @@
+/*
+ * btl tca: Open MPI byte-transfer layer over the put-only TCA device.
+ *
+ * This directory is the thin MCA glue (C, like btl/vader and btl/self): the
+ * component, the module's function table, descriptors and the calls into ob1.
+ * The protocol itself - eager rings, credits, doorbells, the progress thread -
+ * lives in tca-btl/ (C++, tested without MPI).
+ */
+#ifndef MCA_BTL_TCA_H
+#define MCA_BTL_TCA_H
+
+#include "opal_config.h"
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_list.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/rcache/rcache.h"
+#include "opal/threads/mutex.h"
+
+#include "tca.h"
+#include "tca_btl_core.h"
+
+BEGIN_C_DECLS
+
+/* Progress-thread modes (MCA parameter btl_tca_progress_thread). */
+enum {
+    MCA_BTL_TCA_THREAD_OFF = 0,  /* progress only inside MPI calls */
+    MCA_BTL_TCA_THREAD_ON = 1,   /* always: makes the library thread-aware (like btl_tcp_progress_thread) */
+    MCA_BTL_TCA_THREAD_AUTO = 2  /* only when the application asked for MPI_THREAD_MULTIPLE */
+};
+
+/* What a process publishes through the modex: where peers may write. */
+typedef struct mca_btl_tca_modex_t {
+    uint32_t version;
+    int32_t subcluster; /* which sub-cluster (device job) this process belongs to */
+    int32_t node;       /* its node id in that sub-cluster */
+    int32_t num_nodes;
+    uint32_t ring_slots;
+    uint32_t slot_payload;
+    int32_t has_progress_thread;
+    int32_t reserved;
+    tcaHandle area; /* its area: control words and one eager ring per sender */
+} mca_btl_tca_modex_t;
+#define MCA_BTL_TCA_MODEX_VERSION 1
+
+/* The wire registration handle: a device handle is meaningful to every node
+ * of the sub-cluster (node, base address, length, key). */
+struct mca_btl_base_registration_handle_t {
+    tcaHandle h;
+};
+
+typedef struct mca_btl_tca_reg_t {
+    mca_rcache_base_registration_t base;
+    mca_btl_base_registration_handle_t handle;
+} mca_btl_tca_reg_t;
+
+struct mca_btl_base_endpoint_t;
+struct mca_btl_tca_put_t;
+
+typedef struct mca_btl_tca_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* MCA parameters */
+    int subcluster_size;      /* 0: all processes of the node form one sub-cluster */
+    unsigned int ring_slots;  /* eager slots per (sender, receiver) */
+    int progress_thread;      /* MCA_BTL_TCA_THREAD_* */
+    int thread_check_us;      /* thread: how often it looks whether the application still progresses */
+    int thread_sleep_us;      /* thread: longest sleep on the device interrupt */
+    size_t put_dma_min;       /* puts of at least this size go through the DMA engine */
+    int dma_channels;         /* DMA channels used for puts */
+    int poll_batch;           /* messages taken from one peer per progress pass */
+
+    /* state */
+    int subcluster, node, num_nodes;
+    uint32_t slot_payload;
+    void *area;
+    size_t area_bytes;
+    tcaHandle area_handle;
+    struct mca_btl_base_endpoint_t *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
+    opal_free_list_t frags;
+    int device_up;
+    volatile int32_t progress_lock;
+    tca_btl_progress_thread_t *thread;
+    struct mca_btl_tca_module_t *module;
+
+    /* puts through the DMA engine */
+    opal_mutex_t dma_lock;
+    opal_list_t dma_pending;                     /* waiting for a channel */
+    struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS];
+    volatile int32_t dma_in_flight;
+    opal_free_list_t puts;
+} mca_btl_tca_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;
+
+typedef struct mca_btl_tca_module_t {
+    mca_btl_base_module_t super;
+    mca_btl_base_module_error_cb_fn_t error_cb;
+    mca_rcache_base_module_t *rcache;
+} mca_btl_tca_module_t;
+
+extern mca_btl_tca_module_t mca_btl_tca_module;
+
+/* module.c */
+int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
+                          struct mca_btl_base_endpoint_t **peers, struct opal_bitmap_t *reachable);
+int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
+                          struct mca_btl_base_endpoint_t **peers);
+int mca_btl_tca_finalize(struct mca_btl_base_module_t *btl);
+int mca_btl_tca_module_init(mca_btl_tca_module_t *module);
+
+/* send.c */
+int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                     struct mca_btl_base_descriptor_t *descriptor, mca_btl_base_tag_t tag);
+int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                      struct opal_convertor_t *convertor, void *header, size_t header_size, size_t payload_size,
+                      uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                      mca_btl_base_descriptor_t **descriptor);
+int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *endpoint);
+
+/* put.c */
+int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_tca_put_progress(void);
+void mca_btl_tca_put_fini(void);
+
+/* component.c */
+int mca_btl_tca_poll(void);
+void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *what, tcaResult r);
+
+END_C_DECLS
+#endif /* MCA_BTL_TCA_H */

@@ -1,0 +1,391 @@
+/*
+ * btl_tca_component.c - the component: MCA parameters, device start-up,
+ * the modex, and progress (the only place that calls ob1's receive upcalls,
+ * unless the progress thread made the library thread-aware).
+ */
+#include "btl_tca.h"
+#include "btl_tca_endpoint.h"
+#include "btl_tca_frag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_params.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+static int tca_component_register(void);
+static int tca_component_open(void);
+static int tca_component_close(void);
+static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
+                                                  bool enable_mpi_threads);
+static int tca_component_progress(void);
+
+mca_btl_tca_component_t mca_btl_tca_component = {
+    .super = {
+        .btl_version = {
+            MCA_BTL_DEFAULT_VERSION("tca"),
+            .mca_open_component = tca_component_open,
+            .mca_close_component = tca_component_close,
+            .mca_register_component_params = tca_component_register,
+        },
+        .btl_data = {.param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .btl_init = tca_component_init,
+        .btl_progress = tca_component_progress,
+    },
+};
+
+static mca_base_var_enum_value_t thread_modes[] = {
+    {MCA_BTL_TCA_THREAD_OFF, "off"},
+    {MCA_BTL_TCA_THREAD_ON, "on"},
+    {MCA_BTL_TCA_THREAD_AUTO, "auto"},
+    {0, NULL},
+};
+
+static int register_int(const char *name, const char *help, int level, int *storage) {
+    return mca_base_component_var_register(&mca_btl_tca_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY,
+                                           storage);
+}
+
+static int tca_component_register(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    mca_base_var_enum_t *mode_enum = NULL;
+
+    c->subcluster_size = 0;
+    register_int("subcluster_size",
+                 "Processes per TCA sub-cluster on this host (0: all of them). The loopback device joins the "
+                 "processes of one host; a size below that splits them into sub-clusters of consecutive local "
+                 "ranks, which reach each other over tca and everyone else over the next BTL in the list "
+                 "(e.g. --mca btl tca,self,tcp), like HA-PACS/TCA's sub-clusters inside an InfiniBand system.",
+                 OPAL_INFO_LVL_4, &c->subcluster_size);
+
+    c->ring_slots = 64;
+    (void) mca_base_component_var_register(&c->super.btl_version, "ring_slots",
+                                           "Eager ring slots per (sender, receiver) pair in the receiver's internal "
+                                           "memory; each slot holds one message of up to the largest of "
+                                           "btl_tca_eager_limit, btl_tca_rndv_eager_limit and btl_tca_max_send_size. "
+                                           "Must be the same on every process.",
+                                           MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &c->ring_slots);
+
+    c->progress_thread = MCA_BTL_TCA_THREAD_AUTO;
+    (void) mca_base_var_enum_create("btl_tca_progress_thread_modes", thread_modes, &mode_enum);
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "progress_thread",
+        "Asynchronous progress thread: 'off' (progress only inside MPI calls), 'on' (a thread progresses "
+        "messages while the application computes; it makes Open MPI thread-aware, like btl_tcp_progress_thread), "
+        "'auto' (on only for MPI_THREAD_MULTIPLE, where the library is thread-aware anyway). The thread sleeps "
+        "while the application itself calls MPI and on the device interrupt when idle; it never spins.",
+        MCA_BASE_VAR_TYPE_INT, mode_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->progress_thread);
+    OBJ_RELEASE(mode_enum);
+
+    c->thread_check_us = 200;
+    register_int("progress_thread_check_us",
+                 "Progress thread: microseconds between its looks at whether the application still calls MPI; "
+                 "it takes over progress only after a whole interval without an MPI call.",
+                 OPAL_INFO_LVL_6, &c->thread_check_us);
+    c->thread_sleep_us = 100000;
+    register_int("progress_thread_sleep_us",
+                 "Progress thread: longest sleep on the device interrupt when there is nothing to do (a safety "
+                 "net; peers raise the interrupt after each message while it sleeps).",
+                 OPAL_INFO_LVL_6, &c->thread_sleep_us);
+
+    c->put_dma_min = 1024 * 1024;
+    (void) mca_base_component_var_register(&c->super.btl_version, "put_dma_min",
+                                           "Puts of at least this many bytes run on the DMA engine (and complete "
+                                           "asynchronously); smaller ones are PIO writes that complete at once. "
+                                           "0 sends every put through the DMA engine.",
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &c->put_dma_min);
+    c->dma_channels = TCA_NUM_DMA_CHANNELS;
+    register_int("dma_channels", "DMA channels used for puts (1-4).", OPAL_INFO_LVL_6, &c->dma_channels);
+    c->poll_batch = 32;
+    register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
+                 OPAL_INFO_LVL_6, &c->poll_batch);
+
+    /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
+     * btl_put must be set before mca_btl_base_param_register or it strips PUT. */
+    mca_btl_tca_module_t *m = &mca_btl_tca_module;
+    m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
+    m->super.btl_eager_limit = 4 * 1024;
+    m->super.btl_rndv_eager_limit = 4 * 1024;
+    m->super.btl_max_send_size = 4 * 1024;
+    m->super.btl_rdma_pipeline_send_length = 64 * 1024;
+    m->super.btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
+    m->super.btl_min_rdma_pipeline_size = 0;
+    m->super.btl_latency = 1;
+    m->super.btl_bandwidth = 20000; /* Mb/s */
+    m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
+    m->super.btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t);
+    m->super.btl_put = mca_btl_tca_put;
+    m->super.btl_get = NULL; /* the device cannot read remote memory */
+    return mca_btl_base_param_register(&c->super.btl_version, &m->super);
+}
+
+static int tca_component_open(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    OBJ_CONSTRUCT(&c->frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&c->puts, opal_free_list_t);
+    OBJ_CONSTRUCT(&c->dma_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&c->dma_pending, opal_list_t);
+    c->device_up = 0;
+    c->thread = NULL;
+    c->progress_lock = 0;
+    c->dma_in_flight = 0;
+    memset(c->endpoints, 0, sizeof(c->endpoints));
+    memset(c->dma_active, 0, sizeof(c->dma_active));
+    return OPAL_SUCCESS;
+}
+
+static int tca_component_close(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    OBJ_DESTRUCT(&c->dma_pending);
+    OBJ_DESTRUCT(&c->dma_lock);
+    OBJ_DESTRUCT(&c->puts);
+    OBJ_DESTRUCT(&c->frags);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *what, tcaResult r) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "btl tca: %s failed: %s", what, tcaGetErrorString(r));
+    opal_output(0, "%s", msg);
+    if (NULL != mca_btl_tca_module.error_cb)
+        mca_btl_tca_module.error_cb(&mca_btl_tca_module.super, MCA_BTL_ERROR_FLAGS_FATAL,
+                                    endpoint ? endpoint->proc : NULL, msg);
+}
+
+/* Which sub-cluster and node this process is: consecutive local ranks. */
+static void place_in_subcluster(mca_btl_tca_component_t *c) {
+    const int local_rank = opal_process_info.my_local_rank;
+    const int local_size = opal_process_info.num_local_peers + 1;
+    int size = c->subcluster_size;
+    if (size <= 0 || size > local_size) size = local_size;
+    if (size > TCA_MAX_NODES) size = TCA_MAX_NODES;
+    c->subcluster = local_rank / size;
+    c->node = local_rank % size;
+    c->num_nodes = local_size - c->subcluster * size < size ? local_size - c->subcluster * size : size;
+}
+
+static int start_device(mca_btl_tca_component_t *c) {
+    char key[64];
+    snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid, c->subcluster);
+    const tcaInitParams params = {.job_key = key, .node_id = c->node, .num_nodes = c->num_nodes};
+    tcaResult r = tcaInitWithParams(&params);
+    if (tcaSuccess != r) {
+        opal_output(0, "btl tca: the TCA device did not start (%s); tca is not used", tcaGetErrorString(r));
+        return OPAL_ERROR;
+    }
+    c->device_up = 1;
+
+    /* An aborted job leaves no segment behind: the launcher removes it. */
+    char path[256];
+    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0] &&
+        NULL != opal_pmix.register_cleanup) {
+        (void) opal_pmix.register_cleanup(path, false, false, false);
+    }
+
+    c->area_bytes = tca_btl_area_bytes(c->num_nodes, c->ring_slots, c->slot_payload);
+    r = tcaMalloc(&c->area, c->area_bytes, tcaMemoryInternal);
+    if (tcaSuccess != r) {
+        opal_output(0,
+                    "btl tca: cannot allocate %zu bytes of internal memory for the eager rings (%s); lower "
+                    "btl_tca_ring_slots or the eager limits, or raise TCA_INTERNAL_SIZE",
+                    c->area_bytes, tcaGetErrorString(r));
+        return OPAL_ERROR;
+    }
+    memset(c->area, 0, c->area_bytes);
+    r = tcaCreateHandle(&c->area_handle, c->area, c->area_bytes, tcaMemoryInternal);
+    if (tcaSuccess != r) {
+        opal_output(0, "btl tca: cannot register the ring area (%s)", tcaGetErrorString(r));
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+static void stop_device(mca_btl_tca_component_t *c) {
+    if (!c->device_up) return;
+    if (NULL != c->area) (void) tcaFree(c->area, tcaMemoryInternal);
+    c->area = NULL;
+    (void) tcaFinalize();
+    c->device_up = 0;
+}
+
+static int publish_modex(mca_btl_tca_component_t *c) {
+    mca_btl_tca_modex_t modex;
+    int rc;
+    memset(&modex, 0, sizeof(modex));
+    modex.version = MCA_BTL_TCA_MODEX_VERSION;
+    modex.subcluster = c->subcluster;
+    modex.node = c->node;
+    modex.num_nodes = c->num_nodes;
+    modex.ring_slots = c->ring_slots;
+    modex.slot_payload = c->slot_payload;
+    modex.has_progress_thread = NULL != c->thread || c->progress_thread == MCA_BTL_TCA_THREAD_ON;
+    modex.area = c->area_handle;
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &c->super.btl_version, &modex, sizeof(modex));
+    return rc;
+}
+
+static int thread_poll(void *ctx) {
+    (void) ctx;
+    if (opal_atomic_swap_32(&mca_btl_tca_component.progress_lock, 1)) return 0;
+    const int n = mca_btl_tca_poll();
+    opal_atomic_wmb();
+    mca_btl_tca_component.progress_lock = 0;
+    return n;
+}
+
+static void thread_announce_sleep(void *ctx, int sleeping) {
+    (void) ctx;
+    for (int n = 0; n < mca_btl_tca_component.num_nodes; ++n) {
+        mca_btl_base_endpoint_t *ep = mca_btl_tca_component.endpoints[n];
+        opal_atomic_rmb();
+        if (NULL != ep) tca_btl_peer_announce_sleep(ep->peer, sleeping);
+    }
+}
+
+static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
+                                                  bool enable_mpi_threads) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    mca_btl_tca_module_t *m = &mca_btl_tca_module;
+    mca_btl_base_module_t **btls;
+    (void) enable_progress_threads;
+    *num_btls = 0;
+
+    if (0 == opal_process_info.num_local_peers) return NULL; /* nobody to reach */
+    place_in_subcluster(c);
+    if (c->num_nodes < 2) return NULL; /* a sub-cluster of one */
+    if (c->ring_slots < 2) {
+        opal_output(0, "btl tca: btl_tca_ring_slots must be at least 2 (is %u); tca is not used", c->ring_slots);
+        return NULL;
+    }
+    if (c->dma_channels < 1 || c->dma_channels > TCA_NUM_DMA_CHANNELS) c->dma_channels = TCA_NUM_DMA_CHANNELS;
+    if (c->poll_batch < 1) c->poll_batch = 1;
+
+    size_t max_payload = m->super.btl_eager_limit;
+    if (m->super.btl_rndv_eager_limit > max_payload) max_payload = m->super.btl_rndv_eager_limit;
+    if (m->super.btl_max_send_size > max_payload) max_payload = m->super.btl_max_send_size;
+    if (max_payload > (1u << 24) - 64) {
+        opal_output(0, "btl tca: eager limits above 16 MiB are not supported; tca is not used");
+        return NULL;
+    }
+    c->slot_payload = tca_btl_slot_payload((uint32_t) max_payload);
+
+    if (OPAL_SUCCESS != start_device(c)) {
+        stop_device(c);
+        return NULL;
+    }
+    if (OPAL_SUCCESS != opal_free_list_init(&c->frags, mca_btl_tca_frag_object_size() + c->slot_payload, 64,
+                                            OBJ_CLASS(mca_btl_tca_frag_t), 0, 0, 64, -1, 64, NULL, 0, NULL,
+                                            NULL, NULL) ||
+        OPAL_SUCCESS != mca_btl_tca_module_init(m)) {
+        stop_device(c);
+        return NULL;
+    }
+
+    const bool want_thread = c->progress_thread == MCA_BTL_TCA_THREAD_ON ||
+                             (c->progress_thread == MCA_BTL_TCA_THREAD_AUTO && enable_mpi_threads);
+    if (want_thread) {
+        /* The thread calls ob1's upcalls: ob1 must lock (the btl tcp precedent). */
+        opal_set_using_threads(true);
+        m->super.btl_flags |= MCA_BTL_FLAGS_BTL_PROGRESS_THREAD_ENABLED;
+        c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->thread_check_us,
+                                                  c->thread_sleep_us);
+        if (NULL == c->thread)
+            opal_output(0, "btl tca: could not start the progress thread; progress happens in MPI calls only");
+    }
+
+    if (OPAL_SUCCESS != publish_modex(c)) {
+        opal_output(0, "btl tca: modex publication failed; tca is not used");
+        if (c->thread) tca_btl_progress_thread_stop(c->thread);
+        c->thread = NULL;
+        stop_device(c);
+        return NULL;
+    }
+
+    btls = (mca_btl_base_module_t **) malloc(sizeof(*btls));
+    if (NULL == btls) return NULL;
+    btls[0] = &m->super;
+    c->module = m;
+    *num_btls = 1;
+    return btls;
+}
+
+/* Deliver every arrived message of one peer (up to a batch) to its upcall. */
+static int poll_endpoint(mca_btl_base_endpoint_t *ep) {
+    int count = 0;
+    uint8_t tag;
+    uint32_t size;
+    const void *payload;
+    while (count < mca_btl_tca_component.poll_batch && tca_btl_rx_peek(ep->peer, &tag, &size, &payload)) {
+        const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
+        mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
+        mca_btl_base_descriptor_t desc = {.des_segments = &segment, .des_segment_count = 1};
+        if (OPAL_LIKELY(NULL != reg->cbfunc)) {
+            reg->cbfunc(&mca_btl_tca_module.super, tag, &desc, reg->cbdata);
+        } else {
+            opal_output(0, "btl tca: dropped a message with tag 0x%x from node %d: nobody registered it", tag,
+                        ep->node);
+        }
+        tca_btl_rx_release(ep->peer);
+        ++count;
+    }
+    return count;
+}
+
+int mca_btl_tca_poll(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    int count = 0;
+    for (int n = 0; n < c->num_nodes; ++n) {
+        mca_btl_base_endpoint_t *ep = c->endpoints[n];
+        if (NULL == ep) continue;
+        opal_atomic_rmb();
+        count += poll_endpoint(ep);
+        if (ep->pending_count) count += mca_btl_tca_send_pending(ep);
+    }
+    if (c->dma_in_flight) count += mca_btl_tca_put_progress();
+    return count;
+}
+
+static int tca_component_progress(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    int count;
+    if (NULL != c->thread) tca_btl_progress_thread_note_app(c->thread);
+    /* One poller at a time: upcalls may re-enter the BTL, never progress. */
+    if (opal_using_threads()) {
+        if (opal_atomic_swap_32(&c->progress_lock, 1)) return 0;
+    } else if (c->progress_lock) {
+        return 0;
+    } else {
+        c->progress_lock = 1;
+    }
+    count = mca_btl_tca_poll();
+    opal_atomic_wmb();
+    c->progress_lock = 0;
+    return count;
+}
+
+/* Called from the module's finalize: first the thread, then (after the
+ * registration cache is gone) everything else. */
+void mca_btl_tca_component_stop_thread(void);
+void mca_btl_tca_component_shutdown(void);
+void mca_btl_tca_component_stop_thread(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    if (NULL != c->thread) tca_btl_progress_thread_stop(c->thread);
+    c->thread = NULL;
+}
+
+void mca_btl_tca_component_shutdown(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    mca_btl_tca_put_fini();
+    for (int n = 0; n < TCA_MAX_NODES; ++n) {
+        if (NULL != c->endpoints[n]) OBJ_RELEASE(c->endpoints[n]);
+        c->endpoints[n] = NULL;
+    }
+    stop_device(c);
+}

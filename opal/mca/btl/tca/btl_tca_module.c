@@ -1,0 +1,210 @@
+/*
+ * btl_tca_module.c - the module: reachability (add_procs), registration
+ * (grdma rcache over device handles), error callback and finalize.
+ */
+#include "btl_tca.h"
+#include "btl_tca_endpoint.h"
+#include "btl_tca_frag.h"
+
+#include <string.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/mca/rcache/base/base.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+void mca_btl_tca_component_stop_thread(void);
+void mca_btl_tca_component_shutdown(void);
+
+static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cbfunc);
+static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_btl_base_module_t *btl,
+                                                                   struct mca_btl_base_endpoint_t *endpoint,
+                                                                   void *base, size_t size, uint32_t flags);
+static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle);
+
+mca_btl_tca_module_t mca_btl_tca_module = {
+    .super = {
+        .btl_component = &mca_btl_tca_component.super,
+        .btl_add_procs = mca_btl_tca_add_procs,
+        .btl_del_procs = mca_btl_tca_del_procs,
+        .btl_finalize = mca_btl_tca_finalize,
+        .btl_alloc = mca_btl_tca_alloc,
+        .btl_free = mca_btl_tca_free,
+        .btl_prepare_src = mca_btl_tca_prepare_src,
+        .btl_send = mca_btl_tca_send,
+        .btl_sendi = mca_btl_tca_sendi,
+        .btl_put = mca_btl_tca_put,
+        .btl_dump = mca_btl_base_dump,
+        .btl_register_error = tca_register_error,
+        .btl_register_mem = tca_register_mem,
+        .btl_deregister_mem = tca_deregister_mem,
+    },
+};
+
+static void endpoint_construct(mca_btl_tca_endpoint_t *ep) {
+    ep->proc = NULL;
+    ep->node = -1;
+    ep->peer = NULL;
+    ep->pending_count = 0;
+    OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&ep->pending, opal_list_t);
+}
+static void endpoint_destruct(mca_btl_tca_endpoint_t *ep) {
+    if (NULL != ep->peer) tca_btl_peer_free(ep->peer);
+    OBJ_DESTRUCT(&ep->pending);
+    OBJ_DESTRUCT(&ep->lock);
+}
+OBJ_CLASS_INSTANCE(mca_btl_tca_endpoint_t, opal_list_item_t, endpoint_construct, endpoint_destruct);
+
+/* ---- registration: device handles, cached by grdma ---- */
+
+static int rcache_register(void *reg_data, void *base, size_t size, mca_rcache_base_registration_t *reg) {
+    mca_btl_tca_reg_t *r = (mca_btl_tca_reg_t *) reg;
+    (void) reg_data;
+    const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, tcaMemoryCPU);
+    if (tcaSuccess == rc) return OPAL_SUCCESS;
+    return tcaErrorNoMemory == rc ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERROR; /* grdma evicts and retries */
+}
+
+static int rcache_deregister(void *reg_data, mca_rcache_base_registration_t *reg) {
+    mca_btl_tca_reg_t *r = (mca_btl_tca_reg_t *) reg;
+    (void) reg_data;
+    return tcaSuccess == tcaDestroyHandle(&r->handle.h) ? OPAL_SUCCESS : OPAL_ERROR;
+}
+
+int mca_btl_tca_module_init(mca_btl_tca_module_t *module) {
+    mca_rcache_base_resources_t res = {
+        .cache_name = "tca",
+        .reg_data = module,
+        .sizeof_reg = sizeof(mca_btl_tca_reg_t),
+        .register_mem = rcache_register,
+        .deregister_mem = rcache_deregister,
+    };
+    module->rcache = mca_rcache_base_module_create("grdma", module, &res);
+    if (NULL == module->rcache) {
+        opal_output(0, "btl tca: could not create the grdma registration cache");
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Any access flags are accepted: ob1 asks for REMOTE_READ even on buffers
+ * that will only be written (the put-only device never reads remotely). */
+static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_btl_base_module_t *btl,
+                                                                   struct mca_btl_base_endpoint_t *endpoint,
+                                                                   void *base, size_t size, uint32_t flags) {
+    mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
+    mca_btl_tca_reg_t *reg = NULL;
+    (void) endpoint;
+    const int access = (int) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
+    if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, 0, access,
+                                                   (mca_rcache_base_registration_t **) &reg))
+        return NULL;
+    return &reg->handle;
+}
+
+static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle) {
+    mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
+    mca_btl_tca_reg_t *reg = (mca_btl_tca_reg_t *) ((intptr_t) handle - offsetof(mca_btl_tca_reg_t, handle));
+    m->rcache->rcache_deregister(m->rcache, &reg->base);
+    return OPAL_SUCCESS;
+}
+
+static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cbfunc) {
+    ((mca_btl_tca_module_t *) btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+/* ---- reachability ---- */
+
+static bool same_geometry(const mca_btl_tca_modex_t *modex, const mca_btl_tca_component_t *c) {
+    return modex->version == MCA_BTL_TCA_MODEX_VERSION && modex->num_nodes == c->num_nodes &&
+           modex->ring_slots == c->ring_slots && modex->slot_payload == c->slot_payload && modex->node >= 0 &&
+           modex->node < c->num_nodes && modex->node != c->node;
+}
+
+static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const mca_btl_tca_modex_t *modex) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    void *peer_area = NULL;
+    tcaHandle area = modex->area;
+    const tcaResult r = tcaPioMap(&area, &peer_area);
+    if (tcaSuccess != r) {
+        opal_output(0, "btl tca: cannot map node %d's ring area (%s)", modex->node, tcaGetErrorString(r));
+        return NULL;
+    }
+    mca_btl_tca_endpoint_t *ep = OBJ_NEW(mca_btl_tca_endpoint_t);
+    if (NULL == ep) return NULL;
+    ep->proc = proc;
+    ep->node = modex->node;
+    ep->peer = tca_btl_peer_new(c->area, peer_area, c->num_nodes, c->node, modex->node, c->ring_slots,
+                                c->slot_payload, modex->has_progress_thread);
+    if (NULL == ep->peer) {
+        OBJ_RELEASE(ep);
+        return NULL;
+    }
+    return ep;
+}
+
+int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
+                          struct mca_btl_base_endpoint_t **peers, struct opal_bitmap_t *reachable) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    const opal_proc_t *self = opal_proc_local_get();
+    (void) btl;
+
+    for (size_t i = 0; i < nprocs; ++i) {
+        struct opal_proc_t *proc = procs[i];
+        mca_btl_tca_modex_t *modex = NULL;
+        size_t msize = 0;
+        int rc;
+        peers[i] = NULL;
+        if (proc == self || proc->proc_name.jobid != self->proc_name.jobid ||
+            !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+            continue; /* another job or host: not in our sub-cluster */
+        OPAL_MODEX_RECV(rc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);
+        if (OPAL_SUCCESS != rc || NULL == modex) continue; /* it runs without tca */
+        if (msize != sizeof(*modex) || modex->subcluster != c->subcluster) {
+            free(modex);
+            continue; /* another sub-cluster: left to the next BTL */
+        }
+        if (!same_geometry(modex, c)) {
+            opal_output(0, "btl tca: node %d of sub-cluster %d has different ring settings (btl_tca_ring_slots, "
+                           "eager limits); it is not reached over tca", modex->node, c->subcluster);
+            free(modex);
+            continue;
+        }
+        mca_btl_tca_endpoint_t *ep = c->endpoints[modex->node];
+        if (NULL == ep) {
+            ep = create_endpoint(proc, modex);
+            if (NULL == ep) {
+                free(modex);
+                continue;
+            }
+            opal_atomic_wmb(); /* the progress thread may look at the table now */
+            c->endpoints[modex->node] = ep;
+        }
+        free(modex);
+        peers[i] = ep;
+        if (NULL != reachable) opal_bitmap_set_bit(reachable, (int) i);
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Endpoints stay until finalize: the progress thread may still be polling them. */
+int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
+                          struct mca_btl_base_endpoint_t **peers) {
+    (void) btl;
+    (void) nprocs;
+    (void) procs;
+    (void) peers;
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_tca_finalize(struct mca_btl_base_module_t *btl) {
+    mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
+    mca_btl_tca_component_stop_thread();
+    if (NULL != m->rcache) mca_rcache_base_module_destroy(m->rcache); /* drops the device handles */
+    m->rcache = NULL;
+    mca_btl_tca_component_shutdown();
+    return OPAL_SUCCESS;
+}

@@ -1,0 +1,161 @@
+/*
+ * btl_tca_put.c - RDMA put.  ob1 runs its PUT protocol over it (the device
+ * has no GET) and sends a FIN as soon as the completion callback runs, so the
+ * callback fires only once the data is visible at the target:
+ *  - below btl_tca_put_dma_min: a PIO write, complete when it returns;
+ *  - above: one descriptor on a free DMA channel, completed from progress when
+ *    the channel reports the data landed.  Puts that find every channel busy
+ *    wait in order; put never returns OUT_OF_RESOURCE (ob1 would not retry).
+ */
+#include "btl_tca_endpoint.h"
+
+typedef struct mca_btl_tca_put_t {
+    opal_list_item_t super;
+    struct mca_btl_base_endpoint_t *endpoint;
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    tcaHandle dst, src;
+    uint64_t dst_off, src_off;
+    size_t size;
+    tcaDesc *desc;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext, *cbdata;
+} mca_btl_tca_put_t;
+static OBJ_CLASS_INSTANCE(mca_btl_tca_put_t, opal_list_item_t, NULL, NULL);
+
+static void put_complete(mca_btl_tca_put_t *put, int status) {
+    put->cbfunc(&mca_btl_tca_module.super, put->endpoint, put->local_address, put->local_handle, put->cbcontext,
+                put->cbdata, status);
+}
+
+/* dma_lock held. */
+static tcaResult start_on_channel(mca_btl_tca_put_t *put, int channel) {
+    tcaResult r;
+    put->desc = tcaDescNew();
+    if (NULL == put->desc) return tcaErrorNoMemory;
+    r = tcaDescSetMemcpy(put->desc, &put->dst, (off_t) put->dst_off, &put->src, (off_t) put->src_off, put->size,
+                         tcaDMAUseInternal, 0, 0);
+    if (tcaSuccess == r) r = tcaDescSet(put->desc, channel);
+    if (tcaSuccess == r) r = tcaStartDMADesc(channel);
+    if (tcaSuccess != r) {
+        tcaDescFree(put->desc);
+        put->desc = NULL;
+        return r;
+    }
+    mca_btl_tca_component.dma_active[channel] = put;
+    return tcaSuccess;
+}
+
+static int free_channel_locked(void) {
+    for (int ch = 0; ch < mca_btl_tca_component.dma_channels; ++ch)
+        if (NULL == mca_btl_tca_component.dma_active[ch]) return ch;
+    return -1;
+}
+
+int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
+                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    tcaHandle *dst = &remote_handle->h;
+    (void) flags;
+    (void) order;
+    if (OPAL_UNLIKELY(remote_address < dst->addr || size > dst->size || remote_address - dst->addr > dst->size - size))
+        return OPAL_ERR_BAD_PARAM;
+    const uint64_t dst_off = remote_address - dst->addr;
+
+    if (size < c->put_dma_min || NULL == local_handle) {
+        const tcaResult r = tcaPioWrite(dst, (off_t) dst_off, local_address, size, 0, 0, 0);
+        if (OPAL_UNLIKELY(tcaSuccess != r)) {
+            mca_btl_tca_fatal(ep, "a put", r);
+            return OPAL_ERROR;
+        }
+        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+        return OPAL_SUCCESS;
+    }
+
+    mca_btl_tca_put_t *put = OBJ_NEW(mca_btl_tca_put_t);
+    if (OPAL_UNLIKELY(NULL == put)) return OPAL_ERR_OUT_OF_RESOURCE;
+    put->endpoint = ep;
+    put->local_address = local_address;
+    put->local_handle = local_handle;
+    put->dst = *dst;
+    put->dst_off = dst_off;
+    put->src = local_handle->h;
+    put->src_off = (uint64_t) ((uintptr_t) local_address - local_handle->h.addr);
+    put->size = size;
+    put->desc = NULL;
+    put->cbfunc = cbfunc;
+    put->cbcontext = cbcontext;
+    put->cbdata = cbdata;
+
+    OPAL_THREAD_LOCK(&c->dma_lock);
+    const int ch = opal_list_is_empty(&c->dma_pending) ? free_channel_locked() : -1;
+    tcaResult r = tcaSuccess;
+    if (ch >= 0) r = start_on_channel(put, ch);
+    else opal_list_append(&c->dma_pending, &put->super);
+    if (tcaSuccess == r) OPAL_THREAD_ADD_FETCH32(&c->dma_in_flight, 1);
+    OPAL_THREAD_UNLOCK(&c->dma_lock);
+    if (OPAL_UNLIKELY(tcaSuccess != r)) {
+        OBJ_RELEASE(put);
+        mca_btl_tca_fatal(ep, "starting a DMA put", r);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Reap finished channels, start waiting puts, then call back (unlocked). */
+int mca_btl_tca_put_progress(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    mca_btl_tca_put_t *done[TCA_NUM_DMA_CHANNELS];
+    int status[TCA_NUM_DMA_CHANNELS];
+    int ndone = 0;
+
+    OPAL_THREAD_LOCK(&c->dma_lock);
+    for (int ch = 0; ch < c->dma_channels; ++ch) {
+        mca_btl_tca_put_t *put = c->dma_active[ch];
+        int finished = 0;
+        if (NULL == put) continue;
+        const tcaResult r = tcaTestDMAC(ch, &finished);
+        if (tcaSuccess != r) {
+            status[ndone] = OPAL_ERROR;
+            mca_btl_tca_fatal(put->endpoint, "a DMA put", r);
+        } else if (!finished) {
+            continue;
+        } else {
+            status[ndone] = OPAL_SUCCESS;
+        }
+        tcaDescFree(put->desc);
+        c->dma_active[ch] = NULL;
+        done[ndone++] = put;
+        mca_btl_tca_put_t *next = (mca_btl_tca_put_t *) opal_list_remove_first(&c->dma_pending);
+        if (NULL != next) {
+            const tcaResult rs = start_on_channel(next, ch);
+            if (tcaSuccess != rs) { /* report it like a failed transfer */
+                mca_btl_tca_fatal(next->endpoint, "starting a DMA put", rs);
+                opal_list_prepend(&c->dma_pending, &next->super);
+            }
+        }
+    }
+    OPAL_THREAD_UNLOCK(&c->dma_lock);
+
+    for (int i = 0; i < ndone; ++i) {
+        OPAL_THREAD_ADD_FETCH32(&c->dma_in_flight, -1);
+        put_complete(done[i], status[i]);
+        OBJ_RELEASE(done[i]);
+    }
+    return ndone;
+}
+
+void mca_btl_tca_put_fini(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    for (int ch = 0; ch < TCA_NUM_DMA_CHANNELS; ++ch) {
+        if (NULL == c->dma_active[ch]) continue;
+        (void) tcaWaitDMAC(ch);
+        tcaDescFree(c->dma_active[ch]->desc);
+        OBJ_RELEASE(c->dma_active[ch]);
+        c->dma_active[ch] = NULL;
+    }
+    opal_list_item_t *item;
+    while (NULL != (item = opal_list_remove_first(&c->dma_pending))) OBJ_RELEASE(item);
+}

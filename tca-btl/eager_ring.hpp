@@ -1,0 +1,121 @@
+// eager_ring.hpp - the eager path of btl tca: one ring per (sender, receiver)
+// in the receiver's internal memory, written only by the sender (PIO stores),
+// read only by the receiver.  Nothing here reads remote memory: the put-only
+// device cannot.
+//
+// A slot is an 8-byte header word followed by the payload.  The sender stores
+// the payload, then the header word with release order, so a receiver that
+// sees the expected sequence number in the header sees the whole payload.
+// Slots are never cleared: message k carries sequence k+1 (mod 2^32), so the
+// previous occupant of a slot (k+1-slots) can never look like the expected one.
+// The receiver returns credits (its consumed count) with one store into the
+// sender's memory, lazily: every `credit_batch` messages.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace tca::btl {
+
+inline constexpr uint32_t kHeaderBytes = 8;
+inline constexpr uint32_t kMaxRingPayload = (1u << 24) - 1;  // 24-bit size field
+
+struct RingGeometry {
+    uint32_t slots = 0;   // messages in flight per (sender, receiver)
+    uint32_t stride = 0;  // bytes per slot: header + payload, cache-line multiple
+
+    static constexpr RingGeometry for_payload(uint32_t slots, uint32_t max_payload) noexcept {
+        return {slots, (max_payload + kHeaderBytes + 63u) / 64u * 64u};
+    }
+    constexpr uint32_t max_payload() const noexcept { return stride - kHeaderBytes; }
+    constexpr size_t bytes() const noexcept { return size_t{slots} * stride; }
+};
+
+struct MessageHeader {
+    uint32_t seq;
+    uint8_t tag;
+    uint32_t size;
+};
+
+// [63:40] size  [39:32] tag  [31:0] sequence
+constexpr uint64_t encode_header(uint32_t seq, uint8_t tag, uint32_t size) noexcept {
+    return (uint64_t{size} << 40) | (uint64_t{tag} << 32) | seq;
+}
+constexpr MessageHeader decode_header(uint64_t w) noexcept {
+    return {static_cast<uint32_t>(w), static_cast<uint8_t>(w >> 32), static_cast<uint32_t>(w >> 40)};
+}
+
+using HeaderWord = std::atomic<uint64_t>;
+static_assert(HeaderWord::is_always_lock_free && sizeof(HeaderWord) == kHeaderBytes);
+
+// Sender side.  `ring` is the receiver's ring for this sender, mapped
+// write-only; `consumed` is the word in the sender's own memory where the
+// receiver stores how many messages it has consumed.
+class RingWriter {
+public:
+    RingWriter(unsigned char *ring, const std::atomic<uint64_t> *consumed, RingGeometry g) noexcept
+        : ring_(ring), consumed_(consumed), geo_(g) {}
+
+    // Payload area of the next slot, or nullptr while the ring is full.
+    unsigned char *reserve() noexcept {
+        if (sent_ - consumed_->load(std::memory_order_acquire) >= geo_.slots) return nullptr;
+        return slot(sent_) + kHeaderBytes;
+    }
+    // Publish the reserved slot: the header word goes last.
+    void commit(uint8_t tag, uint32_t size) noexcept {
+        header(sent_)->store(encode_header(static_cast<uint32_t>(sent_ + 1), tag, size), std::memory_order_release);
+        ++sent_;
+    }
+    uint64_t sent() const noexcept { return sent_; }
+    const RingGeometry &geometry() const noexcept { return geo_; }
+
+private:
+    unsigned char *slot(uint64_t k) const noexcept { return ring_ + (k % geo_.slots) * geo_.stride; }
+    HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<HeaderWord *>(slot(k)); }
+
+    unsigned char *ring_;
+    const std::atomic<uint64_t> *consumed_;
+    RingGeometry geo_;
+    uint64_t sent_ = 0;
+};
+
+// Receiver side.  `ring` is local; `credit` is the sender's `consumed` word,
+// mapped write-only.
+class RingReader {
+public:
+    RingReader(const unsigned char *ring, std::atomic<uint64_t> *credit, RingGeometry g, uint32_t credit_batch) noexcept
+        : ring_(ring), credit_(credit), geo_(g), batch_(credit_batch ? credit_batch : 1) {}
+
+    // The next message, if it has fully arrived; the payload stays valid until release().
+    bool peek(MessageHeader *h, const unsigned char **payload) const noexcept {
+        const uint64_t w = header(read_)->load(std::memory_order_acquire);
+        if (static_cast<uint32_t>(w) != static_cast<uint32_t>(read_ + 1)) return false;
+        *h = decode_header(w);
+        *payload = slot(read_) + kHeaderBytes;
+        return true;
+    }
+    // Done with the message from peek(); hands back credits every batch.
+    void release() noexcept {
+        ++read_;
+        if (read_ - returned_ >= batch_) return_credits();
+    }
+    void return_credits() noexcept {
+        credit_->store(read_, std::memory_order_release);
+        returned_ = read_;
+    }
+    uint64_t consumed() const noexcept { return read_; }
+
+private:
+    const unsigned char *slot(uint64_t k) const noexcept { return ring_ + (k % geo_.slots) * geo_.stride; }
+    const HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<const HeaderWord *>(slot(k)); }
+
+    const unsigned char *ring_;
+    std::atomic<uint64_t> *credit_;
+    RingGeometry geo_;
+    uint32_t batch_;
+    uint64_t read_ = 0;
+    uint64_t returned_ = 0;
+};
+
+}  // namespace tca::btl

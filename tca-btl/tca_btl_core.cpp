@@ -1,0 +1,84 @@
+// tca_btl_core.cpp - the C entry points of the btl tca core.  Exceptions
+// (allocation failure) never cross into Open MPI: they become NULL.
+#include "tca_btl_core.h"
+
+#include <new>
+
+#include "peer_area.hpp"
+#include "progress_thread.hpp"
+
+using tca::btl::AreaLayout;
+using tca::btl::MessageHeader;
+using tca::btl::PeerChannel;
+using tca::btl::ProgressThread;
+using tca::btl::RingGeometry;
+
+struct tca_btl_peer {
+    PeerChannel ch;
+};
+struct tca_btl_progress_thread {
+    tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int sleep_us)
+        : thread(hooks, std::chrono::microseconds(check_us), std::chrono::microseconds(sleep_us)) {}
+    ProgressThread thread;
+};
+
+extern "C" {
+
+size_t tca_btl_area_bytes(int nodes, uint32_t slots, uint32_t max_payload) {
+    return AreaLayout(nodes, RingGeometry::for_payload(slots, max_payload)).bytes();
+}
+
+uint32_t tca_btl_slot_payload(uint32_t max_payload) {
+    return RingGeometry::for_payload(1, max_payload).max_payload();
+}
+
+tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, int nodes, int self, int peer, uint32_t slots,
+                                 uint32_t max_payload, int peer_has_thread) {
+    if (own_area == nullptr || peer_area == nullptr || slots == 0 || max_payload > tca::btl::kMaxRingPayload)
+        return nullptr;
+    const AreaLayout layout(nodes, RingGeometry::for_payload(slots, max_payload));
+    return new (std::nothrow) tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area),
+                                                       static_cast<unsigned char *>(peer_area), layout, self, peer,
+                                                       peer_has_thread != 0)};
+}
+
+void tca_btl_peer_free(tca_btl_peer_t *p) { delete p; }
+
+void *tca_btl_tx_reserve(tca_btl_peer_t *p) { return p->ch.tx().reserve(); }
+
+int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size) {
+    p->ch.tx().commit(tag, size);
+    return p->ch.wants_interrupt() ? 1 : 0;
+}
+
+int tca_btl_rx_peek(tca_btl_peer_t *p, uint8_t *tag, uint32_t *size, const void **payload) {
+    MessageHeader h;
+    const unsigned char *data = nullptr;
+    if (!p->ch.rx().peek(&h, &data)) return 0;
+    *tag = h.tag;
+    *size = h.size;
+    *payload = data;
+    return 1;
+}
+
+void tca_btl_rx_release(tca_btl_peer_t *p) { p->ch.rx().release(); }
+
+void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping) { p->ch.announce_sleep(sleeping != 0); }
+
+tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *), void (*announce_sleep)(void *, int),
+                                                         void *ctx, int check_interval_us, int max_sleep_us) {
+    try {
+        return new tca_btl_progress_thread(tca::btl::ProgressHooks{poll, announce_sleep, ctx}, check_interval_us,
+                                           max_sleep_us);
+    } catch (...) {  // std::bad_alloc, std::system_error from std::thread
+        return nullptr;
+    }
+}
+
+void tca_btl_progress_thread_note_app(tca_btl_progress_thread_t *t) { t->thread.note_app_progress(); }
+
+uint64_t tca_btl_progress_thread_driven(const tca_btl_progress_thread_t *t) { return t->thread.driven_polls(); }
+
+void tca_btl_progress_thread_stop(tca_btl_progress_thread_t *t) { delete t; }
+
+}  // extern "C"
