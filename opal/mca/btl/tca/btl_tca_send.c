@@ -79,9 +79,6 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       struct opal_convertor_t *convertor, void *header, size_t header_size, size_t payload_size,
                       uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                       mca_btl_base_descriptor_t **descriptor) {
-    (void) btl;
-    (void) order;
-    (void) flags;
     if (OPAL_LIKELY(header_size + payload_size <= mca_btl_tca_component.slot_payload)) {
         OPAL_THREAD_LOCK(&ep->lock);
         unsigned char *slot = 0 == ep->pending_count ? (unsigned char *) tca_btl_tx_reserve(ep->peer) : NULL;
@@ -102,6 +99,11 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
         }
         OPAL_THREAD_UNLOCK(&ep->lock);
     }
-    if (NULL != descriptor) *descriptor = NULL; /* ob1 falls back to alloc + send, which queues */
+    /* Hand ob1 a descriptor to pack into: its btl_send queues behind the
+     * pending ones.  (With NULL, ob1 parks the whole request on its own retry
+     * list, and a persistent request restarted meanwhile loses a message.) */
+    if (NULL != descriptor)
+        *descriptor = mca_btl_tca_alloc(btl, ep, order, header_size + payload_size,
+                                        flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     return OPAL_ERR_OUT_OF_RESOURCE;
 }

@@ -1,0 +1,51 @@
+#!/bin/sh
+# run_case.sh CASE.mpi - one MPI test run over btl tca (automake log compiler).
+# A case file sets NP, TEST (a sub-test of tca_p2p_test), optionally MCA
+# (extra mpirun arguments), EXPECT_FAILURE/MAX_SECONDS, a check_output
+# function over the run's output, or OMPI_INFO=1 for the parameter check.
+case_file=$1
+srcdir=${srcdir:-.}
+NP=2 TEST= MCA= EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0
+. "$case_file"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TCA_COMPONENT_DIR=$(pwd)/.libs
+export TCA_COMPONENT_DIR
+run="$srcdir/scripts/tca-mpirun"
+
+if [ "$OMPI_INFO" = 1 ]; then
+    # Every btl tca parameter, ours and the common BTL ones, with help text.
+    out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param btl tca --level 9)
+    status=0
+    for p in subcluster_size ring_slots progress_thread progress_thread_check_us progress_thread_sleep_us \
+             put_dma_min dma_channels poll_batch eager_limit rndv_eager_limit max_send_size exclusivity flags; do
+        help=$(echo "$out" | sed -n "s/^mca:btl:tca:param:btl_tca_$p:help://p")
+        if [ -z "$help" ]; then echo "FAIL: btl_tca_$p missing or without help"; status=1; else echo "ok btl_tca_$p"; fi
+    done
+    echo "$out" | grep -q 'btl_tca_progress_thread:enumerator:value:1:on' || { echo "FAIL: thread modes not listed"; status=1; }
+    exit $status
+fi
+
+out=$(mktemp)
+before=$(ls /dev/shm 2>/dev/null | grep -c '^tca-')
+start=$(date +%s)
+# shellcheck disable=SC2086
+timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" ./tca_p2p_test "$TEST" >"$out" 2>&1
+rc=$?
+elapsed=$(($(date +%s) - start))
+cat "$out"
+echo "exit status $rc after ${elapsed}s"
+status=0
+if [ "$EXPECT_FAILURE" = 1 ]; then
+    [ $rc -ne 0 ] || { echo "FAIL: the job should have failed"; status=1; }
+    [ $rc -ne 124 ] || { echo "FAIL: the job hung"; status=1; }
+    [ "$elapsed" -le "$MAX_SECONDS" ] || { echo "FAIL: took ${elapsed}s (limit ${MAX_SECONDS}s)"; status=1; }
+else
+    [ $rc -eq 0 ] || status=1
+    grep -q "^$TEST: passed" "$out" || { echo "FAIL: no pass line"; status=1; }
+fi
+if command -v check_output >/dev/null 2>&1; then check_output "$out" || status=1; fi
+sleep 1 # the launcher's cleanup of an aborted job runs asynchronously
+after=$(ls /dev/shm 2>/dev/null | grep -c '^tca-')
+[ "$after" -le "$before" ] || { echo "FAIL: shared-memory segments left behind:"; ls /dev/shm | grep '^tca-'; status=1; }
+rm -f "$out"
+exit $status

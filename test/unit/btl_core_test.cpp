@@ -1,0 +1,221 @@
+// btl_core_test.cpp - the btl tca protocol core without MPI: ring header
+// encoding, credits and wrap-around, the doorbell handshake, a two-thread
+// stress run (also built with ThreadSanitizer), and the progress thread's
+// sleep/drive behaviour on a one-node loopback device.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "eager_ring.hpp"
+#include "peer_area.hpp"
+#include "progress_thread.hpp"
+#include "tca.h"
+
+using namespace tca::btl;
+
+namespace {
+
+struct alignas(64) Words {
+    std::atomic<uint64_t> consumed{0};
+};
+
+struct RingPair {
+    explicit RingPair(uint32_t slots, uint32_t payload)
+        : geo(RingGeometry::for_payload(slots, payload)), memory(geo.bytes()),
+          writer(memory.data(), &credit.consumed, geo),
+          reader(memory.data(), &credit.consumed, geo, PeerChannel::credit_batch(geo)) {}
+    RingGeometry geo;
+    std::vector<unsigned char> memory;
+    Words credit;
+    RingWriter writer;
+    RingReader reader;
+};
+
+}  // namespace
+
+TEST(EagerRing, HeaderRoundTrip) {
+    for (uint32_t seq : {1u, 2u, 0xffffffffu})
+        for (uint32_t size : {0u, 1u, 4096u, kMaxRingPayload}) {
+            const MessageHeader h = decode_header(encode_header(seq, 0x41, size));
+            EXPECT_EQ(h.seq, seq);
+            EXPECT_EQ(h.tag, 0x41);
+            EXPECT_EQ(h.size, size);
+        }
+}
+
+TEST(EagerRing, GeometryRoundsToCacheLines) {
+    const RingGeometry g = RingGeometry::for_payload(64, 4096);
+    EXPECT_EQ(g.stride % 64, 0u);
+    EXPECT_GE(g.max_payload(), 4096u);
+    EXPECT_EQ(g.bytes(), size_t{64} * g.stride);
+}
+
+TEST(EagerRing, EmptyRingHasNothing) {
+    RingPair p(8, 64);
+    MessageHeader h;
+    const unsigned char *data;
+    EXPECT_FALSE(p.reader.peek(&h, &data));
+}
+
+TEST(EagerRing, FullRingRefusesUntilCreditsReturn) {
+    RingPair p(8, 64);
+    for (int i = 0; i < 8; ++i) {
+        unsigned char *slot = p.writer.reserve();
+        ASSERT_NE(slot, nullptr) << i;
+        std::memset(slot, i, 10);
+        p.writer.commit(static_cast<uint8_t>(i), 10);
+    }
+    EXPECT_EQ(p.writer.reserve(), nullptr);  // 8 in flight, none consumed
+    MessageHeader h;
+    const unsigned char *data;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(p.reader.peek(&h, &data));
+        EXPECT_EQ(h.tag, i);
+        EXPECT_EQ(data[9], i);
+        p.reader.release();
+    }
+    EXPECT_EQ(p.writer.reserve(), nullptr);  // credits travel in batches of half a ring
+    ASSERT_TRUE(p.reader.peek(&h, &data));
+    p.reader.release();                      // the 4th: a batch
+    EXPECT_EQ(p.credit.consumed.load(), 4u);
+    EXPECT_NE(p.writer.reserve(), nullptr);
+}
+
+TEST(EagerRing, ManyLapsKeepOrderAndNeverReadStaleSlots) {
+    RingPair p(4, 32);
+    MessageHeader h;
+    const unsigned char *data;
+    for (uint32_t k = 0; k < 1000; ++k) {
+        unsigned char *slot = p.writer.reserve();
+        ASSERT_NE(slot, nullptr);
+        std::memcpy(slot, &k, sizeof k);
+        p.writer.commit(7, sizeof k);
+        ASSERT_TRUE(p.reader.peek(&h, &data));
+        uint32_t got;
+        std::memcpy(&got, data, sizeof got);
+        EXPECT_EQ(got, k);
+        EXPECT_EQ(h.seq, k + 1);
+        p.reader.release();
+        EXPECT_FALSE(p.reader.peek(&h, &data)) << "the previous lap's header must not match";
+    }
+}
+
+TEST(PeerArea, ChannelsOfTwoNodesMeet) {
+    const int nodes = 3;
+    const AreaLayout layout(nodes, RingGeometry::for_payload(4, 100));
+    std::vector<unsigned char> a(layout.bytes()), b(layout.bytes());
+    PeerChannel a_to_b(a.data(), b.data(), layout, 0, 2, true);
+    PeerChannel b_to_a(b.data(), a.data(), layout, 2, 0, false);
+    unsigned char *slot = a_to_b.tx().reserve();
+    ASSERT_NE(slot, nullptr);
+    std::memcpy(slot, "hello", 5);
+    a_to_b.tx().commit(0x41, 5);
+    MessageHeader h;
+    const unsigned char *data;
+    ASSERT_TRUE(b_to_a.rx().peek(&h, &data));
+    EXPECT_EQ(std::memcmp(data, "hello", 5), 0);
+    EXPECT_FALSE(a_to_b.rx().peek(&h, &data));  // nothing the other way
+    // The doorbell: b's thread sleeps -> a must raise b's interrupt; a has no
+    // thread -> b never raises a's.
+    EXPECT_FALSE(a_to_b.wants_interrupt());
+    b_to_a.announce_sleep(true);
+    EXPECT_TRUE(a_to_b.wants_interrupt());
+    b_to_a.announce_sleep(false);
+    EXPECT_FALSE(a_to_b.wants_interrupt());
+    a_to_b.announce_sleep(true);
+    EXPECT_FALSE(b_to_a.wants_interrupt());
+}
+
+// Producer and consumer threads through one ring, sizes changing every
+// message, every payload byte checked.  Built once more with TSan.
+TEST(EagerRing, TwoThreadStress) {
+    RingPair p(16, 512);
+    constexpr uint32_t kMessages = 200000;
+    std::thread producer([&] {
+        for (uint32_t k = 0; k < kMessages; ++k) {
+            unsigned char *slot;
+            while ((slot = p.writer.reserve()) == nullptr) std::this_thread::yield();
+            const uint32_t size = 4 + k % 500;
+            std::memcpy(slot, &k, 4);
+            for (uint32_t i = 4; i < size; ++i) slot[i] = static_cast<unsigned char>(k + i);
+            p.writer.commit(static_cast<uint8_t>(k), size);
+        }
+    });
+    uint64_t bad = 0;
+    for (uint32_t k = 0; k < kMessages; ++k) {
+        MessageHeader h;
+        const unsigned char *data;
+        while (!p.reader.peek(&h, &data)) std::this_thread::yield();
+        uint32_t got;
+        std::memcpy(&got, data, 4);
+        bad += got != k || h.size != 4 + k % 500 || h.tag != static_cast<uint8_t>(k);
+        for (uint32_t i = 4; i < h.size; ++i) bad += data[i] != static_cast<unsigned char>(k + i);
+        p.reader.release();
+    }
+    producer.join();
+    EXPECT_EQ(bad, 0u);
+}
+
+// The progress thread on a one-node device: it stays out of the way while
+// the "application" progresses, drives progress when it stops, and sleeps
+// (few polls) when there is nothing to do.
+TEST(ProgressThread, SleepsWhileAppProgressesDrivesWhenItComputes) {
+    const std::string key = "btlcore-" + std::to_string(getpid());
+    const tcaInitParams params{key.c_str(), 0, 1};
+    ASSERT_EQ(tcaInitWithParams(&params), tcaSuccess);
+    struct State {
+        std::atomic<int> polls{0};
+        std::atomic<int> announced{-1};
+        std::atomic<int> work{0};
+    } st;
+    ProgressHooks hooks{
+        [](void *c) {
+            auto *s = static_cast<State *>(c);
+            s->polls.fetch_add(1);
+            int w = s->work.load();
+            while (w > 0 && !s->work.compare_exchange_weak(w, w - 1)) {}
+            return w > 0 ? 1 : 0;
+        },
+        [](void *c, int on) { static_cast<State *>(c)->announced.store(on); }, &st};
+    {
+        ProgressThread t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(200000));
+        auto eventually = [](auto &&cond) {  // generous: sanitizer builds run slowly
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (!cond() && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            return cond();
+        };
+        // The application calls MPI all the time: the thread stays out of the way.
+        auto note_for = [&](std::chrono::milliseconds d) {
+            const auto until = std::chrono::steady_clock::now() + d;
+            while (std::chrono::steady_clock::now() < until) t.note_app_progress();
+        };
+        note_for(std::chrono::milliseconds(20));
+        const int before = st.polls.load();
+        note_for(std::chrono::milliseconds(50));
+        // (At most a few: a descheduled main thread looks like one that computes.)
+        EXPECT_LE(st.polls.load() - before, 5) << "it polls while the application progresses";
+        // The application computes: the thread takes over, does the work, then sleeps.
+        st.work.store(100);
+        EXPECT_TRUE(eventually([&] { return st.work.load() == 0; }));
+        EXPECT_TRUE(eventually([&] { return st.announced.load() == 1; }))
+            << "it asks its peers for doorbells before sleeping";
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const int polls = st.polls.load();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        EXPECT_LT(st.polls.load() - polls, 10) << "idle: it sleeps on the interrupt, it does not spin";
+        // A raised interrupt (a doorbell) wakes it at once.
+        st.work.store(1);
+        int node = 0;
+        tcaGetNodeId(&node);
+        ASSERT_EQ(tcaInterruptRaise(node), tcaSuccess);
+        EXPECT_TRUE(eventually([&] { return st.work.load() == 0; }));
+        EXPECT_GT(t.driven_polls(), 0u);
+    }
+    EXPECT_EQ(st.announced.load(), 0) << "on exit it withdraws the doorbell request";
+    EXPECT_EQ(tcaFinalize(), tcaSuccess);
+}
