@@ -2,8 +2,8 @@
  * btl_tca_put.c - RDMA put.  ob1 runs its PUT protocol over it (the device
  * has no GET) and sends a FIN as soon as the completion callback runs, so the
  * callback fires only once the data is visible at the target:
- *  - below btl_tca_put_dma_min: a PIO write, complete when it returns;
- *  - above: one descriptor on a free DMA channel, completed from progress when
+ *  - by default, and below btl_tca_put_dma_min: a PIO write, complete when it returns;
+ *  - from btl_tca_put_dma_min up: one descriptor on a free DMA channel, completed from progress when
  *    the channel reports the data landed.  Puts that find every channel busy
  *    wait in order; put never returns OUT_OF_RESOURCE (ob1 would not retry).
  */
@@ -64,7 +64,7 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         return OPAL_ERR_BAD_PARAM;
     const uint64_t dst_off = remote_address - dst->addr;
 
-    if (size < c->put_dma_min || NULL == local_handle) {
+    if (0 == c->put_dma_min || size < c->put_dma_min || NULL == local_handle) {
         const tcaResult r = tcaPioWrite(dst, (off_t) dst_off, local_address, size, 0, 0, 0);
         if (OPAL_UNLIKELY(tcaSuccess != r)) {
             mca_btl_tca_fatal(ep, "a put", r);

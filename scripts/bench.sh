@@ -1,0 +1,101 @@
+#!/bin/sh
+# bench.sh - btl tca against Open MPI's own shared-memory transport, in one run.
+# Interleaved rounds of: tca, tca with its progress thread, vader (CMA single
+# copy) and vader without single copy; plus the raw device (tca_device_bench)
+# for the MPI-over-device overhead.  Prints min/median tables with ratios and,
+# if gnuplot is present, writes PNG plots.  Usage: scripts/bench.sh [repeats]
+# (default 3).  Expects a build (scripts/build.sh); results go to bench-results/.
+set -e
+cd "$(dirname "$0")/.."
+repeats=${1:-${BENCH_REPEATS:-3}}
+out=bench-results
+mkdir -p "$out"
+raw="$out/raw.txt"
+: >"$raw"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+make -s tca_mpi_bench tca_device_bench >/dev/null
+TCA_COMPONENT_DIR=$(pwd)/.libs
+export TCA_COMPONENT_DIR
+common="--bind-to core -np 2"
+
+run() { # config-name command... : appends "config bench size value"
+    name=$1; shift
+    "$@" 2>&1 | awk -v c="$name" '$1 == "RESULT" { print c, $2, $3, $4 }' >>"$raw"
+}
+
+for r in $(seq 1 "$repeats"); do
+    echo "round $r of $repeats ..." >&2
+    # shellcheck disable=SC2086
+    run tca scripts/tca-mpirun $common ./tca_mpi_bench latency bw bibw plat overlap
+    run vader mpirun --mca pml ob1 --mca btl vader,self $common ./tca_mpi_bench latency bw bibw plat
+    run vader-nocopy mpirun --mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism none \
+        $common ./tca_mpi_bench latency bw bibw plat
+    run tca-thread scripts/tca-mpirun --mca btl_tca_progress_thread on $common ./tca_mpi_bench latency overlap
+    ./tca_device_bench -r 1 2>&1 | awk '$1 == "RESULT" && $2 == "pio_put_notify_8B_us" { print "device pio 8", $3 }' >>"$raw"
+done
+
+# min, median and best (max for bandwidths) per (config, bench, size)
+stats="$out/stats.txt"
+sort -k1,1 -k2,2 -k3,3n -k4,4g "$raw" | awk '
+    function flush() { if (n) { med = (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2; print key, v[1], med, v[n], n } }
+    { k = $1 " " $2 " " $3; if (k != key) { flush(); key = k; n = 0 } v[++n] = $4 }
+    END { flush() }' >"$stats"   # config bench size min median max count
+
+table() { # bench title unit better(lo|hi)
+    awk -v b="$1" -v title="$2" -v unit="$3" -v better="$4" '
+        $2 == b { s[$3] = 1; best[$1, $3] = (better == "lo") ? $4 : $6; med[$1, $3] = $5; have[$1] = 1 }
+        END {
+            printf "\n%s (%s; best / median of the rounds)\n", title, unit
+            printf "%9s %19s %19s %19s %19s %11s %11s\n", "bytes", "tca", "tca+thread", "vader(cma)", "vader(copy)", "tca/vader", "tca/copy"
+            n = 0; for (x in s) sz[++n] = x + 0
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
+            split("tca tca-thread vader vader-nocopy", cfg, " ")
+            for (i = 1; i <= n; i++) {
+                x = sz[i]; printf "%9d", x
+                for (c = 1; c <= 4; c++)
+                    if ((cfg[c], x) in med) printf " %9.3f/%9.3f", best[cfg[c], x], med[cfg[c], x]; else printf " %19s", "-"
+                if (("vader", x) in med) printf " %11.2f", med["tca", x] / med["vader", x]; else printf " %11s", "-"
+                if (("vader-nocopy", x) in med) printf " %11.2f", med["tca", x] / med["vader-nocopy", x]; else printf " %11s", "-"
+                printf "\n"
+            }
+        }' "$stats"
+}
+{
+    echo "btl tca vs vader, same run, $repeats interleaved rounds, 2 ranks bound to cores"
+    table latency "one-way latency (ping-pong / 2)" "us, lower is better" lo
+    table plat "persistent one-way latency (Send_init/Recv_init + Start)" "us, lower is better" lo
+    table bw "bandwidth, window of 64" "MB/s, higher is better" hi
+    table bibw "bidirectional bandwidth, window of 64 each way" "MB/s, higher is better" hi
+    table overlap "receiver-side overlap (Irecv, compute >= max(t_pure, 1 ms), Wait)" "percent, higher is better" hi
+    awk '$1 == "device" { d = $5 } $1 == "tca" && $2 == "latency" && $3 == 8 { m = $5 }
+         $1 == "tca-thread" && $2 == "latency" && $3 == 8 { t = $5 }
+         END { printf "\ndevice PIO put+notify 8 B one-way (tca_device_bench, median): %.3f us\n", d
+               printf "MPI-over-device overhead, 8 B: %.3f / %.3f = %.2fx\n", m, d, m / d
+               printf "progress thread cost, 8 B latency: thread on %.3f us / off %.3f us = %.2fx\n", t, m, t / m }' "$stats"
+} | tee "$out/table.txt"
+
+if ! command -v gnuplot >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 || true
+fi
+if command -v gnuplot >/dev/null 2>&1; then
+    for b in latency bw; do
+        for c in tca vader vader-nocopy; do
+            awk -v b=$b -v c=$c '$1 == c && $2 == b { print $3, $5 }' "$stats" >"$out/$b-$c.dat"
+        done
+    done
+    gnuplot <<GP
+set terminal png size 900,600
+set logscale xy
+set xlabel "message size (bytes)"
+set key left top
+set output "$out/latency.png"
+set ylabel "one-way latency (us, median)"
+plot "$out/latency-tca.dat" w lp t "tca", "$out/latency-vader.dat" w lp t "vader (cma)", "$out/latency-vader-nocopy.dat" w lp t "vader (no single copy)"
+set output "$out/bandwidth.png"
+set ylabel "bandwidth (MB/s, median)"
+plot "$out/bw-tca.dat" w lp t "tca", "$out/bw-vader.dat" w lp t "vader (cma)", "$out/bw-vader-nocopy.dat" w lp t "vader (no single copy)"
+GP
+    echo "plots: $out/latency.png $out/bandwidth.png"
+else
+    echo "gnuplot not found: no plots (apt-get install gnuplot-nox)"
+fi
