@@ -1,12 +1,15 @@
 #include "progress_thread.hpp"
 
+#include <algorithm>
+
 #include "tca.h"
 
 namespace tca::btl {
 
 ProgressThread::ProgressThread(ProgressHooks hooks, std::chrono::microseconds check_interval,
-                               std::chrono::microseconds max_sleep)
-    : hooks_(hooks), check_interval_(check_interval), max_sleep_(max_sleep) {
+                               std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep)
+    : hooks_(hooks), check_interval_(check_interval),
+      max_check_interval_(std::max(check_interval, max_check_interval)), max_sleep_(max_sleep) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -27,14 +30,19 @@ bool ProgressThread::app_active(uint64_t *seen) const noexcept {
 
 void ProgressThread::run() {
     uint64_t seen = app_calls_.load(std::memory_order_relaxed);
+    auto interval = check_interval_;
     while (!stop_.load(std::memory_order_acquire)) {
         // The application drives progress: look again after an interval.
         uint32_t ev = 0;
         tcaInterruptCount(&ev);
-        tcaInterruptWait(ev, check_interval_.count());
+        tcaInterruptWait(ev, interval.count());
         if (stop_.load(std::memory_order_acquire)) break;
-        if (app_active(&seen)) continue;
+        if (app_active(&seen)) {
+            interval = std::min(interval * 2, max_check_interval_);
+            continue;
+        }
         drive(&seen);
+        interval = check_interval_;
     }
 }
 

@@ -1,8 +1,10 @@
 // progress_thread.hpp - the asynchronous progress thread of btl tca.
 //
 // While the application itself calls into MPI (its progress counter moves),
-// the thread only wakes every `check_interval` to look: it must not compete
-// for a core with a latency-bound rank.  Once the application has been away
+// the thread only wakes now and then to look: it must not compete for a core
+// with a latency-bound rank.  The interval starts at `check_interval` and
+// doubles, up to `max_check_interval`, each time the application was busy in
+// MPI anyway; it drops back after the thread has had work.  Once the application has been away
 // for a whole interval (computing), the thread drives progress itself: it
 // polls while there is work and otherwise sleeps on the device interrupt,
 // having asked its peers to raise it after each message (doorbell).  It never
@@ -25,7 +27,7 @@ struct ProgressHooks {
 class ProgressThread {
 public:
     ProgressThread(ProgressHooks hooks, std::chrono::microseconds check_interval,
-                   std::chrono::microseconds max_sleep);
+                   std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep);
     ~ProgressThread();
     ProgressThread(const ProgressThread &) = delete;
     ProgressThread &operator=(const ProgressThread &) = delete;
@@ -44,6 +46,7 @@ private:
 
     ProgressHooks hooks_;
     std::chrono::microseconds check_interval_;
+    std::chrono::microseconds max_check_interval_;
     std::chrono::microseconds max_sleep_;
     std::atomic<uint64_t> app_calls_{0};
     std::atomic<bool> stop_{false};

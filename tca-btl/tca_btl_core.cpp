@@ -17,8 +17,9 @@ struct tca_btl_peer {
     PeerChannel ch;
 };
 struct tca_btl_progress_thread {
-    tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int sleep_us)
-        : thread(hooks, std::chrono::microseconds(check_us), std::chrono::microseconds(sleep_us)) {}
+    tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int check_max_us, int sleep_us)
+        : thread(hooks, std::chrono::microseconds(check_us), std::chrono::microseconds(check_max_us),
+                 std::chrono::microseconds(sleep_us)) {}
     ProgressThread thread;
 };
 
@@ -66,10 +67,11 @@ void tca_btl_rx_release(tca_btl_peer_t *p) { p->ch.rx().release(); }
 void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping) { p->ch.announce_sleep(sleeping != 0); }
 
 tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *), void (*announce_sleep)(void *, int),
-                                                         void *ctx, int check_interval_us, int max_sleep_us) {
+                                                         void *ctx, int check_interval_us, int check_max_us,
+                                                         int max_sleep_us) {
     try {
         return new tca_btl_progress_thread(tca::btl::ProgressHooks{poll, announce_sleep, ctx}, check_interval_us,
-                                           max_sleep_us);
+                                           check_max_us, max_sleep_us);
     } catch (...) {  // std::bad_alloc, std::system_error from std::thread
         return nullptr;
     }

@@ -182,7 +182,8 @@ TEST(ProgressThread, SleepsWhileAppProgressesDrivesWhenItComputes) {
         },
         [](void *c, int on) { static_cast<State *>(c)->announced.store(on); }, &st};
     {
-        ProgressThread t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(200000));
+        ProgressThread t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(4000),
+                         std::chrono::microseconds(200000));
         auto eventually = [](auto &&cond) {  // generous: sanitizer builds run slowly
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
             while (!cond() && std::chrono::steady_clock::now() < deadline)

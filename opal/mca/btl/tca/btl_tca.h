@@ -65,7 +65,8 @@ typedef struct mca_btl_tca_component_t {
     int subcluster_size;      /* 0: all processes of the node form one sub-cluster */
     unsigned int ring_slots;  /* eager slots per (sender, receiver) */
     int progress_thread;      /* MCA_BTL_TCA_THREAD_* */
-    int thread_check_us;      /* thread: how often it looks whether the application still progresses */
+    int thread_check_us;      /* thread: first interval between looks at whether the application progresses */
+    int thread_check_max_us;  /* thread: the interval doubles up to this while the application is in MPI */
     int thread_sleep_us;      /* thread: longest sleep on the device interrupt */
     size_t put_dma_min;       /* puts of at least this size go through the DMA engine */
     int dma_channels;         /* DMA channels used for puts */

@@ -85,9 +85,14 @@ static int tca_component_register(void) {
 
     c->thread_check_us = 200;
     register_int("progress_thread_check_us",
-                 "Progress thread: microseconds between its looks at whether the application still calls MPI; "
-                 "it takes over progress only after a whole interval without an MPI call.",
+                 "Progress thread: microseconds between its looks at whether the application still calls MPI "
+                 "(it takes over progress only after a whole interval without an MPI call); the shortest interval.",
                  OPAL_INFO_LVL_6, &c->thread_check_us);
+    c->thread_check_max_us = 1000;
+    register_int("progress_thread_check_max_us",
+                 "Progress thread: while the application keeps calling MPI the interval doubles up to this many "
+                 "microseconds, so a latency-bound rank is not interrupted; it drops back once the thread had work.",
+                 OPAL_INFO_LVL_6, &c->thread_check_max_us);
     c->thread_sleep_us = 100000;
     register_int("progress_thread_sleep_us",
                  "Progress thread: longest sleep on the device interrupt when there is nothing to do (a safety "
@@ -297,7 +302,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         opal_set_using_threads(true);
         m->super.btl_flags |= MCA_BTL_FLAGS_BTL_PROGRESS_THREAD_ENABLED;
         c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->thread_check_us,
-                                                  c->thread_sleep_us);
+                                                  c->thread_check_max_us, c->thread_sleep_us);
         if (NULL == c->thread)
             opal_output(0, "btl tca: could not start the progress thread; progress happens in MPI calls only");
     }
