@@ -1,5 +1,6 @@
 // notify_test.cpp - notifications strictly after data (stress), non-blocking
 // tests, counters and triggered descriptors forming a 3-stage pipeline.
+#include <string>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -115,6 +116,33 @@ TEST(Counters, AddReadWait) {
         NODE_CHECK(v == 7);
         NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaCounterAdd(TCA_NUM_COUNTERS, 1));
         NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaCounterRead(-1, &v));
+        return 0;
+    }));
+}
+
+// Remote counter adds ("ready for epoch k") and interrupts between 3 nodes:
+// each node adds to every node's counter 9; everyone waits for the total.
+TEST(Counters, RemoteAddAndInterrupts) {
+    EXPECT_TRUE(run_nodes(3, [](int node, Board &) {
+        uint32_t before = 0;
+        NODE_OK(tcaInterruptCount(&before));
+        for (int to = 0; to < 3; ++to) NODE_OK(tcaCounterAddRemote(to, 9, uint64_t{1} << (8 * node)));
+        NODE_OK(tcaCounterWait(9, 0x010101));
+        uint64_t v = 0;
+        NODE_OK(tcaCounterRead(9, &v));
+        NODE_CHECK(v == 0x010101);
+        uint32_t after = 0;
+        NODE_OK(tcaInterruptCount(&after));
+        NODE_CHECK(after != before);  // counter updates raise the interrupt
+        NODE_OK(tcaInterruptRaise((node + 1) % 3));
+        NODE_EXPECT_RESULT(tcaErrorInvalidNode, tcaCounterAddRemote(3, 9, 1));
+        NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaCounterAddRemote(0, TCA_NUM_COUNTERS, 1));
+        NODE_EXPECT_RESULT(tcaErrorInvalidNode, tcaInterruptRaise(-1));
+        // A count that is already stale returns at once, even with a long timeout.
+        NODE_OK(tcaInterruptWait(after - 1, 10'000'000));
+        char path[256];
+        NODE_OK(tcaGetBackingPath(path, sizeof path));
+        NODE_CHECK(std::string(path).find("/dev/shm/") == 0);
         return 0;
     }));
 }

@@ -57,6 +57,8 @@ public:
     virtual Result counter_read(int idx, uint64_t *value) = 0;
     virtual Result counter_add(int idx, uint64_t add) = 0;
     virtual Result counter_wait(int idx, uint64_t value) = 0;
+    // PIO atomic add to a counter of another node (kicks its triggered descriptors).
+    virtual Result counter_add_remote(int node, int idx, uint64_t add) = 0;
 
     // Interrupts (the PEACH2 interrupt line): any node may raise one at any
     // node; a sleeping consumer wakes.  Notifications, channel completions and

@@ -171,6 +171,9 @@ TCA_API tcaResult tcaPioMap(tcaHandle *handle, void **addr);
 TCA_API tcaResult tcaCounterRead(int counter, uint64_t *value);
 TCA_API tcaResult tcaCounterAdd(int counter, uint64_t add); /* local: kicks triggered descriptors */
 TCA_API tcaResult tcaCounterWait(int counter, uint64_t value); /* until counter >= value */
+/* PIO atomic add to counter `counter` of node `node` (any node): wakes its
+ * waiters and kicks its triggered descriptors, e.g. "ready for epoch k". */
+TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
 
 /* ---- interrupts (extension) ---- */
 /* Raise the interrupt of `node` (any node, this one included).  Cheap when

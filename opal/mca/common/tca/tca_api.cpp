@@ -281,6 +281,11 @@ tcaResult tcaCounterWait(int counter, uint64_t value) {
     return guarded([&] { return dev->counter_wait(counter, value); });
 }
 
+tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->counter_add_remote(node, counter, add);
+}
+
 tcaResult tcaInterruptRaise(int node) {
     TCA_REQUIRE_DEVICE(dev);
     return dev->interrupt_raise(node);

@@ -314,6 +314,14 @@ public:
                                  [&] { return c.load(std::memory_order_acquire) >= value; }, -1);
     }
 
+    Result counter_add_remote(int node, int idx, uint64_t add) override {
+        if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
+        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        if (node != nodes_.self() && nodes_.known_gone(node)) return tcaErrorPeerGone;
+        nodes_.counter_add(node, idx, add);
+        return tcaSuccess;
+    }
+
     Result interrupt_raise(int node) override {
         if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
         nodes_.view(node).header()->app_event.notify();

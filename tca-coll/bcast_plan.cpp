@@ -1,0 +1,79 @@
+#include "bcast_plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tca::coll {
+
+namespace {
+
+// Communicator ranks in ring order, starting at the root: clockwise distance
+// from the root's node, ties (several ranks on one node) by rank.
+std::vector<int> ring_order(int root, std::span<const int> node_of, int ring_size) {
+    std::vector<int> order(node_of.size());
+    std::iota(order.begin(), order.end(), 0);
+    const int base = node_of[static_cast<size_t>(root)];
+    auto dist = [&](int r) {
+        return r == root ? -1 : ((node_of[static_cast<size_t>(r)] - base) % ring_size + ring_size) % ring_size;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return dist(a) < dist(b); });
+    return order;
+}
+
+}  // namespace
+
+BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring_size) {
+    BcastPlan plan;
+    const int n = static_cast<int>(node_of.size());
+    plan.bytes = p.bytes;
+    plan.roles.assign(static_cast<size_t>(n), RankRole{});
+    plan.shape = p.bytes >= p.chain_threshold && n > 2 ? Shape::Chain : Shape::BinomialTree;
+    plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes) : std::max<size_t>(1, p.bytes);
+    plan.segments = p.bytes == 0 ? 0 : (p.bytes + plan.segment_bytes - 1) / plan.segment_bytes;
+    if (n <= 1) return plan;
+
+    const std::vector<int> order = ring_order(p.root, node_of, std::max(1, ring_size));
+    auto link = [&](int parent_v, int child_v) {
+        const int parent = order[static_cast<size_t>(parent_v)], child = order[static_cast<size_t>(child_v)];
+        plan.roles[static_cast<size_t>(child)].parent = parent;
+        plan.roles[static_cast<size_t>(parent)].children.push_back(child);
+    };
+    if (plan.shape == Shape::Chain) {
+        for (int v = 1; v < n; ++v) link(v - 1, v);
+        return plan;
+    }
+    // Binomial tree over ring positions by recursive halving: position v
+    // receives from v with its lowest set bit cleared, so every subtree is a
+    // contiguous stretch of the ring and the first link (the biggest subtree)
+    // spans half of it, the next a quarter...: n/2 + 2*(n/4) + ... hops, not
+    // the ~n/2 * log n of a tree in plain rank order.
+    for (int v = 0; v < n; ++v) {
+        int low = v == 0 ? 1 : (v & -v);
+        if (v == 0)
+            while (low < n) low <<= 1;
+        for (int step = low >> 1; step > 0; step >>= 1)  // farthest child first
+            if (v + step < n) link(v, v + step);
+    }
+    return plan;
+}
+
+int BcastPlan::depth() const {
+    int deepest = 0;
+    for (size_t r = 0; r < roles.size(); ++r) {
+        int d = 0;
+        for (int x = static_cast<int>(r); roles[static_cast<size_t>(x)].parent >= 0 && d <= static_cast<int>(roles.size());
+             x = roles[static_cast<size_t>(x)].parent)
+            ++d;
+        deepest = std::max(deepest, d);
+    }
+    return deepest;
+}
+
+int BcastPlan::total_hops(const std::function<int(int, int)> &hops) const {
+    int sum = 0;
+    for (size_t r = 0; r < roles.size(); ++r)
+        for (int c : roles[r].children) sum += hops(static_cast<int>(r), c);
+    return sum;
+}
+
+}  // namespace tca::coll

@@ -1,0 +1,125 @@
+// bcast_plan_test.cpp - the persistent-broadcast planner of coll tca: every
+// rank reached exactly once from the root, shapes by size, ring-ordered chains
+// (one hop per link), segments covering the message exactly.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "bcast_plan.hpp"
+
+using namespace tca::coll;
+
+namespace {
+int ring_hops(int a, int b, int n) {
+    const int d = ((b - a) % n + n) % n;
+    return std::min(d, n - d);
+}
+std::vector<int> identity(int n) {
+    std::vector<int> v(static_cast<size_t>(n));
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+// Every rank but the root has one parent, reaches the root, and appears once
+// among its parent's children.
+void expect_spanning_tree(const BcastPlan &plan, int root) {
+    const int n = static_cast<int>(plan.roles.size());
+    std::multiset<int> as_child;
+    for (int r = 0; r < n; ++r)
+        for (int c : plan.roles[static_cast<size_t>(r)].children) {
+            as_child.insert(c);
+            EXPECT_EQ(plan.roles[static_cast<size_t>(c)].parent, r);
+        }
+    for (int r = 0; r < n; ++r) {
+        if (r == root) {
+            EXPECT_EQ(plan.roles[static_cast<size_t>(r)].parent, -1);
+            EXPECT_EQ(as_child.count(r), 0u);
+            continue;
+        }
+        EXPECT_EQ(as_child.count(r), 1u) << "rank " << r;
+        int x = r, steps = 0;
+        while (x != root && x >= 0 && steps <= n) x = plan.roles[static_cast<size_t>(x)].parent, ++steps;
+        EXPECT_EQ(x, root) << "rank " << r << " does not reach the root";
+    }
+}
+}  // namespace
+
+TEST(BcastPlan, EveryRootEverySizeSpans) {
+    for (int n = 1; n <= 17; ++n)
+        for (int root = 0; root < n; ++root)
+            for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 20}) {
+                const auto nodes = identity(n);
+                const BcastPlan plan = plan_bcast({root, bytes, 64 * 1024, 64 * 1024}, nodes, n);
+                ASSERT_EQ(plan.roles.size(), static_cast<size_t>(n));
+                expect_spanning_tree(plan, root);
+            }
+}
+
+TEST(BcastPlan, SmallIsBinomialLargeIsChain) {
+    const auto nodes = identity(8);
+    const BcastPlan small = plan_bcast({0, 1024, 64 * 1024, 64 * 1024}, nodes, 8);
+    EXPECT_EQ(small.shape, Shape::BinomialTree);
+    EXPECT_EQ(small.depth(), 3);  // log2(8)
+    EXPECT_EQ(small.segments, 1u);
+    EXPECT_EQ(small.roles[0].children, (std::vector<int>{4, 2, 1}));  // biggest subtree (farthest) first
+    const BcastPlan large = plan_bcast({0, 4 << 20, 256 * 1024, 64 * 1024}, nodes, 8);
+    EXPECT_EQ(large.shape, Shape::Chain);
+    EXPECT_EQ(large.depth(), 7);
+    EXPECT_EQ(large.segments, 16u);
+}
+
+TEST(BcastPlan, ChainFollowsTheRingFromTheRoot) {
+    // Communicator ranks live on scattered nodes; the chain must still step one hop at a time.
+    const std::vector<int> nodes = {5, 2, 7, 0, 3, 6, 1, 4};
+    for (int root = 0; root < 8; ++root) {
+        const BcastPlan plan = plan_bcast({root, 1 << 20, 128 * 1024, 64 * 1024}, nodes, 8);
+        ASSERT_EQ(plan.shape, Shape::Chain);
+        expect_spanning_tree(plan, root);
+        auto hops = [&](int a, int b) { return ring_hops(nodes[static_cast<size_t>(a)], nodes[static_cast<size_t>(b)], 8); };
+        EXPECT_EQ(plan.total_hops(hops), 7) << "root " << root;  // n-1 links of one hop
+    }
+}
+
+TEST(BcastPlan, RingOrderKeepsTreeLinksShort) {
+    // However ranks are placed on the ring, the tree costs what it costs on
+    // ring positions 0..7: one link of 4 hops, two of 2, four of 1.
+    for (const std::vector<int> &placement :
+         {std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7},
+          std::vector<int>{3, 7, 1, 0, 6, 2, 5, 4}})
+        for (int root = 0; root < 8; ++root) {
+            const BcastPlan plan = plan_bcast({root, 8, 64 * 1024, 64 * 1024}, placement, 8);
+            expect_spanning_tree(plan, root);
+            auto hops = [&](int a, int b) {
+                return ring_hops(placement[static_cast<size_t>(a)], placement[static_cast<size_t>(b)], 8);
+            };
+            EXPECT_EQ(plan.total_hops(hops), 1 * 4 + 2 * 2 + 4 * 1) << "root " << root;
+            EXPECT_EQ(plan.depth(), 3);
+        }
+}
+
+TEST(BcastPlan, SegmentsCoverTheMessageExactly) {
+    const auto nodes = identity(4);
+    for (size_t bytes : {size_t{65536}, size_t{65537}, size_t{131071}, size_t{1} << 22, size_t{3000001}}) {
+        const BcastPlan plan = plan_bcast({1, bytes, 65536, 65536}, nodes, 4);
+        size_t covered = 0;
+        for (size_t s = 0; s < plan.segments; ++s) {
+            EXPECT_EQ(plan.segment_offset(s), covered);
+            EXPECT_GT(plan.segment_length(s), 0u);
+            EXPECT_LE(plan.segment_length(s), 65536u);
+            covered += plan.segment_length(s);
+        }
+        EXPECT_EQ(covered, bytes);
+    }
+    const BcastPlan empty = plan_bcast({0, 0, 65536, 65536}, nodes, 4);
+    EXPECT_EQ(empty.segments, 0u);
+}
+
+TEST(BcastPlan, TwoRanksIsOneLink) {
+    const auto nodes = identity(2);
+    for (size_t bytes : {size_t{8}, size_t{1} << 24}) {
+        const BcastPlan plan = plan_bcast({1, bytes, 65536, 65536}, nodes, 2);
+        EXPECT_EQ(plan.roles[1].children, std::vector<int>{0});
+        EXPECT_EQ(plan.roles[0].parent, 1);
+    }
+}
