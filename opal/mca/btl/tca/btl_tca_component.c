@@ -67,7 +67,7 @@ static int tca_component_register(void) {
                                            "Eager ring slots per (sender, receiver) pair in the receiver's internal "
                                            "memory; each slot holds one message of up to the largest of "
                                            "btl_tca_eager_limit, btl_tca_rndv_eager_limit and btl_tca_max_send_size. "
-                                           "0 (default): 32, halved (down to 2) until the rings of all peers fit in "
+                                           "0 (default): 64, halved (down to 2) until the rings of all peers fit in "
                                            "the device's internal memory (TCA_INTERNAL_SIZE). Must be the same on "
                                            "every process.",
                                            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
@@ -200,9 +200,9 @@ static int start_device(mca_btl_tca_component_t *c) {
         (void) opal_pmix.register_cleanup(path, false, false, false);
     }
 
-    /* auto: the largest of 32, 16, ... 2 slots whose rings fit */
+    /* auto: the largest of 64, 32, ... 2 slots whose rings fit */
     const bool auto_slots = 0 == c->ring_slots;
-    if (auto_slots) c->ring_slots = 32;
+    if (auto_slots) c->ring_slots = 64;
     for (;;) {
         c->area_bytes = tca_btl_area_bytes(c->num_nodes, c->ring_slots, c->slot_payload);
         r = tcaMalloc(&c->area, c->area_bytes, tcaMemoryInternal);
