@@ -29,6 +29,8 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     plan.roles.assign(static_cast<size_t>(n), RankRole{});
     plan.shape = p.bytes >= p.chain_threshold && n > 2 ? Shape::Chain : Shape::BinomialTree;
     plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes) : std::max<size_t>(1, p.bytes);
+    if (p.max_segments > 0)  // e.g. a descriptor chain holds at most 255 entries
+        plan.segment_bytes = std::max(plan.segment_bytes, (p.bytes + p.max_segments - 1) / p.max_segments);
     plan.segments = p.bytes == 0 ? 0 : (p.bytes + plan.segment_bytes - 1) / plan.segment_bytes;
     if (n <= 1) return plan;
 

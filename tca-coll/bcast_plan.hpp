@@ -23,6 +23,7 @@ struct PlanParams {
     size_t bytes = 0;                      // message size
     size_t segment_bytes = 64 * 1024;      // pipeline segment (chains)
     size_t chain_threshold = 64 * 1024;    // at or above: pipelined chain
+    size_t max_segments = 0;               // 0: no limit; else segments grow to stay within it
 };
 
 struct RankRole {

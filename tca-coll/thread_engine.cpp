@@ -1,0 +1,163 @@
+// thread_engine.cpp - the same broadcast steps as the offload program, done in
+// software by one executor thread shared by all requests of the process: it
+// waits for the children's ready and for landed segments (counter updates
+// raise the device interrupt, so it sleeps on that), writes each segment with
+// PIO and adds to the child's data counter.  The comparison point for the
+// offload engine, and the path for devices without triggered descriptors.
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bcast_engine.hpp"
+
+namespace tca::coll {
+
+namespace {
+
+class ThreadEngine;
+
+// One thread for all ThreadEngines; it exists while any of them does.
+class Executor {
+public:
+    static std::shared_ptr<Executor> get() {
+        static std::mutex m;
+        static std::weak_ptr<Executor> current;
+        std::lock_guard g(m);
+        auto e = current.lock();
+        if (!e) current = e = std::shared_ptr<Executor>(new Executor());
+        return e;
+    }
+    ~Executor() {
+        stop_.store(true, std::memory_order_release);
+        kick();
+        thread_.join();
+    }
+    void add(ThreadEngine *e) {
+        std::lock_guard g(lock_);
+        active_.push_back(e);
+        kick();
+    }
+    void kick() {
+        int node = 0;
+        if (tcaGetNodeId(&node) == tcaSuccess) tcaInterruptRaise(node);
+    }
+
+private:
+    Executor() : thread_([this] { run(); }) {}
+    void run();
+
+    std::mutex lock_;
+    std::vector<ThreadEngine *> active_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+class ThreadEngine final : public BcastEngine {
+public:
+    explicit ThreadEngine(const EngineSetup &s) : s_(s), exec_(Executor::get()) {}
+
+    tcaResult start() override {
+        ++epoch_;
+        next_segment_ = 0;
+        ready_seen_ = false;
+        error_.store(tcaSuccess, std::memory_order_relaxed);
+        done_.store(false, std::memory_order_relaxed);
+        const bool root = s_.plan->roles[static_cast<size_t>(s_.rank)].parent < 0;
+        if (!root && s_.plan->segments > 0)
+            if (const tcaResult r = tcaCounterAddRemote(s_.parent.node, s_.parent.ready_counter, 1); r != tcaSuccess)
+                return r;
+        exec_->add(this);  // the executor publishes our fields with its lock
+        return tcaSuccess;
+    }
+
+    tcaResult test() override {
+        if (!done_.load(std::memory_order_acquire)) return tcaErrorNotReady;
+        return error_.load(std::memory_order_relaxed);
+    }
+
+    // Executor side: advance as far as possible; true when this epoch is done.
+    bool advance() {
+        const BcastPlan &p = *s_.plan;
+        const bool root = p.roles[static_cast<size_t>(s_.rank)].parent < 0;
+        const size_t nch = s_.children.size();
+        if (nch > 0 && !ready_seen_) {
+            uint64_t ready = 0;
+            if (!check(tcaCounterRead(s_.ready_counter, &ready))) return true;
+            if (ready < nch * epoch_) return false;
+            ready_seen_ = true;
+        }
+        while (next_segment_ < p.segments) {
+            if (!root) {
+                uint64_t landed = 0;
+                if (!check(tcaCounterRead(s_.data_counter, &landed))) return true;
+                if (landed < (epoch_ - 1) * p.segments + next_segment_ + 1) return false;
+            }
+            const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
+            for (const Neighbour &c : s_.children) {
+                tcaHandle dst = c.buffer;
+                if (!check(tcaPioWrite(&dst, static_cast<off_t>(off), s_.buffer + off, len, 0, 0, 0))) return true;
+                if (!check(tcaCounterAddRemote(c.node, c.data_counter, 1))) return true;
+            }
+            ++next_segment_;
+        }
+        return true;
+    }
+    void finish() { done_.store(true, std::memory_order_release); }
+
+private:
+    bool check(tcaResult r) {
+        if (r == tcaSuccess) return true;
+        error_.store(r, std::memory_order_relaxed);
+        return false;
+    }
+
+    EngineSetup s_;
+    std::shared_ptr<Executor> exec_;
+    uint64_t epoch_ = 0;
+    size_t next_segment_ = 0;
+    bool ready_seen_ = false;
+    std::atomic<tcaResult> error_{tcaSuccess};
+    std::atomic<bool> done_{true};
+};
+
+void Executor::run() {
+    std::vector<ThreadEngine *> work;
+    while (!stop_.load(std::memory_order_acquire)) {
+        uint32_t ev = 0;
+        tcaInterruptCount(&ev);
+        {
+            std::lock_guard g(lock_);
+            work.insert(work.end(), active_.begin(), active_.end());
+            active_.clear();
+        }
+        bool progressed = false;
+        for (auto it = work.begin(); it != work.end();) {
+            if ((*it)->advance()) {
+                (*it)->finish();
+                it = work.erase(it);
+                progressed = true;
+            } else {
+                ++it;
+            }
+        }
+        // Counter updates and kicks raise the interrupt: sleep until one comes.
+        if (!progressed) tcaInterruptWait(ev, work.empty() ? 100000 : 1000);
+    }
+}
+
+}  // namespace
+
+tcaResult make_thread_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out) {
+    if (setup.plan == nullptr || out == nullptr) return tcaErrorInvalidValue;
+    try {
+        *out = std::make_unique<ThreadEngine>(setup);
+    } catch (...) {
+        return tcaErrorNoMemory;
+    }
+    return tcaSuccess;
+}
+
+}  // namespace tca::coll
