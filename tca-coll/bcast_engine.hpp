@@ -34,6 +34,7 @@ struct EngineSetup {
     unsigned char *buffer = nullptr;
     tcaHandle buffer_handle{};
     int data_counter = -1, ready_counter = -1;  // this rank's counters
+    uint64_t data_base = 0, ready_base = 0;     // their values before anyone knew them (counters only grow)
     Neighbour parent;                           // unused at the root
     std::vector<Neighbour> children;            // in plan order
     int channel = -1;                           // offload: the DMA channel this request owns

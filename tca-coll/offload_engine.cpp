@@ -45,7 +45,7 @@ public:
             if ((r = tcaCreateHandle(&gate_handle_, gate_, 64, tcaMemoryCPU)) != tcaSuccess) return r;
             if ((r = tcaDescSetMemcpy(desc_, &gate_handle_, 32, &gate_handle_, 0, 1, tcaDMAUseInternal, 0, 0)) != tcaSuccess)
                 return r;
-            if ((r = tcaDescSetTrigger(desc_, s_.ready_counter, nch, nch)) != tcaSuccess) return r;
+            if ((r = tcaDescSetTrigger(desc_, s_.ready_counter, s_.ready_base + nch, nch)) != tcaSuccess) return r;
         }
         tcaHandle mine = s_.buffer_handle;
         for (size_t seg = 0; seg < p.segments; ++seg) {
@@ -57,8 +57,8 @@ public:
                     return r;
                 if ((r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess) return r;
                 if (c == 0) {
-                    if (root && seg == 0) r = tcaDescSetTrigger(desc_, s_.ready_counter, nch, nch);
-                    else if (!root) r = tcaDescSetTrigger(desc_, s_.data_counter, seg + 1, p.segments);
+                    if (root && seg == 0) r = tcaDescSetTrigger(desc_, s_.ready_counter, s_.ready_base + nch, nch);
+                    else if (!root) r = tcaDescSetTrigger(desc_, s_.data_counter, s_.data_base + seg + 1, p.segments);
                     if (r != tcaSuccess) return r;
                 }
             }
@@ -89,7 +89,7 @@ public:
             uint64_t landed = 0;
             const tcaResult r = tcaCounterRead(s_.data_counter, &landed);
             if (r != tcaSuccess) return r;
-            if (landed < s_.plan->segments * epoch_) return tcaErrorNotReady;
+            if (landed - s_.data_base < s_.plan->segments * epoch_) return tcaErrorNotReady;
         }
         return tcaSuccess;
     }

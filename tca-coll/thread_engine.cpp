@@ -86,14 +86,14 @@ public:
         if (nch > 0 && !ready_seen_) {
             uint64_t ready = 0;
             if (!check(tcaCounterRead(s_.ready_counter, &ready))) return true;
-            if (ready < nch * epoch_) return false;
+            if (ready - s_.ready_base < nch * epoch_) return false;
             ready_seen_ = true;
         }
         while (next_segment_ < p.segments) {
             if (!root) {
                 uint64_t landed = 0;
                 if (!check(tcaCounterRead(s_.data_counter, &landed))) return true;
-                if (landed < (epoch_ - 1) * p.segments + next_segment_ + 1) return false;
+                if (landed - s_.data_base < (epoch_ - 1) * p.segments + next_segment_ + 1) return false;
             }
             const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
             for (const Neighbour &c : s_.children) {

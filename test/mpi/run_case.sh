@@ -1,11 +1,11 @@
 #!/bin/sh
 # run_case.sh CASE.mpi - one MPI test run over btl tca (automake log compiler).
-# A case file sets NP, TEST (a sub-test of tca_p2p_test), optionally MCA
+# A case file sets NP, TEST (a sub-test of BIN, default tca_p2p_test), optionally MCA
 # (extra mpirun arguments), EXPECT_FAILURE/MAX_SECONDS, a check_output
 # function over the run's output, or OMPI_INFO=1 for the parameter check.
 case_file=$1
 srcdir=${srcdir:-.}
-NP=2 TEST= MCA= EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0
+NP=2 TEST= MCA= EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test
 . "$case_file"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TCA_COMPONENT_DIR=$(pwd)/.libs
@@ -29,7 +29,7 @@ out=$(mktemp)
 before=$(ls /dev/shm 2>/dev/null | grep -c '^tca-')
 start=$(date +%s)
 # shellcheck disable=SC2086
-timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" ./tca_p2p_test "$TEST" >"$out" 2>&1
+timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" "./$BIN" "$TEST" >"$out" 2>&1
 rc=$?
 elapsed=$(($(date +%s) - start))
 cat "$out"

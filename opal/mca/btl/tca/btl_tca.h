@@ -18,6 +18,7 @@
 #include "opal/mca/rcache/rcache.h"
 #include "opal/threads/mutex.h"
 
+#include "btl_tca_modex.h"
 #include "tca.h"
 #include "tca_btl_core.h"
 
@@ -30,19 +31,6 @@ enum {
     MCA_BTL_TCA_THREAD_AUTO = 2  /* only when the application asked for MPI_THREAD_MULTIPLE */
 };
 
-/* What a process publishes through the modex: where peers may write. */
-typedef struct mca_btl_tca_modex_t {
-    uint32_t version;
-    int32_t subcluster; /* which sub-cluster (device job) this process belongs to */
-    int32_t node;       /* its node id in that sub-cluster */
-    int32_t num_nodes;
-    uint32_t ring_slots;
-    uint32_t slot_payload;
-    int32_t has_progress_thread;
-    int32_t reserved;
-    tcaHandle area; /* its area: control words and one eager ring per sender */
-} mca_btl_tca_modex_t;
-#define MCA_BTL_TCA_MODEX_VERSION 1
 
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key). */

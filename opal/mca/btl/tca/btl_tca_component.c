@@ -110,8 +110,11 @@ static int tca_component_register(void) {
                                            "and a direct write is about twice as fast; 1: every put uses DMA.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
                                            MCA_BASE_VAR_SCOPE_READONLY, &c->put_dma_min);
-    c->dma_channels = TCA_NUM_DMA_CHANNELS;
-    register_int("dma_channels", "DMA channels used for puts (1-4).", OPAL_INFO_LVL_6, &c->dma_channels);
+    c->dma_channels = 1;
+    register_int("dma_channels",
+                 "DMA channels used for DMA puts, from channel 0 (1-4). coll tca's offloaded broadcasts use "
+                 "channels 1-3: more than 1 here takes them away (they then run on the thread engine).",
+                 OPAL_INFO_LVL_6, &c->dma_channels);
     c->poll_batch = 32;
     register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
                  OPAL_INFO_LVL_6, &c->poll_batch);
@@ -282,7 +285,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         opal_output(0, "btl tca: btl_tca_ring_slots must be 0 (auto) or at least 2 (is 1); tca is not used");
         return NULL;
     }
-    if (c->dma_channels < 1 || c->dma_channels > TCA_NUM_DMA_CHANNELS) c->dma_channels = TCA_NUM_DMA_CHANNELS;
+    if (c->dma_channels < 1 || c->dma_channels > TCA_NUM_DMA_CHANNELS) c->dma_channels = 1;
     if (c->poll_batch < 1) c->poll_batch = 1;
 
     size_t max_payload = m->super.btl_eager_limit;

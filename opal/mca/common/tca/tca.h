@@ -139,7 +139,7 @@ TCA_API tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_of
                                      size_t height, int flags, int wait_slot, int wait_tag);
 /* Extension (offload): the last descriptor added waits, before it issues, until
  * local counter `counter` >= value + k*step, k = number of earlier starts of the
- * channel; after its data has landed it adds `add` to counter `dst_counter` of
+ * channel since this chain was loaded (tcaDescSet); after its data has landed it adds `add` to counter `dst_counter` of
  * the destination node.  Pass -1 to leave either part out. */
 TCA_API tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step);
 TCA_API tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add);

@@ -41,6 +41,7 @@ Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
     if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire))
         return tcaErrorChannelBusy;
     ch.chain.assign(chain.begin(), chain.end());
+    ch.loaded_at = ch.completed.load(std::memory_order_acquire);
     ch.register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
     return tcaSuccess;
 }
@@ -100,9 +101,9 @@ bool DmaEngine::step(Channel &ch) {
     }
     const Descriptor &d = ch.chain[ch.next];
     if (d.wait_counter >= 0) {
-        // Triggered descriptor: thresholds move by `step` every run, so
-        // monotonic counters serve every epoch without re-arming.
-        const uint64_t threshold = d.wait_value + done * d.wait_step;
+        // Triggered descriptor: thresholds move by `step` every run of this
+        // chain, so monotonic counters serve every epoch without re-arming.
+        const uint64_t threshold = d.wait_value + (done - ch.loaded_at) * d.wait_step;
         if (nodes_.own().counters()[d.wait_counter].load(std::memory_order_acquire) < threshold) return false;
     }
     const Result r = execute(d);

@@ -53,6 +53,7 @@ private:
         std::atomic<uint64_t> completed{0};
         std::atomic<int> error{tcaSuccess};
         size_t next = 0;  // engine thread only
+        uint64_t loaded_at = 0;  // runs completed when the chain was loaded: triggers count epochs from there
         bool charged = false;
     };
 

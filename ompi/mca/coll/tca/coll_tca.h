@@ -1,0 +1,56 @@
+/*
+ * coll tca: offloaded persistent broadcast (MPIX_Bcast_init) over the TCA
+ * device.  This directory is the Open MPI glue, in C because coll.h is not
+ * valid C++; the planner and the engines are in tca-coll/ (C++).
+ */
+#ifndef MCA_COLL_TCA_H
+#define MCA_COLL_TCA_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+#include "opal/class/opal_list.h"
+#include "opal/threads/mutex.h"
+
+#include "tca_coll_core.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_coll_tca_component_t {
+    mca_coll_base_component_2_0_0_t super;
+    int priority;
+    int engine;             /* TCA_COLL_ENGINE_* */
+    size_t segment_bytes;   /* pipeline segment of chains */
+    size_t chain_threshold; /* at or above: pipelined chain, below: tree */
+    size_t min_bytes;       /* below: libnbc */
+    /* requests the progress function looks after */
+    opal_mutex_t lock;
+    opal_list_t active;
+    int progress_registered;
+} mca_coll_tca_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_tca_component_t mca_coll_tca_component;
+
+typedef struct mca_coll_tca_module_t {
+    mca_coll_base_module_t super;
+    /* libnbc's implementation, for what we do not handle */
+    mca_coll_base_module_bcast_init_fn_t previous_bcast_init;
+    mca_coll_base_module_t *previous_bcast_init_module;
+    /* -1 unknown yet, 0 some member is not in our sub-cluster, 1 all are */
+    int usable;
+    int *node_of; /* device node of every rank */
+} mca_coll_tca_module_t;
+OBJ_CLASS_DECLARATION(mca_coll_tca_module_t);
+
+int mca_coll_tca_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm, int *priority);
+int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_tca_progress(void);
+
+END_C_DECLS
+#endif

@@ -1,0 +1,258 @@
+/*
+ * coll_tca_bcast_init.c - the persistent broadcast request.
+ *
+ * bcast_init plans, registers the buffer and builds this rank's part, then
+ * posts (never waits for) the one-time exchange with its tree neighbours:
+ * buffer handle and counters.  The progress function finishes the exchange,
+ * builds the engine (for the offload engine: the descriptor program) and runs
+ * a start that came before it was ready.  MPI_Start only kicks the engine.
+ */
+#include "coll_tca.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "ompi/mca/pml/pml.h"
+#include "opal/runtime/opal_progress.h"
+
+int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
+
+enum { EXCHANGING, IDLE, RUNNING };
+
+typedef struct mca_coll_tca_request_t {
+    ompi_request_t super;
+    tca_coll_bcast_t *core;
+    ompi_datatype_t *datatype; /* retained if not predefined (4.1.4 does not) */
+    int state;
+    int start_pending;
+    tca_coll_peer_info_t mine, parent, *children;
+    ompi_request_t **exchange; /* PML requests of the one-time exchange */
+    int nexchange;
+} mca_coll_tca_request_t;
+
+static int request_start(size_t count, ompi_request_t **requests);
+static int request_free(ompi_request_t **request);
+static int request_cancel(ompi_request_t *request, int complete) {
+    (void) request;
+    (void) complete;
+    return MPI_ERR_REQUEST;
+}
+
+static void request_construct(mca_coll_tca_request_t *r) {
+    r->core = NULL;
+    r->datatype = NULL;
+    r->children = NULL;
+    r->exchange = NULL;
+    r->nexchange = 0;
+    r->start_pending = 0;
+    r->state = EXCHANGING;
+}
+static OBJ_CLASS_INSTANCE(mca_coll_tca_request_t, ompi_request_t, request_construct, NULL);
+
+static void track(mca_coll_tca_request_t *r) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    OPAL_THREAD_LOCK(&c->lock);
+    opal_list_append(&c->active, &r->super.super.super);
+    if (!c->progress_registered) {
+        opal_progress_register(mca_coll_tca_progress);
+        c->progress_registered = 1;
+    }
+    OPAL_THREAD_UNLOCK(&c->lock);
+}
+
+static int fail(const char *what, tcaResult r) {
+    opal_output(0, "coll tca: %s: %s", what, tcaGetErrorString(r));
+    return OMPI_ERROR;
+}
+
+int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+                            mca_coll_base_module_t *module) {
+    mca_coll_tca_module_t *m = (mca_coll_tca_module_t *) module;
+    size_t type_size = 0;
+    ompi_datatype_type_size(datatype, &type_size);
+    const size_t bytes = type_size * (size_t) count;
+    /* Not ours (the same answer on every rank): libnbc's persistent broadcast. */
+    const char *why = !mca_coll_tca_module_usable(m, comm) ? "a member outside the tca sub-cluster"
+                      : bytes < mca_coll_tca_component.min_bytes  ? "below coll_tca_min_bytes"
+                      : !ompi_datatype_is_contiguous_memory_layout(datatype, count) ? "non-contiguous datatype"
+                                                                                      : NULL;
+    if (NULL != why) {
+        opal_output_verbose(10, ompi_coll_base_framework.framework_output,
+                            "coll:tca: persistent broadcast on %s (%zu bytes, root %d): libnbc (%s)", comm->c_name,
+                            bytes, root, why);
+        return m->previous_bcast_init(buff, count, datatype, root, comm, info, request,
+                                      m->previous_bcast_init_module);
+    }
+    opal_output_verbose(10, ompi_coll_base_framework.framework_output,
+                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine", comm->c_name,
+                        bytes, root, TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread");
+
+    ptrdiff_t true_lb = 0, true_extent = 0;
+    ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
+    mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
+    if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+    OMPI_REQUEST_INIT(&r->super, true);
+    r->super.req_type = OMPI_REQUEST_COLL;
+    r->super.req_start = request_start;
+    r->super.req_free = request_free;
+    r->super.req_cancel = request_cancel;
+    r->super.req_mpi_object.comm = comm;
+    if (!ompi_datatype_is_predefined(datatype)) {
+        OBJ_RETAIN(datatype);
+        r->datatype = datatype;
+    }
+
+    const tca_coll_bcast_params_t p = {
+        .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
+        .buffer = (char *) buff + true_lb, .bytes = bytes, .segment_bytes = mca_coll_tca_component.segment_bytes,
+        .chain_threshold = mca_coll_tca_component.chain_threshold, .engine = mca_coll_tca_component.engine};
+    tcaResult err;
+    r->core = tca_coll_bcast_new(&p, &r->mine, &err);
+    if (NULL == r->core) {
+        request_free((ompi_request_t **) &r);
+        return fail("preparing a persistent broadcast", err);
+    }
+
+    /* The one-time exchange with the tree neighbours, posted, not awaited. */
+    const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
+    const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
+    r->children = (tca_coll_peer_info_t *) calloc((size_t) nchildren + 1, sizeof(*r->children));
+    r->exchange = (ompi_request_t **) calloc(2 * ((size_t) nchildren + 1), sizeof(*r->exchange));
+    if (NULL == r->children || NULL == r->exchange) {
+        request_free((ompi_request_t **) &r);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    int rc = OMPI_SUCCESS;
+    if (parent >= 0) {
+        rc = MCA_PML_CALL(irecv(&r->parent, sizeof(r->parent), MPI_BYTE, parent, tag, comm, &r->exchange[r->nexchange++]));
+        if (OMPI_SUCCESS == rc)
+            rc = MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, parent, tag, MCA_PML_BASE_SEND_STANDARD, comm,
+                                    &r->exchange[r->nexchange++]));
+    }
+    for (int i = 0; i < nchildren && OMPI_SUCCESS == rc; ++i) {
+        const int child = tca_coll_bcast_child(r->core, i);
+        rc = MCA_PML_CALL(irecv(&r->children[i], sizeof(r->children[i]), MPI_BYTE, child, tag, comm,
+                                &r->exchange[r->nexchange++]));
+        if (OMPI_SUCCESS == rc)
+            rc = MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, child, tag, MCA_PML_BASE_SEND_STANDARD, comm,
+                                    &r->exchange[r->nexchange++]));
+    }
+    if (OMPI_SUCCESS != rc) return rc;
+    r->state = EXCHANGING;
+    track(r);
+    *request = &r->super;
+    return OMPI_SUCCESS;
+}
+
+/* Exchange done?  Then build the engine. */
+static int try_connect(mca_coll_tca_request_t *r) {
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) return 0;
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i]) ompi_request_free(&r->exchange[i]);
+    r->nexchange = 0;
+    const tcaResult e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
+    if (tcaSuccess != e) return fail("building the broadcast program", e);
+    r->state = IDLE;
+    return 1;
+}
+
+static int kick(mca_coll_tca_request_t *r) {
+    const tcaResult e = tca_coll_bcast_start(r->core);
+    if (tcaSuccess != e) return fail("starting a persistent broadcast", e);
+    r->state = RUNNING;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_tca_progress(void) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    mca_coll_tca_request_t *r, *next;
+    int count = 0;
+    if (opal_list_is_empty(&c->active)) return 0;
+    OPAL_THREAD_LOCK(&c->lock);
+    OPAL_LIST_FOREACH_SAFE(r, next, &c->active, mca_coll_tca_request_t) {
+        if (EXCHANGING == r->state) {
+            const int rc = try_connect(r);
+            if (rc <= 0) {
+                if (rc < 0) r->super.req_status.MPI_ERROR = MPI_ERR_INTERN;
+                continue;
+            }
+            if (!r->start_pending) {
+                opal_list_remove_item(&c->active, &r->super.super.super);
+                continue;
+            }
+            r->start_pending = 0;
+            if (OMPI_SUCCESS != kick(r)) r->super.req_status.MPI_ERROR = MPI_ERR_INTERN;
+        }
+        if (RUNNING == r->state) {
+            const tcaResult e = tca_coll_bcast_test(r->core);
+            if (tcaErrorNotReady == e) continue;
+            if (tcaSuccess != e) {
+                fail("a persistent broadcast", e);
+                r->super.req_status.MPI_ERROR = MPI_ERR_INTERN;
+            }
+            r->state = IDLE;
+            opal_list_remove_item(&c->active, &r->super.super.super);
+            ++count;
+            OPAL_THREAD_UNLOCK(&c->lock);
+            ompi_request_complete(&r->super, true);
+            OPAL_THREAD_LOCK(&c->lock);
+            next = (mca_coll_tca_request_t *) opal_list_get_first(&c->active); /* the list may have changed */
+        }
+    }
+    OPAL_THREAD_UNLOCK(&c->lock);
+    return count;
+}
+
+static int request_start(size_t count, ompi_request_t **requests) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    for (size_t i = 0; i < count; ++i) {
+        mca_coll_tca_request_t *r = (mca_coll_tca_request_t *) requests[i];
+        if (OMPI_REQUEST_ACTIVE == r->super.req_state) return MPI_ERR_REQUEST;
+        r->super.req_complete = REQUEST_PENDING;
+        r->super.req_state = OMPI_REQUEST_ACTIVE;
+        r->super.req_status.MPI_ERROR = OMPI_SUCCESS;
+        OPAL_THREAD_LOCK(&c->lock);
+        if (EXCHANGING == r->state) {
+            r->start_pending = 1; /* progress kicks it once the exchange is done */
+        } else {
+            if (OMPI_SUCCESS != kick(r)) {
+                OPAL_THREAD_UNLOCK(&c->lock);
+                return OMPI_ERROR;
+            }
+            opal_list_append(&c->active, &r->super.super.super);
+        }
+        OPAL_THREAD_UNLOCK(&c->lock);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int request_free(ompi_request_t **request) {
+    mca_coll_tca_request_t *r = (mca_coll_tca_request_t *) *request;
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    if (OMPI_REQUEST_ACTIVE == r->super.req_state && !REQUEST_COMPLETE(&r->super)) return MPI_ERR_REQUEST;
+    /* A request freed before the exchange finished: let the exchange finish
+     * (the neighbours posted their halves too). */
+    while (EXCHANGING == r->state && r->nexchange > 0 && 0 == try_connect(r)) opal_progress();
+    OPAL_THREAD_LOCK(&c->lock);
+    mca_coll_tca_request_t *it;
+    OPAL_LIST_FOREACH(it, &c->active, mca_coll_tca_request_t) {
+        if (it == r) {
+            opal_list_remove_item(&c->active, &r->super.super.super);
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&c->lock);
+    if (NULL != r->core) tca_coll_bcast_free(r->core);
+    if (NULL != r->datatype) OBJ_RELEASE(r->datatype);
+    free(r->children);
+    free(r->exchange);
+    OMPI_REQUEST_FINI(&r->super);
+    OBJ_RELEASE(r);
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}

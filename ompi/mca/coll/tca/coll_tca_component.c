@@ -1,0 +1,85 @@
+/* coll_tca_component.c - the component and its MCA parameters. */
+#include "coll_tca.h"
+
+#include "opal/runtime/opal_progress.h"
+
+static int tca_register(void);
+static int tca_open(void);
+static int tca_close(void);
+
+mca_coll_tca_component_t mca_coll_tca_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "tca",
+            MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION),
+            .mca_open_component = tca_open,
+            .mca_close_component = tca_close,
+            .mca_register_component_params = tca_register,
+        },
+        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .collm_init_query = mca_coll_tca_init_query,
+        .collm_comm_query = mca_coll_tca_comm_query,
+    },
+};
+
+static mca_base_var_enum_value_t engines[] = {
+    {TCA_COLL_ENGINE_OFFLOAD, "offload"},
+    {TCA_COLL_ENGINE_THREAD, "thread"},
+    {0, NULL},
+};
+
+static int tca_register(void) {
+    mca_base_component_t *c = &mca_coll_tca_component.super.collm_version;
+    mca_base_var_enum_t *e = NULL;
+    mca_coll_tca_component.priority = 40;
+    (void) mca_base_component_var_register(c, "priority",
+                                           "Priority of coll tca; it provides only the persistent broadcast "
+                                           "(MPIX_Bcast_init) and must beat libnbc (10) for that. -1 disables it.",
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.priority);
+    mca_coll_tca_component.engine = TCA_COLL_ENGINE_OFFLOAD;
+    (void) mca_base_var_enum_create("coll_tca_engines", engines, &e);
+    (void) mca_base_component_var_register(c, "engine",
+                                           "'offload': the whole pipelined tree is a triggered descriptor program "
+                                           "prepared at init and MPI_Start only kicks it (a rank without a free "
+                                           "DMA channel uses the thread engine); 'thread': the same steps done in "
+                                           "software by a progress thread. Ranks may differ: both move data the "
+                                           "same way.",
+                                           MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.engine);
+    OBJ_RELEASE(e);
+    mca_coll_tca_component.segment_bytes = 128 * 1024;
+    (void) mca_base_component_var_register(c, "segment_size",
+                                           "Pipeline segment of large broadcasts (bytes); grows if the program "
+                                           "would exceed the device's 255-descriptor chains.",
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.segment_bytes);
+    mca_coll_tca_component.chain_threshold = 256 * 1024;
+    (void) mca_base_component_var_register(c, "chain_threshold",
+                                           "Messages of at least this many bytes use a pipelined chain along the "
+                                           "TCA ring, smaller ones a binomial tree laid over the ring.",
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.chain_threshold);
+    mca_coll_tca_component.min_bytes = 1;
+    (void) mca_base_component_var_register(c, "min_bytes",
+                                           "Persistent broadcasts smaller than this go to libnbc.",
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.min_bytes);
+    return OMPI_SUCCESS;
+}
+
+static int tca_open(void) {
+    OBJ_CONSTRUCT(&mca_coll_tca_component.lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&mca_coll_tca_component.active, opal_list_t);
+    mca_coll_tca_component.progress_registered = 0;
+    return OMPI_SUCCESS;
+}
+
+static int tca_close(void) {
+    if (mca_coll_tca_component.progress_registered) opal_progress_unregister(mca_coll_tca_progress);
+    mca_coll_tca_component.progress_registered = 0;
+    OBJ_DESTRUCT(&mca_coll_tca_component.active);
+    OBJ_DESTRUCT(&mca_coll_tca_component.lock);
+    return OMPI_SUCCESS;
+}

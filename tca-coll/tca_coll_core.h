@@ -1,0 +1,61 @@
+/*
+ * tca_coll_core.h - the C interface between coll tca's Open MPI glue
+ * (ompi/mca/coll/tca, C because coll.h is not valid C++) and its C++ core:
+ * one persistent broadcast = plan + registered buffer + counters + engine.
+ */
+#ifndef TCA_COLL_CORE_H
+#define TCA_COLL_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tca.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TCA_COLL_HIDDEN __attribute__((visibility("hidden")))
+
+enum { TCA_COLL_ENGINE_OFFLOAD = 0, TCA_COLL_ENGINE_THREAD = 1 };
+
+/* What a rank tells its tree neighbours once, at init. */
+typedef struct tca_coll_peer_info {
+    tcaHandle buffer;
+    int32_t node;
+    int32_t data_counter;
+    int32_t ready_counter;
+    int32_t reserved;
+} tca_coll_peer_info_t;
+
+typedef struct tca_coll_bcast tca_coll_bcast_t;
+
+typedef struct tca_coll_bcast_params {
+    const int *node_of; /* device node of every communicator rank */
+    int size, rank, root;
+    void *buffer;
+    size_t bytes;
+    size_t segment_bytes, chain_threshold;
+    int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread without a free channel) */
+} tca_coll_bcast_params_t;
+
+/* Plans, registers the buffer and takes two counters; *mine is what to send
+ * to the parent and children.  NULL on failure (*err says why). */
+TCA_COLL_HIDDEN tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_peer_info_t *mine,
+                                                     tcaResult *err);
+TCA_COLL_HIDDEN int tca_coll_bcast_parent(const tca_coll_bcast_t *b); /* -1 at the root */
+TCA_COLL_HIDDEN int tca_coll_bcast_num_children(const tca_coll_bcast_t *b);
+TCA_COLL_HIDDEN int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i);
+TCA_COLL_HIDDEN int tca_coll_bcast_engine(const tca_coll_bcast_t *b); /* after connect */
+/* With the neighbours' infos (parent's ignored at the root): build the engine. */
+TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
+                                                 const tca_coll_peer_info_t *children);
+TCA_COLL_HIDDEN tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b);
+/* tcaSuccess: this rank's part of the epoch is done; tcaErrorNotReady: not yet. */
+TCA_COLL_HIDDEN tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b);
+TCA_COLL_HIDDEN void tca_coll_bcast_free(tca_coll_bcast_t *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TCA_COLL_CORE_H */
