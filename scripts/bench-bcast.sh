@@ -1,0 +1,77 @@
+#!/bin/sh
+# bench-bcast.sh - persistent broadcast: coll tca (offload and thread engines)
+# against libnbc's MPIX_Bcast_init and tuned's blocking MPI_Bcast, all over
+# btl tca, in interleaved rounds for np 2, 4 and 8.  Prints min/median tables
+# with ratios, MPI_Start and bcast_init costs, overlap; PNG plot with gnuplot.
+# Usage: scripts/bench-bcast.sh [repeats] (default 3).  Results: bench-results/bcast-*.
+set -e
+cd "$(dirname "$0")/.."
+repeats=${1:-${BENCH_REPEATS:-3}}
+out=bench-results
+mkdir -p "$out"
+raw="$out/bcast-raw.txt"
+: >"$raw"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+make -s tca_bcast_bench >/dev/null
+TCA_COMPONENT_DIR=$(pwd)/.libs
+export TCA_COMPONENT_DIR
+
+run() { # variant np mode mca...
+    v=$1 np=$2 mode=$3; shift 3
+    # shellcheck disable=SC2068
+    timeout 600 scripts/tca-mpirun --oversubscribe --bind-to none $@ -np "$np" ./tca_bcast_bench "$mode" 2>&1 |
+        awk -v v="$v" -v np="$np" '$1 == "RESULT" { print v, np, $2, $3, $4 }' >>"$raw"
+}
+for r in $(seq 1 "$repeats"); do
+    for np in 2 4 8; do
+        echo "round $r of $repeats, np $np ..." >&2
+        run offload "$np" persistent --mca coll_tca_engine offload
+        run thread "$np" persistent --mca coll_tca_engine thread
+        run libnbc "$np" persistent --mca coll_tca_priority -1
+        run tuned "$np" blocking
+    done
+done
+
+stats="$out/bcast-stats.txt"
+sort -k1,1 -k2,2n -k3,3 -k4,4n -k5,5g "$raw" | awk '
+    function flush() { if (n) { med = (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2; print key, v[1], med, v[n] } }
+    { k = $1 " " $2 " " $3 " " $4; if (k != key) { flush(); key = k; n = 0 } v[++n] = $5 }
+    END { flush() }' >"$stats"   # variant np metric size min median max
+
+{
+    echo "persistent broadcast, $repeats interleaved rounds, all over btl tca; us per broadcast (max over ranks), best / median"
+    for np in 2 4 8; do
+        awk -v np="$np" '
+            $2 == np && $3 == "bcast" { s[$4] = 1; b[$1, $4] = $5; m[$1, $4] = $6 }
+            END {
+                printf "\nnp %d\n%9s %19s %19s %19s %19s %9s %9s %9s\n", np, "bytes", "tca offload", "tca thread", "libnbc", "tuned MPI_Bcast", "off/nbc", "off/tuned", "off/thr"
+                n = 0; for (x in s) z[++n] = x + 0
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (z[j] < z[i]) { t = z[i]; z[i] = z[j]; z[j] = t }
+                split("offload thread libnbc tuned", c, " ")
+                for (i = 1; i <= n; i++) {
+                    x = z[i]; printf "%9d", x
+                    for (k = 1; k <= 4; k++) printf " %9.2f/%9.2f", b[c[k], x], m[c[k], x]
+                    printf " %9.2f %9.2f %9.2f\n", m["offload", x] / m["libnbc", x], m["offload", x] / m["tuned", x], m["offload", x] / m["thread", x]
+                }
+            }' "$stats"
+    done
+    echo
+    echo "MPI_Start and bcast_init at 1 KiB (root, us, median) and overlap (%, compute >= max(t, 3 ms) between Start and Wait, median)"
+    awk '$3 == "start_us" || $3 == "init_us" || $3 == "overlap" { printf "%-8s np %d %-9s %8d %9.2f\n", $1, $2, $3, $4, $6 }' "$stats"
+} | tee "$out/bcast-table.txt"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    for v in offload thread libnbc tuned; do
+        awk -v v=$v '$1 == v && $2 == 4 && $3 == "bcast" { print $4, $6 }' "$stats" >"$out/bcast-np4-$v.dat"
+    done
+    gnuplot <<GP
+set terminal png size 900,600
+set logscale xy
+set xlabel "message size (bytes)"
+set ylabel "us per broadcast, np 4 (median)"
+set key left top
+set output "$out/bcast-np4.png"
+plot "$out/bcast-np4-offload.dat" w lp t "coll tca offload", "$out/bcast-np4-thread.dat" w lp t "coll tca thread", "$out/bcast-np4-libnbc.dat" w lp t "libnbc persistent", "$out/bcast-np4-tuned.dat" w lp t "tuned MPI_Bcast"
+GP
+    echo "plot: $out/bcast-np4.png"
+fi
