@@ -64,6 +64,8 @@ public:
     // node; a sleeping consumer wakes.  Notifications, channel completions and
     // counter updates of this node raise it as well.
     virtual Result interrupt_raise(int node) = 0;
+    // Let the calling thread do pending engine work (emulated devices); true if it did some.
+    virtual bool assist() = 0;
     virtual uint32_t interrupt_count() const noexcept = 0;
     virtual Result interrupt_wait(uint32_t seen, int64_t timeout_ns) = 0;
 

@@ -186,6 +186,14 @@ TCA_API tcaResult tcaInterruptCount(uint32_t *count);
  * (tcaErrorTimeout).  Read the count, check for work, then wait: no lost wake-up. */
 TCA_API tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us);
 
+/* ---- progress (extension) ---- */
+/* Lend the calling thread to the device: on the loopback device it runs
+ * pending DMA-engine work (triggered descriptors whose counters arrived,
+ * started chains) if the engine thread is not at it, saving its wake-up.
+ * *did_work (may be NULL) tells whether anything happened.  A no-op on
+ * hardware, where the engine needs no CPU. */
+TCA_API tcaResult tcaProgress(int *did_work);
+
 /* ---- housekeeping (extension) ---- */
 /* The file that holds this node's state, for a launcher to remove after an
  * aborted job ("" if the backend keeps none). */

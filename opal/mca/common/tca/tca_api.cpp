@@ -286,6 +286,13 @@ tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add) {
     return dev->counter_add_remote(node, counter, add);
 }
 
+tcaResult tcaProgress(int *did_work) {
+    TCA_REQUIRE_DEVICE(dev);
+    const bool worked = dev->assist();
+    if (did_work != nullptr) *did_work = worked ? 1 : 0;
+    return tcaSuccess;
+}
+
 tcaResult tcaInterruptRaise(int node) {
     TCA_REQUIRE_DEVICE(dev);
     return dev->interrupt_raise(node);

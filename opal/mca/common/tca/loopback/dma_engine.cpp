@@ -117,9 +117,18 @@ bool DmaEngine::step(Channel &ch) {
     return true;
 }
 
+bool DmaEngine::assist() {
+    std::unique_lock g(scan_lock_, std::try_to_lock);
+    if (!g.owns_lock()) return false;
+    bool progress = writer_.service_bounce();
+    for (Channel &ch : channels_) progress |= step(ch);
+    return progress;
+}
+
 void DmaEngine::run() {
     EventWord &ev = nodes_.own().header()->engine_event;
     auto scan = [&] {
+        std::lock_guard g(scan_lock_);
         bool progress = writer_.service_bounce();
         for (Channel &ch : channels_) progress |= step(ch);
         return progress;

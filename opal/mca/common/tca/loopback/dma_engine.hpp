@@ -39,6 +39,9 @@ public:
     Result load(int channel, std::span<const Descriptor> chain);
     Result start(int channel);
     Result wait(int channel, bool block);  // block = false: tcaErrorNotReady while running
+    // Do pending engine work on the calling thread if the engine is not busy
+    // itself (a thread that waits anyway lends its cycles: no wake-up needed).
+    bool assist();
     bool register_mode(int channel) const { return channels_[static_cast<size_t>(channel)].register_mode; }
 
     // Execute one descriptor now, on the calling thread (PIO and tests use it).
@@ -69,6 +72,7 @@ private:
     SourceResolver resolve_;
     std::array<Channel, TCA_NUM_DMA_CHANNELS> channels_;
     std::thread thread_;
+    std::mutex scan_lock_;  // one scanner at a time: the engine thread or an assisting thread
     std::atomic<bool> stop_{false};
 };
 

@@ -322,6 +322,8 @@ public:
         return tcaSuccess;
     }
 
+    bool assist() override { return engine_.assist(); }
+
     Result interrupt_raise(int node) override {
         if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
         nodes_.view(node).header()->app_event.notify();
