@@ -63,7 +63,6 @@ void ProgressThread::drive(uint64_t *seen) {
             announced = true;
             continue;
         }
-        sleeps_.fetch_add(1, std::memory_order_relaxed);
         tcaInterruptWait(ev, max_sleep_.count());
     }
     if (announced) hooks_.announce_sleep(hooks_.ctx, 0);

@@ -35,9 +35,8 @@ public:
     // Called by the application's own progress calls: cheap, no fence.
     void note_app_progress() noexcept { app_calls_.fetch_add(1, std::memory_order_relaxed); }
 
-    // Statistics, for tests: passes the thread drove and times it slept on the interrupt.
+    // For tests: progress passes the thread drove itself.
     uint64_t driven_polls() const noexcept { return driven_.load(std::memory_order_relaxed); }
-    uint64_t interrupt_sleeps() const noexcept { return sleeps_.load(std::memory_order_relaxed); }
 
 private:
     void run();
@@ -51,7 +50,6 @@ private:
     std::atomic<uint64_t> app_calls_{0};
     std::atomic<bool> stop_{false};
     std::atomic<uint64_t> driven_{0};
-    std::atomic<uint64_t> sleeps_{0};
     std::thread thread_;
 };
 

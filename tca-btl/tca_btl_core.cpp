@@ -79,8 +79,6 @@ tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *), vo
 
 void tca_btl_progress_thread_note_app(tca_btl_progress_thread_t *t) { t->thread.note_app_progress(); }
 
-uint64_t tca_btl_progress_thread_driven(const tca_btl_progress_thread_t *t) { return t->thread.driven_polls(); }
-
 void tca_btl_progress_thread_stop(tca_btl_progress_thread_t *t) { delete t; }
 
 }  // extern "C"

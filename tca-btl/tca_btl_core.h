@@ -50,7 +50,6 @@ TCA_BTL_CORE_HIDDEN tca_btl_progress_thread_t *tca_btl_progress_thread_start(int
                                                                              void *ctx, int check_interval_us,
                                                                              int check_max_us, int max_sleep_us);
 TCA_BTL_CORE_HIDDEN void tca_btl_progress_thread_note_app(tca_btl_progress_thread_t *t);
-TCA_BTL_CORE_HIDDEN uint64_t tca_btl_progress_thread_driven(const tca_btl_progress_thread_t *t);
 TCA_BTL_CORE_HIDDEN void tca_btl_progress_thread_stop(tca_btl_progress_thread_t *t);
 
 #ifdef __cplusplus

@@ -78,7 +78,6 @@ typedef struct mca_btl_tca_component_t {
     opal_list_t dma_pending;                     /* waiting for a channel */
     struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS];
     volatile int32_t dma_in_flight;
-    opal_free_list_t puts;
 } mca_btl_tca_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;

@@ -143,7 +143,6 @@ static int tca_component_register(void) {
 static int tca_component_open(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     OBJ_CONSTRUCT(&c->frags, opal_free_list_t);
-    OBJ_CONSTRUCT(&c->puts, opal_free_list_t);
     OBJ_CONSTRUCT(&c->dma_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&c->dma_pending, opal_list_t);
     c->device_up = 0;
@@ -159,7 +158,6 @@ static int tca_component_close(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     OBJ_DESTRUCT(&c->dma_pending);
     OBJ_DESTRUCT(&c->dma_lock);
-    OBJ_DESTRUCT(&c->puts);
     OBJ_DESTRUCT(&c->frags);
     return OPAL_SUCCESS;
 }
