@@ -9,6 +9,8 @@
  * Lines: "RESULT <metric> <bytes> <value>".
  */
 #include <mpi.h>
+
+#include "../common/compute.h"
 #if MPI_VERSION < 4
 #include <mpi-ext.h>
 #define BCAST_INIT MPIX_Bcast_init
@@ -18,25 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const size_t sizes[] = {8, 64, 1024, 8192, 65536, 524288, 4194304};
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 static int rank;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-static volatile double sink;
-static void compute_for(double s) {
-    const double end = now() + s;
-    double x = 1;
-    while (now() < end)
-        for (int i = 0; i < 200; i++) x = x * 1.0000001 + 1e-9;
-    sink = x;
-}
 static double max_over_ranks(double v) {
     double m;
     MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -76,11 +64,11 @@ int main(int argc, char **argv) {
             double total = 0;
             for (int i = 0; i < 10; i++) {
                 MPI_Barrier(MPI_COMM_WORLD);
-                const double a = now();
+                const double a = compute_now();
                 MPI_Start(&req);
                 compute_for(compute);
                 MPI_Wait(&req, MPI_STATUS_IGNORE);
-                total += now() - a;
+                total += compute_now() - a;
             }
             total = max_over_ranks(total / 10);
             double ov = 100.0 * (1.0 - (total - compute) / pure);

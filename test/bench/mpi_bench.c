@@ -10,10 +10,11 @@
  * Usage: mpi_bench [benchmark ...]   (default: latency bw bibw plat)
  */
 #include <mpi.h>
+
+#include "../common/compute.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const size_t sizes[] = {1, 8, 64, 512, 4096, 16384, 65536, 262144, 1048576, 4194304};
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]), WINDOW = 64 };
@@ -87,19 +88,6 @@ static void bandwidth(int bidirectional) {
     }
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-static volatile double sink;
-static void compute_for(double seconds) {
-    const double end = now() + seconds;
-    double x = 1.0;
-    while (now() < end)
-        for (int i = 0; i < 200; i++) x = x * 1.0000001 + 1e-9;
-    sink = x;
-}
 
 /* OSU-style: overlap = 1 - (t_total - t_compute) / t_pure, with the compute
  * time at least the pure transfer time - here at least 3 ms: a progress thread
@@ -119,11 +107,11 @@ static void overlap(void) {
                     MPI_Send(sbuf, (int) n, MPI_CHAR, 1, 4, MPI_COMM_WORLD);
                 } else {
                     MPI_Request r;
-                    const double t0 = now();
+                    const double t0 = compute_now();
                     MPI_Irecv(rbuf, (int) n, MPI_CHAR, 0, 4, MPI_COMM_WORLD, &r);
                     if (compute > 0) compute_for(compute);
                     MPI_Wait(&r, MPI_STATUS_IGNORE);
-                    if (i >= 2) sum += now() - t0;
+                    if (i >= 2) sum += compute_now() - t0;
                 }
             }
             if (phase == 0) pure = sum / iters;

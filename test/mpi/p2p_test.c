@@ -5,13 +5,14 @@
  * test/mpi/run_case.sh (mpirun --mca pml ob1 --mca btl tca,self ...).
  */
 #include <mpi.h>
+
+#include "../common/compute.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static int rank, size;
 
@@ -489,19 +490,6 @@ static void test_allpairs(void) {
 }
 
 /* ---- overlap: the receiver computes, without MPI calls, while 1 MiB arrives ---- */
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-static volatile double sink;
-static void compute_for(double seconds) {
-    const double end = now() + seconds;
-    double x = 1.0;
-    while (now() < end)
-        for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
-    sink = x;
-}
 static void test_overlap(void) {
     const size_t n = 1 << 20;
     unsigned char *b = xmalloc(n);
