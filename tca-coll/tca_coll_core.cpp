@@ -87,13 +87,9 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     }
     int ring = 0;
     tcaGetNumNodes(&ring);
-    PlanParams pp{p->root, p->bytes, p->segment_bytes, p->chain_threshold, 0};
-    pp.max_segments = offload_max_segments(2);  // a chain link or a tree's widest level stays in one program
-    b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
-    // The tree may have more children than 2: re-plan with the real width.
-    size_t widest = 1;
-    for (const RankRole &r : b->plan.roles) widest = std::max(widest, r.children.size());
-    pp.max_segments = offload_max_segments(widest);
+    // Only chains have more than one segment, and a chain link has one child:
+    // its program is one descriptor per segment (plus the gate).
+    PlanParams pp{p->root, p->bytes, p->segment_bytes, p->chain_threshold, offload_max_segments(1)};
     b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
 
     b->wanted_engine = p->engine;
