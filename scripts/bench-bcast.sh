@@ -4,17 +4,10 @@
 # btl tca, in interleaved rounds for np 2, 4 and 8.  Prints min/median tables
 # with ratios, MPI_Start and bcast_init costs, overlap; PNG plot with gnuplot.
 # Usage: scripts/bench-bcast.sh [repeats] (default 3).  Results: bench-results/bcast-*.
-set -e
-cd "$(dirname "$0")/.."
-repeats=${1:-${BENCH_REPEATS:-3}}
-out=bench-results
-mkdir -p "$out"
+. "$(dirname "$0")/bench-common.sh"
 raw="$out/bcast-raw.txt"
 : >"$raw"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s tca_bcast_bench >/dev/null
-TCA_COMPONENT_DIR=$(pwd)/.libs
-export TCA_COMPONENT_DIR
 
 run() { # variant np mode mca...
     v=$1 np=$2 mode=$3; shift 3
@@ -33,10 +26,7 @@ for r in $(seq 1 "$repeats"); do
 done
 
 stats="$out/bcast-stats.txt"
-sort -k1,1 -k2,2n -k3,3 -k4,4n -k5,5g "$raw" | awk '
-    function flush() { if (n) { med = (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2; print key, v[1], med, v[n] } }
-    { k = $1 " " $2 " " $3 " " $4; if (k != key) { flush(); key = k; n = 0 } v[++n] = $5 }
-    END { flush() }' >"$stats"   # variant np metric size min median max
+summarize 4 "-k1,1 -k2,2n -k3,3 -k4,4n" "$raw" >"$stats"   # variant np metric size min median max count
 
 {
     echo "persistent broadcast, $repeats interleaved rounds, all over btl tca; us per broadcast (max over ranks), best / median"

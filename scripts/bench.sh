@@ -5,17 +5,10 @@
 # for the MPI-over-device overhead.  Prints min/median tables with ratios and,
 # if gnuplot is present, writes PNG plots.  Usage: scripts/bench.sh [repeats]
 # (default 3).  Expects a build (scripts/build.sh); results go to bench-results/.
-set -e
-cd "$(dirname "$0")/.."
-repeats=${1:-${BENCH_REPEATS:-3}}
-out=bench-results
-mkdir -p "$out"
+. "$(dirname "$0")/bench-common.sh"
 raw="$out/raw.txt"
 : >"$raw"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s tca_mpi_bench tca_device_bench >/dev/null
-TCA_COMPONENT_DIR=$(pwd)/.libs
-export TCA_COMPONENT_DIR
 common="--bind-to core -np 2"
 
 run() { # config-name command... : appends "config bench size value"
@@ -36,10 +29,7 @@ done
 
 # min, median and best (max for bandwidths) per (config, bench, size)
 stats="$out/stats.txt"
-sort -k1,1 -k2,2 -k3,3n -k4,4g "$raw" | awk '
-    function flush() { if (n) { med = (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2; print key, v[1], med, v[n], n } }
-    { k = $1 " " $2 " " $3; if (k != key) { flush(); key = k; n = 0 } v[++n] = $4 }
-    END { flush() }' >"$stats"   # config bench size min median max count
+summarize 3 "-k1,1 -k2,2 -k3,3n" "$raw" >"$stats"   # config bench size min median max count
 
 table() { # bench title unit better(lo|hi)
     awk -v b="$1" -v title="$2" -v unit="$3" -v better="$4" '
