@@ -2,6 +2,8 @@
 // counter updates, so a notification is never seen before its data.
 #include "loopback/dma_engine.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <future>
 
@@ -31,7 +33,7 @@ Result DmaEngine::start_thread() {
 void DmaEngine::stop_thread() {
     if (!thread_.joinable()) return;
     stop_.store(true, std::memory_order_release);
-    nodes_.own().header()->engine_event.notify();
+    nodes_.own().header()->engine_event.wake_all();
     thread_.join();
 }
 
@@ -66,6 +68,14 @@ Result DmaEngine::wait(int channel, bool block) {
     if (!block && !done()) return tcaErrorNotReady;
     if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, done, -1); r != tcaSuccess) return r;
     return static_cast<Result>(ch.error.exchange(tcaSuccess, std::memory_order_acq_rel));
+}
+
+void DmaEngine::abort(int channel) {
+    Channel &ch = channels_[static_cast<size_t>(channel)];
+    std::lock_guard g(ch.app_lock);
+    std::lock_guard scanning(scan_lock_);  // no descriptor of it is executing now
+    if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_relaxed))
+        finish_run(ch, tcaSuccess);
 }
 
 Result DmaEngine::execute(const Descriptor &d) {
@@ -118,6 +128,7 @@ bool DmaEngine::step(Channel &ch) {
 }
 
 bool DmaEngine::assist() {
+    assists_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock g(scan_lock_, std::try_to_lock);
     if (!g.owns_lock()) return false;
     bool progress = writer_.service_bounce();
@@ -125,7 +136,26 @@ bool DmaEngine::assist() {
     return progress;
 }
 
+bool DmaEngine::chain_running() const noexcept {
+    for (const Channel &ch : channels_)
+        if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire)) return true;
+    return false;
+}
+
+// The engine thread never makes producers pay for a wake-up on the hot path.
+// While a chain runs (its triggered descriptors wait on counters) or ran
+// lately, the thread naps and looks in again: 20 us after it last found work,
+// the nap doubling up to 200 us while it finds none.  If an application
+// thread assisted during the nap, the application is waiting and drives the
+// chains itself: the thread does not even scan (a scanner preempted while it
+// holds the scan lock would stall the assisting thread for a time slice when
+// processes outnumber cores).  Counter adds therefore never wake it, and a
+// start finds it napping (no syscall).  Only after 20 ms without chains does
+// it sleep until a start or a bounce request kicks it.
 void DmaEngine::run() {
+    using clock = std::chrono::steady_clock;
+    constexpr int64_t kNapMinNs = 20'000, kNapMaxNs = 200'000;
+    constexpr auto kLinger = std::chrono::milliseconds(20);
     EventWord &ev = nodes_.own().header()->engine_event;
     auto scan = [&] {
         std::lock_guard g(scan_lock_);
@@ -133,14 +163,34 @@ void DmaEngine::run() {
         for (Channel &ch : channels_) progress |= step(ch);
         return progress;
     };
+    int64_t nap = kNapMinNs;
+    auto last_chain = clock::now();
     while (!stop_.load(std::memory_order_acquire)) {
-        if (scan()) continue;
+        if (scan()) {
+            nap = kNapMinNs;
+            continue;
+        }
+        const auto now = clock::now();
+        if (chain_running()) last_chain = now;
+        if (now - last_chain < kLinger) {
+            uint64_t assisted = assists_.load(std::memory_order_relaxed);
+            for (;;) {
+                ev.nap(ev.seq.load(std::memory_order_acquire), nap);
+                nap = std::min(2 * nap, kNapMaxNs);
+                const uint64_t a = assists_.load(std::memory_order_relaxed);
+                if (a == assisted || stop_.load(std::memory_order_acquire)) break;  // nobody helped: look ourselves
+                assisted = a;
+            }
+            continue;
+        }
         const uint32_t snap = ev.prepare();
-        if (stop_.load(std::memory_order_acquire) || scan()) {
+        if (stop_.load(std::memory_order_acquire) || chain_running() || scan()) {
             ev.cancel();
             continue;
         }
         ev.wait(snap, 100'000'000);  // idle: sleep until kicked
+        nap = kNapMinNs;
+        last_chain = clock::now();
     }
 }
 

@@ -1,6 +1,7 @@
 // dma_engine.hpp - the emulated PEACH2 DMA controller: 4 channels, each runs
-// its loaded chain in order on one engine thread per process, which sleeps on
-// a futex when there is nothing to do (no spinning helper threads).
+// its loaded chain in order on one engine thread per process, which naps
+// while chains run and sleeps on a futex when there are none (no spinning
+// helper threads); application threads that wait lend their cycles.
 #pragma once
 
 #include <array>
@@ -39,6 +40,7 @@ public:
     Result load(int channel, std::span<const Descriptor> chain);
     Result start(int channel);
     Result wait(int channel, bool block);  // block = false: tcaErrorNotReady while running
+    void abort(int channel);               // end the running chain between two descriptors
     // Do pending engine work on the calling thread if the engine is not busy
     // itself (a thread that waits anyway lends its cycles: no wake-up needed).
     bool assist();
@@ -61,6 +63,7 @@ private:
     };
 
     void run();
+    bool chain_running() const noexcept;
     bool step(Channel &ch);
     void finish_run(Channel &ch, Result r);
 
@@ -74,6 +77,7 @@ private:
     std::thread thread_;
     std::mutex scan_lock_;  // one scanner at a time: the engine thread or an assisting thread
     std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> assists_{0};  // assist() calls: the application is waiting
 };
 
 }  // namespace tca::loopback

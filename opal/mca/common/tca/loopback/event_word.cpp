@@ -21,6 +21,16 @@ void EventWord::notify() noexcept {
     if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
+void EventWord::wake_all() noexcept {
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void EventWord::nap(uint32_t snapshot, int64_t timeout_ns) noexcept {
+    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+    futex(&seq, FUTEX_WAIT, snapshot, &ts);
+}
+
 void EventWord::wait(uint32_t snapshot, int64_t timeout_ns) noexcept {
     timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     if (seq.load(std::memory_order_acquire) == snapshot) futex(&seq, FUTEX_WAIT, snapshot, &ts);

@@ -24,6 +24,13 @@ struct alignas(64) EventWord {
     // ...sleep until seq != snapshot or timeout_ns passes, then leave.
     void wait(uint32_t snapshot, int64_t timeout_ns) noexcept;
     void cancel() noexcept { sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+
+    // A nap nobody pays to end: sleep up to timeout_ns (less if seq moves off
+    // snapshot first) without counting as a sleeper, so notify() stays one
+    // atomic increment.  Only wake_all() cuts it short.
+    void nap(uint32_t snapshot, int64_t timeout_ns) noexcept;
+    // Producer side for work that must not wait out a nap: always a syscall.
+    void wake_all() noexcept;
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 

@@ -180,7 +180,7 @@ Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_a
     b->len = len;
     const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;
     b->request.store(seq, std::memory_order_release);
-    target.header()->engine_event.notify();
+    target.header()->engine_event.wake_all();  // its engine may be napping; we wait for it
     auto done = [&] {
         service_bounce();
         return b->done.load(std::memory_order_acquire) == seq;

@@ -70,7 +70,7 @@ struct alignas(64) SegmentHeader {
     std::atomic<uint64_t> attached_mask;  // bit i: node i has mapped this segment
     pthread_mutex_t alive_lock;           // held by the DMA-engine thread while the node lives
     EventWord app_event;     // notifications, channel completions, counters
-    EventWord engine_event;  // work for the DMA engine: starts, counters, bounce requests
+    EventWord engine_event;  // work for the DMA engine: chain starts, bounce requests
     uint64_t internal_size;
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
 };
