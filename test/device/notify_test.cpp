@@ -196,5 +196,41 @@ TEST(Offload, TriggeredThreeStagePipeline) {
     }));
 }
 
+// Abort: a chain whose second descriptor waits for a counter that never moves
+// is stopped; the first descriptor's data is there, the second's is not, the
+// run counts as completed, and the chain stays loaded for the next start.
+TEST(Offload, AbortStopsAWaitingChain) {
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) {
+        std::vector<unsigned char> src(64, 7), dst(64, 0);
+        tcaHandle hs, hd;
+        NODE_OK(tcaCreateHandle(&hs, src.data(), src.size(), tcaMemoryCPU));
+        NODE_OK(tcaCreateHandle(&hd, dst.data(), dst.size(), tcaMemoryCPU));
+        tcaDesc *d = tcaDescNew();
+        NODE_OK(tcaDescSetMemcpy(d, &hd, 0, &hs, 0, 32, 0, 0, 0));
+        NODE_OK(tcaDescSetMemcpy(d, &hd, 32, &hs, 32, 32, 0, 0, 0));
+        NODE_OK(tcaDescSetTrigger(d, 40, 1, 1));  // counter 40 stays 0
+        NODE_OK(tcaDescSet(d, 1));
+        NODE_OK(tcaStartDMADesc(1));
+        while (dst[0] != 7) NODE_OK(tcaProgress(nullptr));
+        int done = 1;
+        NODE_OK(tcaTestDMAC(1, &done));
+        NODE_CHECK(done == 0);  // parked on the trigger
+        NODE_EXPECT_RESULT(tcaErrorChannelBusy, tcaStartDMADesc(1));
+        NODE_OK(tcaAbortDMAC(1));
+        NODE_OK(tcaTestDMAC(1, &done));
+        NODE_CHECK(done == 1);
+        NODE_CHECK(dst[32] == 0);  // the waiting descriptor never ran
+        NODE_OK(tcaAbortDMAC(1));  // nothing running: a no-op
+        // Still loaded: the next run needs counter >= 1 + 1 (thresholds move per run).
+        NODE_OK(tcaStartDMADesc(1));
+        NODE_OK(tcaCounterAdd(40, 2));
+        NODE_OK(tcaWaitDMAC(1));
+        NODE_CHECK(dst[32] == 7);
+        NODE_EXPECT_RESULT(tcaErrorInvalidChannel, tcaAbortDMAC(TCA_NUM_DMA_CHANNELS));
+        tcaDescFree(d);
+        return 0;
+    }));
+}
+
 }  // namespace
 }  // namespace tca::test

@@ -51,6 +51,7 @@ public:
     virtual Result load_chain(int channel, std::span<const Descriptor> chain) = 0;
     virtual Result start_channel(int channel) = 0;
     virtual Result wait_channel(int channel, bool block) = 0;
+    virtual Result abort_channel(int channel) = 0;
 
     virtual Result take_notification(int src_node, int slot, int tag, bool block) = 0;
 

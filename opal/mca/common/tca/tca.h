@@ -149,6 +149,11 @@ TCA_API tcaResult tcaDescSet(tcaDesc *desc, int dma_channel);
 TCA_API tcaResult tcaStartDMADesc(int dma_channel);
 TCA_API tcaResult tcaWaitDMAC(int dma_channel);
 TCA_API tcaResult tcaTestDMAC(int dma_channel, int *done); /* extension */
+/* Extension: stop the channel's running chain after the descriptor in flight
+ * (a channel reset); descriptors not yet issued never are, and the run counts
+ * as completed.  The chain stays loaded.  For programs whose triggered
+ * descriptors wait for epochs that will never come (a freed request). */
+TCA_API tcaResult tcaAbortDMAC(int dma_channel);
 
 /* ---- notifications ---- */
 /* Wait for a notification (slot, tag) sent by the node that owns `handle`. */

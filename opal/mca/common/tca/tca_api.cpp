@@ -224,6 +224,11 @@ tcaResult tcaWaitDMAC(int dma_channel) {
     return guarded([&] { return dev->wait_channel(dma_channel, true); });
 }
 
+tcaResult tcaAbortDMAC(int dma_channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->abort_channel(dma_channel);
+}
+
 tcaResult tcaTestDMAC(int dma_channel, int *done) {
     TCA_REQUIRE_DEVICE(dev);
     if (done == nullptr) return tcaErrorInvalidValue;

@@ -289,6 +289,11 @@ public:
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
         return engine_.wait(channel, block);
     }
+    Result abort_channel(int channel) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        engine_.abort(channel);
+        return tcaSuccess;
+    }
 
     Result take_notification(int src_node, int slot, int tag, bool block) override {
         if (src_node < 0 || src_node >= nodes_.size()) return tcaErrorInvalidNode;
