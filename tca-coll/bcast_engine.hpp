@@ -1,11 +1,22 @@
 // bcast_engine.hpp - executes one rank's part of a persistent broadcast plan
 // on the TCA device, epoch after epoch.  Both engines move data the same way,
-// so ranks may mix them:
+// so ranks may mix them.  Two wire protocols, chosen by the plan:
+//
+// Direct (plan.slots == 0: large messages, chains):
 //   - a parent writes segment s into each child's buffer, then adds 1 to the
 //     child's data counter (the child sees the data once the counter moves);
 //   - every non-root rank, when started for epoch k, adds 1 to its parent's
 //     ready counter: the parent writes epoch k only after all its children
 //     said so, so it never overwrites a buffer a child still reads.
+//
+// Staged (plan.slots = K > 0: small messages):
+//   - a parent writes epoch k into slot k mod K of the child's staging area
+//     (device memory) and adds 1 to the child's data counter;
+//   - a child copies the slot into its buffer once it is started for epoch k,
+//     then adds 1 to its credit counter at the parent (one counter per child,
+//     pre-loaded with K): a parent runs up to K epochs ahead and never waits a
+//     round trip per epoch.
+//
 // OffloadEngine builds the whole descriptor program at construction (triggered
 // descriptors wait on the counters); start() only kicks it.  ThreadEngine does
 // the same steps in software on a shared executor thread.
@@ -21,24 +32,49 @@
 
 namespace tca::coll {
 
-struct Neighbour {
-    int node = -1;         // device node id
-    tcaHandle buffer{};    // its registered broadcast buffer
-    int data_counter = -1; // its counter for "segments landed"
-    int ready_counter = -1;
+// A device counter and its value when this request took it (counters only
+// grow; thresholds are relative to the base).
+struct Counter {
+    int index = -1;
+    uint64_t base = 0;
 };
+
+struct Neighbour {
+    int node = -1;          // device node id
+    tcaHandle buffer{};     // where a parent writes: its staging area (staged) or its buffer (direct)
+    tcaHandle scratch{};    // a few bytes of its memory that credit descriptors write into
+    int data_counter = -1;  // its counter for "segments landed"
+    int ready_counter = -1; // direct: its counter for "my children started"
+    int credit_counter = -1;  // staged: the first of its per-child credit counters
+};
+
+// Bytes of scratch memory every rank provides (credit landing byte, gate bytes).
+inline constexpr size_t kScratchBytes = 64;
 
 struct EngineSetup {
     const BcastPlan *plan = nullptr;
-    int rank = 0;           // in the plan
+    int rank = 0;  // in the plan
     unsigned char *buffer = nullptr;
     tcaHandle buffer_handle{};
-    int data_counter = -1, ready_counter = -1;  // this rank's counters
-    uint64_t data_base = 0, ready_base = 0;     // their values before anyone knew them (counters only grow)
-    Neighbour parent;                           // unused at the root
-    std::vector<Neighbour> children;            // in plan order
-    int channel = -1;                           // offload: the DMA channel this request owns
+    unsigned char *staging = nullptr;  // staged non-roots: plan.slots slots, plan.slot_stride apart
+    tcaHandle staging_handle{};
+    tcaHandle scratch_handle{};  // kScratchBytes
+    Counter data, ready;         // this rank's counters, both protocols
+    Counter go, done;            // staged: "started epoch k", "finished epoch k" (local)
+    std::vector<Counter> credits;  // staged: one per child, consecutive indices, plan order
+    Neighbour parent;              // unused at the root
+    std::vector<Neighbour> children;  // in plan order
+    int channel = -1;                 // offload: the DMA channel this request owns
 };
+
+// Takes the current values of the setup's counters as their bases and loads
+// each child's credit counter with plan.slots.  Call before anyone else knows
+// the counters (at init): counters only grow, so nothing is lost.
+tcaResult init_counters(EngineSetup &s);
+
+// Where this rank sits among its parent's children (its credit counter there
+// is parent.credit_counter + this).
+int index_at_parent(const BcastPlan &plan, int rank);
 
 class BcastEngine {
 public:
@@ -48,10 +84,19 @@ public:
     // Non-blocking: tcaSuccess when this rank's part of the epoch is done,
     // tcaErrorNotReady while not, another code on failure.
     virtual tcaResult test() = 0;
+    // Epochs started so far.
+    virtual uint64_t epochs() const = 0;
 };
+
+// Staged plans: has every child returned the credit of every epoch so far?
+// Until then a child may still write into our scratch and counters, so a
+// request must not give them back before.
+bool credits_settled(const EngineSetup &s, uint64_t epochs);
 
 // Largest number of segments a chain program may have for this many children.
 size_t offload_max_segments(size_t children);
+// Does this rank need a DMA channel under the offload engine?
+bool offload_needs_channel(const BcastPlan &plan, int rank);
 
 tcaResult make_offload_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out);
 tcaResult make_thread_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out);

@@ -7,6 +7,8 @@ namespace tca::coll {
 
 namespace {
 
+constexpr size_t kMaxChainDescriptors = 255;  // TCA_MAX_DESCRIPTORS (the planner stays device-free)
+
 // Communicator ranks in ring order, starting at the root: clockwise distance
 // from the root's node, ties (several ranks on one node) by rank.
 std::vector<int> ring_order(int root, std::span<const int> node_of, int ring_size) {
@@ -18,6 +20,22 @@ std::vector<int> ring_order(int root, std::span<const int> node_of, int ring_siz
     };
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return dist(a) < dist(b); });
     return order;
+}
+
+// Binomial tree over ring positions by recursive halving: position v
+// receives from v with its lowest set bit cleared, so every subtree is a
+// contiguous stretch of the ring and the first link (the biggest subtree)
+// spans half of it, the next a quarter...: n/2 + 2*(n/4) + ... hops, not
+// the ~n/2 * log n of a tree in plain rank order.
+template <class Link>
+void binomial_tree(int n, Link link) {
+    for (int v = 0; v < n; ++v) {
+        int low = v == 0 ? 1 : (v & -v);
+        if (v == 0)
+            while (low < n) low <<= 1;
+        for (int step = low >> 1; step > 0; step >>= 1)  // farthest child first
+            if (v + step < n) link(v, v + step);
+    }
 }
 
 }  // namespace
@@ -44,17 +62,12 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
         for (int v = 1; v < n; ++v) link(v - 1, v);
         return plan;
     }
-    // Binomial tree over ring positions by recursive halving: position v
-    // receives from v with its lowest set bit cleared, so every subtree is a
-    // contiguous stretch of the ring and the first link (the biggest subtree)
-    // spans half of it, the next a quarter...: n/2 + 2*(n/4) + ... hops, not
-    // the ~n/2 * log n of a tree in plain rank order.
-    for (int v = 0; v < n; ++v) {
-        int low = v == 0 ? 1 : (v & -v);
-        if (v == 0)
-            while (low < n) low <<= 1;
-        for (int step = low >> 1; step > 0; step >>= 1)  // farthest child first
-            if (v + step < n) link(v, v + step);
+    binomial_tree(n, link);
+    if (p.bytes > 0 && p.bytes <= p.staging_bytes && plan.segments == 1) {
+        size_t widest = 0;
+        for (const RankRole &r : plan.roles) widest = std::max(widest, r.children.size());
+        plan.slots = std::min(kMaxStagingSlots, kMaxChainDescriptors / (widest + 4));
+        plan.slot_stride = (p.bytes + 63) / 64 * 64;
     }
     return plan;
 }

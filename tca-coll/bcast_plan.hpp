@@ -3,7 +3,11 @@
 // and how the buffer is cut into pipeline segments.  Pure computation (no MPI,
 // no device), identical on every rank given the same inputs.
 //
-// Small messages use a binomial tree; large ones a pipelined chain.  Both are
+// Small messages use a binomial tree; large ones a pipelined chain.  Messages
+// up to staging_bytes are staged: each non-root keeps `slots` landing slots in
+// device memory, so a parent may run up to `slots` epochs ahead of a child
+// instead of waiting every epoch for "child started" (a round trip per epoch,
+// the price of writing straight into the child's buffer).  Both shapes are
 // laid over the TCA ring: ranks are visited in ring order starting at the
 // root's node, so a chain link is one hop and tree links stay short.
 #pragma once
@@ -24,7 +28,13 @@ struct PlanParams {
     size_t segment_bytes = 64 * 1024;      // pipeline segment (chains)
     size_t chain_threshold = 64 * 1024;    // at or above: pipelined chain
     size_t max_segments = 0;               // 0: no limit; else segments grow to stay within it
+    size_t staging_bytes = 0;              // at most this (and not empty, not a chain): staged
 };
+
+// Landing slots of a staged plan: as many as fit the 255-descriptor chain of
+// the rank with the most children (each epoch costs it children + 4
+// descriptors), at most kMaxStagingSlots.
+inline constexpr size_t kMaxStagingSlots = 16;
 
 struct RankRole {
     int parent = -1;            // communicator rank; -1 at the root
@@ -36,6 +46,8 @@ struct BcastPlan {
     size_t bytes = 0;
     size_t segment_bytes = 0;  // every segment but possibly the last
     size_t segments = 0;       // 0 for an empty message
+    size_t slots = 0;          // staged: landing slots per non-root (0: not staged)
+    size_t slot_stride = 0;    // bytes between slots (cache-line aligned)
     std::vector<RankRole> roles;  // by communicator rank
 
     size_t segment_offset(size_t s) const noexcept { return s * segment_bytes; }

@@ -1,11 +1,23 @@
 // offload_engine.cpp - the broadcast as one triggered descriptor program per
-// rank, built at init.  Per epoch k the device itself:
+// rank, built at init.
+//
+// Direct protocol, per epoch k the device itself:
 //   root:     waits until ready >= nchildren*(k+1), then writes every segment
 //             to every child, adding 1 to the child's data counter each time;
 //   interior: a gate descriptor waits for its children's ready, then segment
 //             s is forwarded as soon as data >= s+1 + k*segments;
 //   leaf:     no program; done when data >= segments*(k+1).
 // MPI_Start only signals the parent and starts the channel.
+//
+// Staged protocol: one run of the program covers plan.slots = K epochs, one
+// block of descriptors per slot i:
+//   root:     gate on go >= i+1; write the buffer into every child's slot i
+//             (each write waits for that child's credit >= i+1); add 1 to done;
+//   non-root: gate on data >= i+1; forward slot i to every child likewise;
+//             copy slot i into the buffer once go >= i+1; add 1 to our
+//             credit counter at the parent; add 1 to done.
+// Thresholds move by K per run.  MPI_Start adds 1 to go (a local store) and,
+// every K epochs, starts the next run; completion is done >= k+1.
 #include <memory>
 
 #include "bcast_engine.hpp"
@@ -19,33 +31,54 @@ size_t offload_max_segments(size_t children) {
 
 namespace {
 
+// Scratch layout: credit writes from children land at 0; gates copy 16 -> 32.
+constexpr off_t kCreditLanding = 0, kGateSource = 16, kGateTarget = 32;
+
 class OffloadEngine final : public BcastEngine {
 public:
-    explicit OffloadEngine(const EngineSetup &s) : s_(s) {}
+    explicit OffloadEngine(const EngineSetup &s)
+        : s_(s), root_(s.plan->roles[static_cast<size_t>(s.rank)].parent < 0) {}
     ~OffloadEngine() override {
-        if (desc_) tcaDescFree(desc_);
-        if (gate_) {
-            tcaDestroyHandle(&gate_handle_);
-            tcaFree(gate_, tcaMemoryCPU);
-        }
+        if (!desc_) return;
+        // A staged run spans K epochs: its descriptors for epochs that will
+        // never be started still wait on triggers.  Stop it before the
+        // counters and memory they name go to another request.
+        if (loaded_) tcaAbortDMAC(s_.channel);
+        tcaDescFree(desc_);
     }
 
     tcaResult build() {
-        const BcastPlan &p = *s_.plan;
-        const bool root = p.roles[static_cast<size_t>(s_.rank)].parent < 0;
-        const size_t nch = s_.children.size();
-        if (nch == 0 || p.segments == 0) return tcaSuccess;  // leaf, or nothing to send
-        if (p.segments > offload_max_segments(nch)) return tcaErrorTooManyDescriptors;
+        if (!offload_needs_channel(*s_.plan, s_.rank)) return tcaSuccess;  // leaf of a direct plan, or empty
         desc_ = tcaDescNew();
         if (desc_ == nullptr) return tcaErrorNoMemory;
+        tcaResult r = s_.plan->slots > 0 ? build_staged() : build_direct();
+        if (r == tcaSuccess && (r = tcaDescSet(desc_, s_.channel)) == tcaSuccess) loaded_ = true;
+        return r;
+    }
+
+    tcaResult start() override {
+        ++epoch_;
+        return s_.plan->slots > 0 ? start_staged() : start_direct();
+    }
+
+    tcaResult test() override {
+        // A rank that polls for completion lends its thread to the emulated
+        // engine (on hardware a no-op): no wake-up of the engine thread per hop.
+        tcaProgress(nullptr);
+        return s_.plan->slots > 0 ? test_staged() : test_direct();
+    }
+
+    uint64_t epochs() const override { return epoch_; }
+
+private:
+    // ---- direct protocol ----
+    tcaResult build_direct() {
+        const BcastPlan &p = *s_.plan;
+        const size_t nch = s_.children.size();
+        if (p.segments > offload_max_segments(nch)) return tcaErrorTooManyDescriptors;
         tcaResult r = tcaSuccess;
-        if (!root) {
-            // The gate: a 1-byte copy inside our own scratch that waits for the children.
-            if ((r = tcaMalloc(&gate_, 64, tcaMemoryCPU)) != tcaSuccess) return r;
-            if ((r = tcaCreateHandle(&gate_handle_, gate_, 64, tcaMemoryCPU)) != tcaSuccess) return r;
-            if ((r = tcaDescSetMemcpy(desc_, &gate_handle_, 32, &gate_handle_, 0, 1, tcaDMAUseInternal, 0, 0)) != tcaSuccess)
-                return r;
-            if ((r = tcaDescSetTrigger(desc_, s_.ready_counter, s_.ready_base + nch, nch)) != tcaSuccess) return r;
+        if (!root_) {  // the gate: waits for the children's ready
+            if ((r = gate(s_.ready.index, s_.ready.base + nch, nch)) != tcaSuccess) return r;
         }
         tcaHandle mine = s_.buffer_handle;
         for (size_t seg = 0; seg < p.segments; ++seg) {
@@ -57,51 +90,112 @@ public:
                     return r;
                 if ((r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess) return r;
                 if (c == 0) {
-                    if (root && seg == 0) r = tcaDescSetTrigger(desc_, s_.ready_counter, s_.ready_base + nch, nch);
-                    else if (!root) r = tcaDescSetTrigger(desc_, s_.data_counter, s_.data_base + seg + 1, p.segments);
+                    if (root_ && seg == 0) r = tcaDescSetTrigger(desc_, s_.ready.index, s_.ready.base + nch, nch);
+                    else if (!root_) r = tcaDescSetTrigger(desc_, s_.data.index, s_.data.base + seg + 1, p.segments);
                     if (r != tcaSuccess) return r;
                 }
             }
         }
-        return tcaDescSet(desc_, s_.channel);
-    }
-
-    tcaResult start() override {
-        ++epoch_;
-        const bool root = s_.plan->roles[static_cast<size_t>(s_.rank)].parent < 0;
-        if (!root && s_.plan->segments > 0) {
-            const tcaResult r = tcaCounterAddRemote(s_.parent.node, s_.parent.ready_counter, 1);
-            if (r != tcaSuccess) return r;
-        }
-        if (desc_) return tcaStartDMADesc(s_.channel);
         return tcaSuccess;
     }
 
-    tcaResult test() override {
-        // A rank that polls for completion lends its thread to the emulated
-        // engine (on hardware a no-op): no wake-up of the engine thread per hop.
-        tcaProgress(nullptr);
-        if (desc_) {
-            int done = 0;
-            const tcaResult r = tcaTestDMAC(s_.channel, &done);
-            if (r != tcaSuccess) return r;
-            if (!done) return tcaErrorNotReady;
-        }
-        const bool root = s_.plan->roles[static_cast<size_t>(s_.rank)].parent < 0;
-        if (!root && !desc_ && s_.plan->segments > 0) {  // a leaf: count the landed segments
+    tcaResult start_direct() {
+        if (!root_ && s_.plan->segments > 0)
+            if (const tcaResult r = tcaCounterAddRemote(s_.parent.node, s_.parent.ready_counter, 1); r != tcaSuccess)
+                return r;
+        return desc_ ? tcaStartDMADesc(s_.channel) : tcaSuccess;
+    }
+
+    tcaResult test_direct() {
+        if (desc_) return channel_done();
+        if (!root_ && s_.plan->segments > 0) {  // a leaf: count the landed segments
             uint64_t landed = 0;
-            const tcaResult r = tcaCounterRead(s_.data_counter, &landed);
-            if (r != tcaSuccess) return r;
-            if (landed - s_.data_base < s_.plan->segments * epoch_) return tcaErrorNotReady;
+            if (const tcaResult r = tcaCounterRead(s_.data.index, &landed); r != tcaSuccess) return r;
+            if (landed - s_.data.base < s_.plan->segments * epoch_) return tcaErrorNotReady;
         }
         return tcaSuccess;
     }
 
-private:
+    // ---- staged protocol ----
+    tcaResult build_staged() {
+        const BcastPlan &p = *s_.plan;
+        const uint64_t k = p.slots;
+        tcaHandle mine = s_.buffer_handle, staging = s_.staging_handle, scratch = s_.scratch_handle;
+        tcaResult r = tcaSuccess;
+        for (uint64_t i = 0; i < k; ++i) {
+            const off_t slot = static_cast<off_t>(i * p.slot_stride);
+            if ((r = root_ ? gate(s_.go.index, s_.go.base + i + 1, k) : gate(s_.data.index, s_.data.base + i + 1, k)) !=
+                tcaSuccess)
+                return r;
+            for (size_t c = 0; c < s_.children.size(); ++c) {
+                Neighbour child = s_.children[c];
+                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, root_ ? &mine : &staging, root_ ? 0 : slot, p.bytes,
+                                          tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                    (r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess ||
+                    (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + i + 1, k)) != tcaSuccess)
+                    return r;
+            }
+            if (root_) {  // the buffer has been read: the epoch is done here
+                if ((r = gate(-1, 0, 0)) != tcaSuccess || (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess)
+                    return r;
+                continue;
+            }
+            Neighbour parent = s_.parent;
+            const int credit = parent.credit_counter + index_at_parent(p, s_.rank);
+            // Done only after the credit has gone: a request freed right
+            // after its last epoch owes its parent nothing.
+            if ((r = tcaDescSetMemcpy(desc_, &mine, 0, &staging, slot, p.bytes, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + i + 1, k)) != tcaSuccess ||
+                (r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1, tcaDMAUseInternal,
+                                      0, 0)) != tcaSuccess ||
+                (r = tcaDescSetCounterAdd(desc_, credit, 1)) != tcaSuccess || (r = gate(-1, 0, 0)) != tcaSuccess ||
+                (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess)
+                return r;
+        }
+        return tcaSuccess;
+    }
+
+    tcaResult start_staged() {
+        if (const tcaResult r = tcaCounterAdd(s_.go.index, 1); r != tcaSuccess) return r;
+        if (!desc_ || (epoch_ - 1) % s_.plan->slots != 0) return tcaSuccess;
+        // A new run of K epochs.  The last run's final descriptors (no
+        // triggers left) may still be executing: help them finish.
+        for (;;) {
+            const tcaResult r = tcaStartDMADesc(s_.channel);
+            if (r != tcaErrorChannelBusy) return r;
+            tcaProgress(nullptr);
+        }
+    }
+
+    tcaResult test_staged() {
+        uint64_t done = 0;
+        if (const tcaResult r = tcaCounterRead(s_.done.index, &done); r != tcaSuccess) return r;
+        if (done - s_.done.base >= epoch_) return tcaSuccess;
+        // Not there yet: has the program failed?
+        int finished = 0;
+        const tcaResult r = tcaTestDMAC(s_.channel, &finished);
+        return r == tcaSuccess ? tcaErrorNotReady : r;
+    }
+
+    tcaResult channel_done() {
+        int done = 0;
+        if (const tcaResult r = tcaTestDMAC(s_.channel, &done); r != tcaSuccess) return r;
+        return done ? tcaSuccess : tcaErrorNotReady;
+    }
+
+    // A 1-byte copy inside our scratch: a descriptor that only waits (counter
+    // >= 0), or only adds (counter < 0, the caller adds the counter update).
+    tcaResult gate(int counter, uint64_t value, uint64_t step) {
+        tcaHandle scratch = s_.scratch_handle;
+        tcaResult r = tcaDescSetMemcpy(desc_, &scratch, kGateTarget, &scratch, kGateSource, 1, tcaDMAUseInternal, 0, 0);
+        if (r == tcaSuccess && counter >= 0) r = tcaDescSetTrigger(desc_, counter, value, step);
+        return r;
+    }
+
     EngineSetup s_;
+    const bool root_;
     tcaDesc *desc_ = nullptr;
-    void *gate_ = nullptr;
-    tcaHandle gate_handle_{};
+    bool loaded_ = false;
     uint64_t epoch_ = 0;
 };
 
@@ -109,7 +203,8 @@ private:
 
 tcaResult make_offload_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out) {
     if (setup.plan == nullptr || out == nullptr) return tcaErrorInvalidValue;
-    if (!setup.children.empty() && (setup.channel < 0 || setup.channel >= TCA_NUM_DMA_CHANNELS))
+    if (offload_needs_channel(*setup.plan, setup.rank) &&
+        (setup.channel < 0 || setup.channel >= TCA_NUM_DMA_CHANNELS))
         return tcaErrorInvalidChannel;
     auto e = std::make_unique<OffloadEngine>(setup);
     if (const tcaResult r = e->build(); r != tcaSuccess) return r;

@@ -3,12 +3,15 @@
 // and DMA channels 1..3 belong to coll tca (channel 0 is btl tca's).
 #include "tca_coll_core.h"
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "bcast_engine.hpp"
+#include "device_area.hpp"
 
 using namespace tca::coll;
 
@@ -22,18 +25,25 @@ struct Resources {
     std::vector<bool> counter_used = std::vector<bool>(TCA_NUM_COUNTERS, false);
     bool channel_used[TCA_NUM_DMA_CHANNELS] = {};
 
-    int take_counter() {
+    // n consecutive counters (a parent's credit counters are addressed as
+    // first + child index); -1 if there is no such run free.
+    int take_counters(int n) {
         std::lock_guard g(lock);
-        for (int c = kFirstCounter; c < TCA_NUM_COUNTERS; ++c)
-            if (!counter_used[static_cast<size_t>(c)]) {
-                counter_used[static_cast<size_t>(c)] = true;
-                return c;
+        for (int c = kFirstCounter; c + n <= TCA_NUM_COUNTERS; ++c) {
+            int k = 0;
+            while (k < n && !counter_used[static_cast<size_t>(c + k)]) ++k;
+            if (k < n) {
+                c += k;
+                continue;
             }
+            for (k = 0; k < n; ++k) counter_used[static_cast<size_t>(c + k)] = true;
+            return c;
+        }
         return -1;
     }
-    void give_counter(int c) {
+    void give_counters(int c, int n) {
         std::lock_guard g(lock);
-        if (c >= 0) counter_used[static_cast<size_t>(c)] = false;
+        for (int k = 0; c >= 0 && k < n; ++k) counter_used[static_cast<size_t>(c + k)] = false;
     }
     int take_channel() {
         std::lock_guard g(lock);
@@ -56,19 +66,24 @@ Resources &resources() {
 
 }  // namespace
 
+// Counters of one request, taken as one run: data, ready, go, done, then one
+// credit counter per child.
+constexpr int kFixedCounters = 4;
+
 struct tca_coll_bcast {
     BcastPlan plan;
     EngineSetup setup;
+    DeviceArea staging, scratch;
     int wanted_engine = TCA_COLL_ENGINE_OFFLOAD;
     int engine_kind = -1;
     std::unique_ptr<BcastEngine> engine;
     bool registered = false;
+    int first_counter = -1, num_counters = 0;
 
     ~tca_coll_bcast() {
         engine.reset();
         if (registered) tcaDestroyHandle(&setup.buffer_handle);
-        resources().give_counter(setup.data_counter);
-        resources().give_counter(setup.ready_counter);
+        resources().give_counters(first_counter, num_counters);
         resources().give_channel(setup.channel);
     }
 };
@@ -89,7 +104,7 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     tcaGetNumNodes(&ring);
     // Only chains have more than one segment, and a chain link has one child:
     // its program is one descriptor per segment (plus the gate).
-    PlanParams pp{p->root, p->bytes, p->segment_bytes, p->chain_threshold, offload_max_segments(1)};
+    PlanParams pp{p->root, p->bytes, p->segment_bytes, p->chain_threshold, offload_max_segments(1), p->staging_bytes};
     b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
 
     b->wanted_engine = p->engine;
@@ -97,20 +112,34 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     s.plan = &b->plan;
     s.rank = p->rank;
     s.buffer = static_cast<unsigned char *>(p->buffer);
-    s.data_counter = resources().take_counter();
-    s.ready_counter = resources().take_counter();
-    if (s.data_counter < 0 || s.ready_counter < 0) {
+    const int nch = static_cast<int>(b->plan.roles[static_cast<size_t>(p->rank)].children.size());
+    b->num_counters = kFixedCounters + nch;
+    b->first_counter = resources().take_counters(b->num_counters);
+    if (b->first_counter < 0) {
+        b->num_counters = 0;
         *err = tcaErrorInvalidCounter;
         delete b;
         return nullptr;
     }
-    // Counters only grow: remember where this request starts.  Nobody else
-    // knows these counters yet, so nothing can be on its way to them.
-    if (tcaCounterRead(s.data_counter, &s.data_base) != tcaSuccess ||
-        tcaCounterRead(s.ready_counter, &s.ready_base) != tcaSuccess) {
-        *err = tcaErrorNotInitialized;
+    const int c0 = b->first_counter;
+    s.data.index = c0;
+    s.ready.index = c0 + 1;
+    s.go.index = c0 + 2;
+    s.done.index = c0 + 3;
+    for (int i = 0; i < nch; ++i) s.credits.push_back(Counter{c0 + kFixedCounters + i, 0});
+    // Nobody else knows these counters yet, so nothing can be on its way to them.
+    if ((*err = init_counters(s)) != tcaSuccess || (*err = b->scratch.allocate(kScratchBytes)) != tcaSuccess) {
         delete b;
         return nullptr;
+    }
+    s.scratch_handle = b->scratch.handle();
+    if (b->plan.slots > 0 && b->plan.roles[static_cast<size_t>(p->rank)].parent >= 0) {
+        if ((*err = b->staging.allocate(b->plan.slots * b->plan.slot_stride)) != tcaSuccess) {
+            delete b;
+            return nullptr;
+        }
+        s.staging = b->staging.data();
+        s.staging_handle = b->staging.handle();
     }
     if (p->bytes > 0) {
         if ((*err = tcaCreateHandle(&s.buffer_handle, p->buffer, p->bytes, tcaMemoryCPU)) != tcaSuccess) {
@@ -121,7 +150,8 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     }
     int node = -1;
     tcaGetNodeId(&node);
-    *mine = tca_coll_peer_info_t{s.buffer_handle, node, s.data_counter, s.ready_counter, 0};
+    *mine = tca_coll_peer_info_t{b->plan.slots > 0 ? s.staging_handle : s.buffer_handle, s.scratch_handle, node,
+                                 s.data.index, s.ready.index, nch > 0 ? s.credits[0].index : -1};
     *err = tcaSuccess;
     return b;
 }
@@ -138,15 +168,16 @@ int tca_coll_bcast_engine(const tca_coll_bcast_t *b) { return b->engine_kind; }
 tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
                                  const tca_coll_peer_info_t *children) {
     EngineSetup &s = b->setup;
-    if (tca_coll_bcast_parent(b) >= 0 && parent != nullptr)
-        s.parent = Neighbour{parent->node, parent->buffer, parent->data_counter, parent->ready_counter};
+    auto neighbour = [](const tca_coll_peer_info_t &i) {
+        return Neighbour{i.node, i.buffer, i.scratch, i.data_counter, i.ready_counter, i.credit_counter};
+    };
+    if (tca_coll_bcast_parent(b) >= 0 && parent != nullptr) s.parent = neighbour(*parent);
     s.children.clear();
-    for (int i = 0; i < tca_coll_bcast_num_children(b); ++i)
-        s.children.push_back(Neighbour{children[i].node, children[i].buffer, children[i].data_counter,
-                                       children[i].ready_counter});
+    for (int i = 0; i < tca_coll_bcast_num_children(b); ++i) s.children.push_back(neighbour(children[i]));
     if (b->wanted_engine == TCA_COLL_ENGINE_OFFLOAD) {
-        if (!s.children.empty()) s.channel = resources().take_channel();
-        if (s.children.empty() || s.channel >= 0) {
+        const bool needs_channel = offload_needs_channel(b->plan, s.rank);
+        if (needs_channel) s.channel = resources().take_channel();
+        if (!needs_channel || s.channel >= 0) {
             const tcaResult r = make_offload_engine(s, &b->engine);
             if (r == tcaSuccess) {
                 b->engine_kind = TCA_COLL_ENGINE_OFFLOAD;
@@ -163,6 +194,24 @@ tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t
 
 tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b) { return b->engine ? b->engine->start() : tcaErrorNotReady; }
 tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b) { return b->engine ? b->engine->test() : tcaErrorNotReady; }
-void tca_coll_bcast_free(tca_coll_bcast_t *b) { delete b; }
+void tca_coll_bcast_free(tca_coll_bcast_t *b) {
+    // Staged plans: children return credits after their epoch is done, so the
+    // last ones may still be on their way; their engines send them without
+    // help from MPI.  Wait for them (bounded); should one never come (a child
+    // that never started its last epoch), keep the counters and scratch out
+    // of reuse rather than let a late credit land in another request.
+    const uint64_t epochs = b->engine ? b->engine->epochs() : 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!b->setup.credits.empty() && b->plan.slots > 0 && !credits_settled(b->setup, epochs)) {
+        tcaProgress(nullptr);
+        if (std::chrono::steady_clock::now() > deadline) {
+            b->first_counter = -1;
+            b->scratch.abandon();
+            break;
+        }
+        std::this_thread::yield();
+    }
+    delete b;
+}
 
 }  // extern "C"

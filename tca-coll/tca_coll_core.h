@@ -21,11 +21,12 @@ enum { TCA_COLL_ENGINE_OFFLOAD = 0, TCA_COLL_ENGINE_THREAD = 1 };
 
 /* What a rank tells its tree neighbours once, at init. */
 typedef struct tca_coll_peer_info {
-    tcaHandle buffer;
+    tcaHandle buffer;  /* where the parent writes: staging area (staged plans) or the buffer */
+    tcaHandle scratch; /* landing bytes for the children's credit descriptors */
     int32_t node;
     int32_t data_counter;
     int32_t ready_counter;
-    int32_t reserved;
+    int32_t credit_counter; /* first of one per child (staged plans) */
 } tca_coll_peer_info_t;
 
 typedef struct tca_coll_bcast tca_coll_bcast_t;
@@ -36,10 +37,11 @@ typedef struct tca_coll_bcast_params {
     void *buffer;
     size_t bytes;
     size_t segment_bytes, chain_threshold;
+    size_t staging_bytes; /* messages up to this size are staged (0: never) */
     int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread without a free channel) */
 } tca_coll_bcast_params_t;
 
-/* Plans, registers the buffer and takes two counters; *mine is what to send
+/* Plans, registers the buffer, takes counters (and staging memory); *mine is what to send
  * to the parent and children.  NULL on failure (*err says why). */
 TCA_COLL_HIDDEN tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_peer_info_t *mine,
                                                      tcaResult *err);

@@ -1,8 +1,8 @@
 // thread_engine.cpp - the same broadcast steps as the offload program, done in
 // software by one executor thread shared by all requests of the process: it
-// waits for the children's ready and for landed segments (counter updates
-// raise the device interrupt, so it sleeps on that), writes each segment with
-// PIO and adds to the child's data counter.  The comparison point for the
+// waits for the children's ready (credits, when staged) and for landed
+// segments (counter updates raise the device interrupt, so it sleeps on
+// that), writes each segment with PIO and adds to the child's data counter.  The comparison point for the
 // offload engine, and the path for devices without triggered descriptors.
 #include <algorithm>
 #include <atomic>
@@ -57,16 +57,17 @@ private:
 
 class ThreadEngine final : public BcastEngine {
 public:
-    explicit ThreadEngine(const EngineSetup &s) : s_(s), exec_(Executor::get()) {}
+    explicit ThreadEngine(const EngineSetup &s)
+        : s_(s), root_(s.plan->roles[static_cast<size_t>(s.rank)].parent < 0), exec_(Executor::get()) {}
 
     tcaResult start() override {
         ++epoch_;
         next_segment_ = 0;
+        next_child_ = 0;
         ready_seen_ = false;
         error_.store(tcaSuccess, std::memory_order_relaxed);
         done_.store(false, std::memory_order_relaxed);
-        const bool root = s_.plan->roles[static_cast<size_t>(s_.rank)].parent < 0;
-        if (!root && s_.plan->segments > 0)
+        if (!root_ && s_.plan->segments > 0 && s_.plan->slots == 0)
             if (const tcaResult r = tcaCounterAddRemote(s_.parent.node, s_.parent.ready_counter, 1); r != tcaSuccess)
                 return r;
         exec_->add(this);  // the executor publishes our fields with its lock
@@ -78,23 +79,21 @@ public:
         return error_.load(std::memory_order_relaxed);
     }
 
+    uint64_t epochs() const override { return epoch_; }
+
     // Executor side: advance as far as possible; true when this epoch is done.
-    bool advance() {
+    bool advance() { return s_.plan->slots > 0 ? advance_staged() : advance_direct(); }
+
+private:
+    bool advance_direct() {
         const BcastPlan &p = *s_.plan;
-        const bool root = p.roles[static_cast<size_t>(s_.rank)].parent < 0;
         const size_t nch = s_.children.size();
         if (nch > 0 && !ready_seen_) {
-            uint64_t ready = 0;
-            if (!check(tcaCounterRead(s_.ready_counter, &ready))) return true;
-            if (ready - s_.ready_base < nch * epoch_) return false;
+            if (!reached(s_.ready, nch * epoch_)) return !ok();
             ready_seen_ = true;
         }
         while (next_segment_ < p.segments) {
-            if (!root) {
-                uint64_t landed = 0;
-                if (!check(tcaCounterRead(s_.data_counter, &landed))) return true;
-                if (landed - s_.data_base < (epoch_ - 1) * p.segments + next_segment_ + 1) return false;
-            }
+            if (!root_ && !reached(s_.data, (epoch_ - 1) * p.segments + next_segment_ + 1)) return !ok();
             const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
             for (const Neighbour &c : s_.children) {
                 tcaHandle dst = c.buffer;
@@ -105,6 +104,39 @@ public:
         }
         return true;
     }
+
+    // Epoch k = epoch_ - 1 uses slot k mod K; credits were pre-loaded with K.
+    bool advance_staged() {
+        const BcastPlan &p = *s_.plan;
+        const off_t slot = static_cast<off_t>((epoch_ - 1) % p.slots * p.slot_stride);
+        if (!root_ && !ready_seen_) {  // "landed" for the staged protocol
+            if (!reached(s_.data, epoch_)) return !ok();
+            ready_seen_ = true;
+        }
+        const unsigned char *src = root_ ? s_.buffer : s_.staging + slot;
+        for (; next_child_ < s_.children.size(); ++next_child_) {
+            if (!reached(s_.credits[next_child_], epoch_)) return !ok();
+            tcaHandle dst = s_.children[next_child_].buffer;
+            if (!check(tcaPioWrite(&dst, slot, src, p.bytes, 0, 0, 0))) return true;
+            if (!check(tcaCounterAddRemote(s_.children[next_child_].node, s_.children[next_child_].data_counter, 1)))
+                return true;
+        }
+        if (root_) return true;
+        tcaHandle mine = s_.buffer_handle;  // PIO into our own buffer: also right for GPU memory
+        if (!check(tcaPioWrite(&mine, 0, src, p.bytes, 0, 0, 0))) return true;
+        check(tcaCounterAddRemote(s_.parent.node, s_.parent.credit_counter + index_at_parent(p, s_.rank), 1));
+        return true;
+    }
+
+    // Has counter c moved by at least `by` since it was taken?  (False on error too.)
+    bool reached(const Counter &c, uint64_t by) {
+        uint64_t v = 0;
+        if (!check(tcaCounterRead(c.index, &v))) return false;
+        return v - c.base >= by;
+    }
+    bool ok() const { return error_.load(std::memory_order_relaxed) == tcaSuccess; }
+
+public:
     void finish() { done_.store(true, std::memory_order_release); }
 
 private:
@@ -115,9 +147,11 @@ private:
     }
 
     EngineSetup s_;
+    const bool root_;
     std::shared_ptr<Executor> exec_;
     uint64_t epoch_ = 0;
     size_t next_segment_ = 0;
+    size_t next_child_ = 0;
     bool ready_seen_ = false;
     std::atomic<tcaResult> error_{tcaSuccess};
     std::atomic<bool> done_{true};

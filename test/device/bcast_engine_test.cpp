@@ -1,12 +1,17 @@
 // bcast_engine_test.cpp - coll tca's broadcast engines on the loopback device,
 // without MPI: N forked nodes build the same plan, swap buffer handles, and
 // run many epochs back to back (no barrier between epochs: the ready/data
-// counters must keep a fast root from overwriting a buffer a child still
-// reads).  The root changes the data every epoch; every node checks it.
+// counters, or the credits of staged plans, must keep a fast root from
+// overwriting a buffer or slot a child still reads).  After the last epoch no
+// counter may still move: the next request would take it over.  The root
+// changes the data every epoch; every node checks it.
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "bcast_engine.hpp"
+#include "device_area.hpp"
 #include "harness.hpp"
 
 using namespace tca::coll;
@@ -16,25 +21,42 @@ namespace {
 
 enum class Engine { Offload, Thread, Mixed };
 
-int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs) {
-    PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0};
+// Counter indices of the test's single request (any free ones will do).
+constexpr int kData = 10, kReady = 11, kGo = 12, kDone = 13, kCredits = 20;
+
+int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0) {
+    PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging};
     pp.max_segments = offload_max_segments(4);
     std::vector<int> nodes(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) nodes[static_cast<size_t>(i)] = i;
     const BcastPlan plan = plan_bcast(pp, nodes, n);
+    if (staging >= bytes && bytes > 0 && n > 1 && plan.slots == 0) return 2;  // meant to be staged
+    const RankRole &role = plan.roles[static_cast<size_t>(node)];
     std::vector<unsigned char> buf(bytes + 1);
+    DeviceArea staging_area, scratch;
     EngineSetup s;
     s.plan = &plan;
     s.rank = node;
     s.buffer = buf.data();
-    s.data_counter = 10;
-    s.ready_counter = 11;
+    s.data.index = kData;
+    s.ready.index = kReady;
+    s.go.index = kGo;
+    s.done.index = kDone;
+    for (size_t c = 0; c < role.children.size(); ++c) s.credits.push_back(Counter{kCredits + static_cast<int>(c), 0});
     s.channel = 2;
+    NODE_OK(init_counters(s));
+    NODE_OK(scratch.allocate(kScratchBytes));
+    s.scratch_handle = scratch.handle();
     NODE_OK(tcaCreateHandle(&s.buffer_handle, buf.data(), bytes + 1, tcaMemoryCPU));
-    board.publish(node, 1, s.buffer_handle);
+    if (plan.slots > 0 && role.parent >= 0) {
+        NODE_OK(staging_area.allocate(plan.slots * plan.slot_stride));
+        s.staging = staging_area.data();
+        s.staging_handle = staging_area.handle();
+    }
+    board.publish(node, 1, plan.slots > 0 ? s.staging_handle : s.buffer_handle);
+    board.publish(node, 2, s.scratch_handle);
     board.barrier();
-    auto neighbour = [&](int r) { return Neighbour{r, board.get(r, 1), 10, 11}; };
-    const RankRole &role = plan.roles[static_cast<size_t>(node)];
+    auto neighbour = [&](int r) { return Neighbour{r, board.get(r, 1), board.get(r, 2), kData, kReady, kCredits}; };
     if (role.parent >= 0) s.parent = neighbour(role.parent);
     for (int c : role.children) s.children.push_back(neighbour(c));
     std::unique_ptr<BcastEngine> engine;
@@ -52,29 +74,51 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
             return 1;
         }
     }
-    board.barrier();  // nobody frees a buffer a parent may still write
-    engine.reset();
+    board.barrier();  // nobody frees memory a parent may still write
+    if (!credits_settled(s, static_cast<uint64_t>(epochs))) {
+        std::fprintf(stderr, "node %d: credits missing after the last epoch\n", node);
+        return 1;
+    }
+    engine.reset();  // a staged program stops mid-run here (epochs is no multiple of the slots)
     NODE_OK(tcaDestroyHandle(&s.buffer_handle));
+    // The counters are free for the next request: nothing may still be on its way.
+    board.barrier();
+    for (int c : {kData, kReady, kGo, kDone}) {
+        uint64_t before = 0, after = 0;
+        NODE_OK(tcaCounterRead(c, &before));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        NODE_OK(tcaCounterRead(c, &after));
+        if (before != after) {
+            std::fprintf(stderr, "node %d: counter %d moved after the request was freed\n", node, c);
+            return 1;
+        }
+    }
     return 0;
 }
 
-void sweep(Engine kind) {
+void sweep(Engine kind, size_t staging) {
     for (int n : {2, 3, 5, 8})
         for (size_t bytes : {size_t{1}, size_t{1000}, size_t{65536 + 3}, size_t{(1 << 20) + 7}}) {
+            if (staging > 0 && bytes > staging) continue;
             const int root = n > 2 ? n / 2 : 1;
-            const int epochs = bytes > 100000 ? 20 : 200;
-            EXPECT_TRUE(run_nodes(n, [&](int node, Board &b) { return run_bcast(node, b, n, root, bytes, kind, epochs); }))
-                << "n " << n << " bytes " << bytes;
+            const int epochs = bytes > 100000 ? 20 : 203;  // 203: runs of staged programs end mid-way
+            EXPECT_TRUE(run_nodes(
+                n, [&](int node, Board &b) { return run_bcast(node, b, n, root, bytes, kind, epochs, staging); }))
+                << "n " << n << " bytes " << bytes << " staging " << staging;
         }
 }
 
 }  // namespace
 
-TEST(BcastEngine, OffloadEveryShape) { sweep(Engine::Offload); }
-TEST(BcastEngine, ThreadEveryShape) { sweep(Engine::Thread); }
+TEST(BcastEngine, OffloadEveryShape) { sweep(Engine::Offload, 0); }
+TEST(BcastEngine, ThreadEveryShape) { sweep(Engine::Thread, 0); }
+TEST(BcastEngine, OffloadStaged) { sweep(Engine::Offload, 4096); }
+TEST(BcastEngine, ThreadStaged) { sweep(Engine::Thread, 4096); }
 TEST(BcastEngine, MixedEnginesInterOperate) {
     EXPECT_TRUE(run_nodes(5, [](int node, Board &b) { return run_bcast(node, b, 5, 0, 300000, Engine::Mixed, 50); }));
     EXPECT_TRUE(run_nodes(4, [](int node, Board &b) { return run_bcast(node, b, 4, 3, 100, Engine::Mixed, 500); }));
+    EXPECT_TRUE(
+        run_nodes(8, [](int node, Board &b) { return run_bcast(node, b, 8, 5, 1024, Engine::Mixed, 501, 1024); }));
 }
 TEST(BcastEngine, EmptyMessage) {
     EXPECT_TRUE(run_nodes(3, [](int node, Board &b) { return run_bcast(node, b, 3, 0, 0, Engine::Offload, 5); }));

@@ -123,3 +123,28 @@ TEST(BcastPlan, TwoRanksIsOneLink) {
         EXPECT_EQ(plan.roles[0].parent, 1);
     }
 }
+
+// Staging: only small, non-empty tree plans; slots fit the widest rank's
+// chain (children + 4 descriptors per slot, 255 in all), at most the cap;
+// slots cache-line aligned and large enough for the message.
+TEST(BcastPlan, SmallMessagesAreStagedWithinTheChainLimit) {
+    for (int n : {2, 4, 8, 64, 256}) {
+        const auto nodes = identity(n);
+        for (size_t bytes : {size_t{1}, size_t{1000}, size_t{8192}}) {
+            const BcastPlan plan = plan_bcast({0, bytes, 65536, 65536, 0, 8192}, nodes, n);
+            expect_spanning_tree(plan, 0);
+            size_t widest = 0;
+            for (const RankRole &r : plan.roles) widest = std::max(widest, r.children.size());
+            ASSERT_GT(plan.slots, 0u) << "n " << n << " bytes " << bytes;
+            EXPECT_LE(plan.slots, kMaxStagingSlots);
+            EXPECT_LE(plan.slots * (widest + 4), 255u) << "n " << n;
+            EXPECT_GE(plan.slot_stride, bytes);
+            EXPECT_EQ(plan.slot_stride % 64, 0u);
+        }
+    }
+    const auto nodes = identity(4);
+    EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);  // above staging_bytes
+    EXPECT_EQ(plan_bcast({0, 0, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);     // empty
+    EXPECT_EQ(plan_bcast({0, 4096, 65536, 2048, 0, 8192}, nodes, 4).slots, 0u);   // a chain
+    EXPECT_EQ(plan_bcast({0, 100, 65536, 65536, 0, 0}, nodes, 4).slots, 0u);      // staging off
+}

@@ -26,6 +26,7 @@ typedef struct mca_coll_tca_component_t {
     size_t segment_bytes;   /* pipeline segment of chains */
     size_t chain_threshold; /* at or above: pipelined chain, below: tree */
     size_t min_bytes;       /* below: libnbc */
+    size_t staging_bytes;   /* up to: staged through landing slots (parents run ahead) */
     /* requests the progress function looks after */
     opal_mutex_t lock;
     opal_list_t active;

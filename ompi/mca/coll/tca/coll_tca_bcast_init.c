@@ -109,7 +109,8 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     const tca_coll_bcast_params_t p = {
         .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
         .buffer = (char *) buff + true_lb, .bytes = bytes, .segment_bytes = mca_coll_tca_component.segment_bytes,
-        .chain_threshold = mca_coll_tca_component.chain_threshold, .engine = mca_coll_tca_component.engine};
+        .chain_threshold = mca_coll_tca_component.chain_threshold,
+        .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine};
     tcaResult err;
     r->core = tca_coll_bcast_new(&p, &r->mine, &err);
     if (NULL == r->core) {

@@ -61,6 +61,14 @@ static int tca_register(void) {
                                            "TCA ring, smaller ones a binomial tree laid over the ring.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
                                            MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.chain_threshold);
+    mca_coll_tca_component.staging_bytes = 8 * 1024;
+    (void) mca_base_component_var_register(c, "staging_size",
+                                           "Broadcasts up to this many bytes are staged: every non-root keeps up to 16 "
+                                           "landing slots in the device's internal memory (host memory when full), "
+                                           "so a parent runs epochs ahead of a child instead of waiting for it to "
+                                           "start each one. 0 disables staging.",
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.staging_bytes);
     mca_coll_tca_component.min_bytes = 1;
     (void) mca_base_component_var_register(c, "min_bytes",
                                            "Persistent broadcasts smaller than this go to libnbc.",

@@ -1,0 +1,45 @@
+// bcast_setup.cpp - what both engines need before the first epoch: counter
+// bases, the staged protocol's initial credits, a rank's place at its parent.
+#include <algorithm>
+#include <initializer_list>
+
+#include "bcast_engine.hpp"
+
+namespace tca::coll {
+
+tcaResult init_counters(EngineSetup &s) {
+    for (Counter *c : {&s.data, &s.ready, &s.go, &s.done})
+        if (c->index >= 0)
+            if (const tcaResult r = tcaCounterRead(c->index, &c->base); r != tcaSuccess) return r;
+    for (Counter &c : s.credits) {
+        if (const tcaResult r = tcaCounterRead(c.index, &c.base); r != tcaSuccess) return r;
+        // Every slot of every child starts free.
+        if (const tcaResult r = tcaCounterAdd(c.index, s.plan->slots); r != tcaSuccess) return r;
+    }
+    return tcaSuccess;
+}
+
+int index_at_parent(const BcastPlan &plan, int rank) {
+    const int parent = plan.roles[static_cast<size_t>(rank)].parent;
+    if (parent < 0) return -1;
+    const std::vector<int> &siblings = plan.roles[static_cast<size_t>(parent)].children;
+    return static_cast<int>(std::find(siblings.begin(), siblings.end(), rank) - siblings.begin());
+}
+
+bool credits_settled(const EngineSetup &s, uint64_t epochs) {
+    if (s.plan->slots == 0) return true;  // direct plans return no credits
+    for (const Counter &c : s.credits) {
+        uint64_t v = 0;
+        if (tcaCounterRead(c.index, &v) != tcaSuccess) return false;
+        if (v - c.base < s.plan->slots + epochs) return false;
+    }
+    return true;
+}
+
+bool offload_needs_channel(const BcastPlan &plan, int rank) {
+    const RankRole &role = plan.roles[static_cast<size_t>(rank)];
+    if (plan.segments == 0) return false;
+    return !role.children.empty() || (plan.slots > 0 && role.parent >= 0);  // staged leaves copy out by DMA
+}
+
+}  // namespace tca::coll
