@@ -114,7 +114,7 @@ bool DmaEngine::step(Channel &ch) {
         // Triggered descriptor: thresholds move by `step` every run of this
         // chain, so monotonic counters serve every epoch without re-arming.
         const uint64_t threshold = d.wait_value + (done - ch.loaded_at) * d.wait_step;
-        if (nodes_.own().counters()[d.wait_counter].load(std::memory_order_acquire) < threshold) return false;
+        if (nodes_.own().counter(d.wait_counter).load(std::memory_order_acquire) < threshold) return false;
     }
     const Result r = execute(d);
     if (r != tcaSuccess) {
@@ -132,7 +132,11 @@ bool DmaEngine::assist() {
     std::unique_lock g(scan_lock_, std::try_to_lock);
     if (!g.owns_lock()) return false;
     bool progress = writer_.service_bounce();
-    for (Channel &ch : channels_) progress |= step(ch);
+    // Run each channel on while its descriptors are ready (a hop of a
+    // broadcast is several small descriptors in a row), but bounded: the
+    // caller is inside MPI progress and has other work to look at.
+    for (Channel &ch : channels_)
+        for (int n = 0; n < kAssistBurst && step(ch); ++n) progress = true;
     return progress;
 }
 

@@ -44,6 +44,7 @@ public:
     // Do pending engine work on the calling thread if the engine is not busy
     // itself (a thread that waits anyway lends its cycles: no wake-up needed).
     bool assist();
+    static constexpr int kAssistBurst = 8;  // descriptors per channel per assist()
     bool register_mode(int channel) const { return channels_[static_cast<size_t>(channel)].register_mode; }
 
     // Execute one descriptor now, on the calling thread (PIO and tests use it).

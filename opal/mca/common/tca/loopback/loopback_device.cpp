@@ -304,7 +304,7 @@ public:
     Result counter_read(int idx, uint64_t *value) override {
         if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
         if (value == nullptr) return tcaErrorInvalidValue;
-        *value = nodes_.own().counters()[idx].load(std::memory_order_acquire);
+        *value = nodes_.own().counter(idx).load(std::memory_order_acquire);
         return tcaSuccess;
     }
     Result counter_add(int idx, uint64_t add) override {
@@ -314,7 +314,7 @@ public:
     }
     Result counter_wait(int idx, uint64_t value) override {
         if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-        auto &c = nodes_.own().counters()[idx];
+        auto &c = nodes_.own().counter(idx);
         return nodes_.wait_until(nodes_.own().header()->app_event,
                                  [&] { return c.load(std::memory_order_acquire) >= value; }, -1);
     }

@@ -99,7 +99,7 @@ Liveness NodeSet::liveness(int node) {
 
 void NodeSet::counter_add(int node, int idx, uint64_t v) noexcept {
     const SegmentView s = view(node);
-    s.counters()[idx].fetch_add(v, std::memory_order_acq_rel);
+    s.counter(idx).fetch_add(v, std::memory_order_acq_rel);
     // No engine wake-up: a counter can only release a triggered descriptor of
     // a running chain, and an engine with a running chain looks at its
     // triggers by itself (DmaEngine::run).  A wake per counter add would cost

@@ -17,7 +17,7 @@
 namespace tca::loopback {
 
 inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f4f50ull;  // "TCALOOP"
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;  // 2: padded counters
 inline constexpr uint32_t kMaxRegistrations = 4096;
 inline constexpr uint32_t kNotifyDepth = 128;  // outstanding notifications per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
@@ -25,6 +25,14 @@ inline constexpr uint64_t kBounceSize = 256 * 1024;
 enum class SegmentState : uint32_t { Creating = 0, Ready = 1, Finalized = 2 };
 
 // Written only by the owner; peers check key before writing (stale handles).
+// One cache line per counter: a broadcast's counters are taken as a run of
+// consecutive indices, some added to by the owner (go, done) and some by
+// peers (data, credits); sharing lines made every add bounce them all.
+struct alignas(64) PaddedCounter {
+    std::atomic<uint64_t> value;
+};
+static_assert(sizeof(PaddedCounter) == 64);
+
 struct RegistrationEntry {
     std::atomic<uint64_t> key{0};  // 0 = free
     uint64_t base = 0;
@@ -95,8 +103,8 @@ public:
         auto *rings = reinterpret_cast<NotifyRing *>(base_ + header()->notify_offset);
         return rings + static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + slot;
     }
-    std::atomic<uint64_t> *counters() const noexcept {
-        return reinterpret_cast<std::atomic<uint64_t> *>(base_ + header()->counter_offset);
+    std::atomic<uint64_t> &counter(int idx) const noexcept {
+        return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].value;
     }
     BounceArea *bounce() const noexcept { return reinterpret_cast<BounceArea *>(base_ + header()->bounce_offset); }
     unsigned char *internal() const noexcept { return base_ + header()->internal_offset; }
