@@ -147,6 +147,45 @@ TEST(Counters, RemoteAddAndInterrupts) {
     }));
 }
 
+// The race a counter add must never lose: the waiter reads the interrupt
+// count, finds no work, and sleeps on the count just as the add lands.  The
+// producer skips the wake-up only when nobody listens, so every round here
+// must wake well before the 5 s timeout.  Both sides vary their delays so
+// that many adds land between the waiter's check and its sleep.
+TEST(Counters, NoLostWakeUps) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &) {
+        constexpr uint64_t kRounds = 3000;
+        auto spin = [](uint64_t n) {
+            for (volatile uint64_t k = 0; k < n; k = k + 1) {}
+        };
+        for (uint64_t i = 1; i <= kRounds; ++i) {
+            if (node == 0) {
+                uint64_t acked = 0;
+                while (acked < i - 1) NODE_OK(tcaCounterRead(12, &acked));
+                spin((i % 7) * 300);
+                NODE_OK(tcaCounterAddRemote(1, 11, 1));
+                continue;
+            }
+            for (;;) {
+                uint32_t seen = 0;
+                NODE_OK(tcaInterruptCount(&seen));
+                uint64_t v = 0;
+                NODE_OK(tcaCounterRead(11, &v));
+                if (v >= i) break;
+                spin((i % 5) * 600);  // "looking for other work"
+                const tcaResult r = tcaInterruptWait(seen, 5'000'000);
+                if (r == tcaErrorTimeout) {
+                    std::fprintf(stderr, "round %llu: wake-up lost\n", static_cast<unsigned long long>(i));
+                    return 1;
+                }
+                NODE_OK(r);
+            }
+            NODE_OK(tcaCounterAddRemote(0, 12, 1));
+        }
+        return 0;
+    }));
+}
+
 // Offload: node 0 -> node 1 -> node 2, segment by segment.  Node 1's chain is
 // made of triggered descriptors: segment s is forwarded as soon as it has
 // landed (counter 0 reaches s+1 + epoch*S).  No CPU work on node 1 between

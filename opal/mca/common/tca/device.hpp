@@ -67,7 +67,7 @@ public:
     virtual Result interrupt_raise(int node) = 0;
     // Let the calling thread do pending engine work (emulated devices); true if it did some.
     virtual bool assist() = 0;
-    virtual uint32_t interrupt_count() const noexcept = 0;
+    virtual uint32_t interrupt_count() noexcept = 0;
     virtual Result interrupt_wait(uint32_t seen, int64_t timeout_ns) = 0;
 
     // Where the backend keeps this node's state ("" if nothing persists), for

@@ -185,7 +185,8 @@ TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
  * nobody sleeps there: no system call. */
 TCA_API tcaResult tcaInterruptRaise(int node);
 /* This node's interrupt count: raises, notifications, channel completions and
- * counter updates received so far (wraps). */
+ * counter updates received (wraps).  It moves from the node's first call on:
+ * until someone follows it, producers do not pay for it. */
 TCA_API tcaResult tcaInterruptCount(uint32_t *count);
 /* Sleep until the count differs from `seen` (tcaSuccess) or timeout_us passes
  * (tcaErrorTimeout).  Read the count, check for work, then wait: no lost wake-up. */

@@ -3,6 +3,7 @@
 // and owns registrations and allocations of this process.
 #include <sys/prctl.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -334,18 +335,29 @@ public:
         nodes_.view(node).header()->app_event.notify();
         return tcaSuccess;
     }
-    uint32_t interrupt_count() const noexcept override {
-        return nodes_.own().header()->app_event.seq.load(std::memory_order_acquire);
+    uint32_t interrupt_count() noexcept override {
+        // From the first call on, every event of this node moves the count.
+        return nodes_.own().header()->app_event.watch();
     }
     Result interrupt_wait(uint32_t seen, int64_t timeout_ns) override {
+        using clock = std::chrono::steady_clock;
         EventWord &ev = nodes_.own().header()->app_event;
-        const uint32_t now = ev.prepare();
-        if (now != seen) {
-            ev.cancel();
-            return tcaSuccess;
+        const auto deadline = clock::now() + std::chrono::nanoseconds(timeout_ns);
+        for (;;) {
+            if (ev.prepare() != seen) {
+                ev.cancel();
+                return tcaSuccess;
+            }
+            const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock::now()).count();
+            if (left <= 0) {
+                ev.cancel();
+                return tcaErrorTimeout;
+            }
+            // Leaves the sleeper count itself.  It may return early: a producer
+            // that bumped the count before `seen` was read can deliver its
+            // wake-up only now.  That is no timeout: sleep on.
+            ev.wait(seen, left);
         }
-        ev.wait(now, timeout_ns);  // leaves the sleeper count itself
-        return ev.seq.load(std::memory_order_acquire) != seen ? tcaSuccess : tcaErrorTimeout;
     }
     std::string backing_path() const override { return "/dev/shm" + segment_name(nodes_.info().job_key, nodes_.self()); }
 

@@ -17,7 +17,7 @@
 namespace tca::loopback {
 
 inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f4f50ull;  // "TCALOOP"
-inline constexpr uint32_t kLayoutVersion = 2;  // 2: padded counters
+inline constexpr uint32_t kLayoutVersion = 3;  // 2: padded counters, 3: event words with listener lines
 inline constexpr uint32_t kMaxRegistrations = 4096;
 inline constexpr uint32_t kNotifyDepth = 128;  // outstanding notifications per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
