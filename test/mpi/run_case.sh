@@ -22,6 +22,13 @@ if [ "$OMPI_INFO" = 1 ]; then
         if [ -z "$help" ]; then echo "FAIL: btl_tca_$p missing or without help"; status=1; else echo "ok btl_tca_$p"; fi
     done
     echo "$out" | grep -q 'btl_tca_progress_thread:enumerator:value:1:on' || { echo "FAIL: thread modes not listed"; status=1; }
+    # And every coll tca parameter.
+    out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param coll tca --level 9)
+    for p in priority engine segment_size chain_threshold staging_size min_bytes; do
+        help=$(echo "$out" | sed -n "s/^mca:coll:tca:param:coll_tca_$p:help://p")
+        if [ -z "$help" ]; then echo "FAIL: coll_tca_$p missing or without help"; status=1; else echo "ok coll_tca_$p"; fi
+    done
+    echo "$out" | grep -q 'coll_tca_engine:enumerator:value:.*:thread' || { echo "FAIL: engines not listed"; status=1; }
     exit $status
 fi
 
