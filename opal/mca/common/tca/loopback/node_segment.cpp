@@ -140,7 +140,6 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     size_ = layout.total_size;
 
     auto *h = new (p) SegmentHeader{};
-    h->magic = kSegmentMagic;
     h->version = kLayoutVersion;
     h->num_nodes = static_cast<uint32_t>(num_nodes);
     h->node_id = static_cast<uint32_t>(node);
@@ -160,6 +159,12 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     // The rest (registrations, rings, counters) is zero-filled by the kernel,
     // which is their initial state.
     h->state.store(static_cast<uint32_t>(SegmentState::Creating), std::memory_order_release);
+    // The magic goes last: another process's stale-segment sweep also sees
+    // our temporary file, and a header with the magic but no pid yet reads
+    // as "owner dead" - it unlinked the file under us (link() then failed
+    // with ENOENT in 2 of 13 runs of the engine tests).
+    std::atomic_thread_fence(std::memory_order_release);
+    h->magic = kSegmentMagic;
 
     const std::string tmp_path = "/dev/shm" + tmp, path = "/dev/shm" + name_;
     Result result = tcaErrorJobConflict;
