@@ -39,6 +39,9 @@ struct Counter {
     uint64_t base = 0;
 };
 
+// How far c has moved since it was taken, in *moved.
+tcaResult counter_moved(const Counter &c, uint64_t *moved);
+
 struct Neighbour {
     int node = -1;          // device node id
     tcaHandle buffer{};     // where a parent writes: its staging area (staged) or its buffer (direct)

@@ -19,6 +19,13 @@ tcaResult init_counters(EngineSetup &s) {
     return tcaSuccess;
 }
 
+tcaResult counter_moved(const Counter &c, uint64_t *moved) {
+    uint64_t v = 0;
+    const tcaResult r = tcaCounterRead(c.index, &v);
+    *moved = v - c.base;
+    return r;
+}
+
 int index_at_parent(const BcastPlan &plan, int rank) {
     const int parent = plan.roles[static_cast<size_t>(rank)].parent;
     if (parent < 0) return -1;
@@ -29,9 +36,8 @@ int index_at_parent(const BcastPlan &plan, int rank) {
 bool credits_settled(const EngineSetup &s, uint64_t epochs) {
     if (s.plan->slots == 0) return true;  // direct plans return no credits
     for (const Counter &c : s.credits) {
-        uint64_t v = 0;
-        if (tcaCounterRead(c.index, &v) != tcaSuccess) return false;
-        if (v - c.base < s.plan->slots + epochs) return false;
+        uint64_t moved = 0;
+        if (counter_moved(c, &moved) != tcaSuccess || moved < s.plan->slots + epochs) return false;
     }
     return true;
 }

@@ -28,7 +28,6 @@ public:
 
     unsigned char *data() const noexcept { return static_cast<unsigned char *>(ptr_); }
     const tcaHandle &handle() const noexcept { return handle_; }
-    bool internal() const noexcept { return type_ == tcaMemoryInternal; }
 
 private:
     void *ptr_ = nullptr;

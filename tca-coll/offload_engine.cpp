@@ -110,8 +110,8 @@ private:
         if (desc_) return channel_done();
         if (!root_ && s_.plan->segments > 0) {  // a leaf: count the landed segments
             uint64_t landed = 0;
-            if (const tcaResult r = tcaCounterRead(s_.data.index, &landed); r != tcaSuccess) return r;
-            if (landed - s_.data.base < s_.plan->segments * epoch_) return tcaErrorNotReady;
+            if (const tcaResult r = counter_moved(s_.data, &landed); r != tcaSuccess) return r;
+            if (landed < s_.plan->segments * epoch_) return tcaErrorNotReady;
         }
         return tcaSuccess;
     }
@@ -169,8 +169,8 @@ private:
 
     tcaResult test_staged() {
         uint64_t done = 0;
-        if (const tcaResult r = tcaCounterRead(s_.done.index, &done); r != tcaSuccess) return r;
-        if (done - s_.done.base >= epoch_) return tcaSuccess;
+        if (const tcaResult r = counter_moved(s_.done, &done); r != tcaSuccess) return r;
+        if (done >= epoch_) return tcaSuccess;
         // Not there yet: has the program failed?
         int finished = 0;
         const tcaResult r = tcaTestDMAC(s_.channel, &finished);

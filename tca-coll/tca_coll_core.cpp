@@ -202,7 +202,7 @@ void tca_coll_bcast_free(tca_coll_bcast_t *b) {
     // of reuse rather than let a late credit land in another request.
     const uint64_t epochs = b->engine ? b->engine->epochs() : 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (!b->setup.credits.empty() && b->plan.slots > 0 && !credits_settled(b->setup, epochs)) {
+    while (!credits_settled(b->setup, epochs)) {
         tcaProgress(nullptr);
         if (std::chrono::steady_clock::now() > deadline) {
             b->first_counter = -1;

@@ -2,8 +2,9 @@
 // software by one executor thread shared by all requests of the process: it
 // waits for the children's ready (credits, when staged) and for landed
 // segments (counter updates raise the device interrupt, so it sleeps on
-// that), writes each segment with PIO and adds to the child's data counter.  The comparison point for the
-// offload engine, and the path for devices without triggered descriptors.
+// that), writes each segment with PIO and adds to the child's data counter.
+// The comparison point for the offload engine, and the path for devices
+// without triggered descriptors.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -58,7 +59,10 @@ private:
 class ThreadEngine final : public BcastEngine {
 public:
     explicit ThreadEngine(const EngineSetup &s)
-        : s_(s), root_(s.plan->roles[static_cast<size_t>(s.rank)].parent < 0), exec_(Executor::get()) {}
+        : s_(s),
+          root_(s.plan->roles[static_cast<size_t>(s.rank)].parent < 0),
+          credit_at_parent_(root_ ? -1 : s.parent.credit_counter + index_at_parent(*s.plan, s.rank)),
+          exec_(Executor::get()) {}
 
     tcaResult start() override {
         ++epoch_;
@@ -124,15 +128,14 @@ private:
         if (root_) return true;
         tcaHandle mine = s_.buffer_handle;  // PIO into our own buffer: also right for GPU memory
         if (!check(tcaPioWrite(&mine, 0, src, p.bytes, 0, 0, 0))) return true;
-        check(tcaCounterAddRemote(s_.parent.node, s_.parent.credit_counter + index_at_parent(p, s_.rank), 1));
+        check(tcaCounterAddRemote(s_.parent.node, credit_at_parent_, 1));
         return true;
     }
 
     // Has counter c moved by at least `by` since it was taken?  (False on error too.)
     bool reached(const Counter &c, uint64_t by) {
-        uint64_t v = 0;
-        if (!check(tcaCounterRead(c.index, &v))) return false;
-        return v - c.base >= by;
+        uint64_t moved = 0;
+        return check(counter_moved(c, &moved)) && moved >= by;
     }
     bool ok() const { return error_.load(std::memory_order_relaxed) == tcaSuccess; }
 
@@ -148,6 +151,7 @@ private:
 
     EngineSetup s_;
     const bool root_;
+    const int credit_at_parent_;  // staged: our credit counter at the parent
     std::shared_ptr<Executor> exec_;
     uint64_t epoch_ = 0;
     size_t next_segment_ = 0;

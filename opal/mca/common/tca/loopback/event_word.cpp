@@ -20,10 +20,9 @@ void EventWord::notify() noexcept {
     // Store-load ordering against prepare()/watch(): what the caller published
     // is visible to a listener that registers after we look.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    const bool sleeping = sleepers.load(std::memory_order_relaxed) != 0;
-    if (!sleeping && watched.load(std::memory_order_relaxed) == 0) return;
+    if (sleepers.load(std::memory_order_relaxed) == 0 && watched.load(std::memory_order_relaxed) == 0) return;
     seq.fetch_add(1, std::memory_order_seq_cst);
-    if (sleeping || sleepers.load(std::memory_order_seq_cst) != 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+    if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
 void EventWord::wake_all() noexcept {
