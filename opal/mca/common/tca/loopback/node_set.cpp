@@ -97,6 +97,13 @@ Liveness NodeSet::liveness(int node) {
     return l;
 }
 
+void NodeSet::note_unresponsive(int node, std::chrono::steady_clock::duration waited) {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(waited).count();
+    std::fprintf(stderr, "tca: node %d: node %d (pid %d) is alive but has not answered for %lld s (stopped?); "
+                 "still waiting\n", self(), node, static_cast<int>(view(node).header()->pid),
+                 static_cast<long long>(s));
+}
+
 void NodeSet::counter_add(int node, int idx, uint64_t v) noexcept {
     const SegmentView s = view(node);
     s.counter(idx).fetch_add(v, std::memory_order_acq_rel);

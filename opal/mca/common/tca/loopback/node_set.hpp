@@ -60,10 +60,17 @@ public:
 
     // Wait until ready() is true.  watch_node >= 0: fail with
     // tcaErrorPeerGone once that node is gone and ready() is still false.
+    // Patience::WhilePeerLives: no timeout while watch_node lives - for waits
+    // on a peer's own work (the bounce path), where a peer that is merely
+    // stopped (SIGSTOP, a debugger, a suspended job) must not end the job.
+    enum class Patience { Timeout, WhilePeerLives };
     template <class Ready>
-    Result wait_until(EventWord &ev, Ready &&ready, int watch_node);
+    Result wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience = Patience::Timeout);
 
 private:
+    // Says once per wait period that a live node keeps us waiting.
+    void note_unresponsive(int node, std::chrono::steady_clock::duration waited);
+
     LaunchInfo info_;
     WaitPolicy policy_;
     std::vector<MappedSegment> segments_;
@@ -78,7 +85,7 @@ inline void cpu_relax() noexcept {
 }
 
 template <class Ready>
-Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
+Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     const auto spin_until = start + std::chrono::nanoseconds(policy_.spin_ns);
@@ -86,7 +93,7 @@ Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
         if (ready()) return tcaSuccess;
         cpu_relax();
     } while (clock::now() < spin_until);
-    const auto deadline = start + std::chrono::nanoseconds(policy_.timeout_ns);
+    auto deadline = start + std::chrono::nanoseconds(policy_.timeout_ns);
     for (;;) {
         const uint32_t snap = ev.prepare();
         if (ready()) {
@@ -96,7 +103,11 @@ Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
         ev.wait(snap, 10'000'000);  // 10 ms: bounds how late a peer's death is noticed
         if (ready()) return tcaSuccess;
         if (watch_node >= 0 && gone(watch_node)) return ready() ? tcaSuccess : tcaErrorPeerGone;
-        if (clock::now() >= deadline) return tcaErrorTimeout;
+        if (clock::now() >= deadline) {
+            if (patience == Patience::Timeout || watch_node < 0) return tcaErrorTimeout;
+            note_unresponsive(watch_node, clock::now() - start);
+            deadline += std::chrono::nanoseconds(policy_.timeout_ns);
+        }
     }
 }
 
