@@ -34,7 +34,7 @@ typedef enum tcaResult {
     tcaSuccess = 0,
     tcaErrorInvalidValue = 1,      /* a bad argument (NULL pointer, negative size, bad flags) */
     tcaErrorNotInitialized = 2,    /* tcaInit has not been called */
-    tcaErrorAlreadyInitialized = 3,
+    tcaErrorAlreadyInitialized = 3, /* this process already is a different node (tcaInit itself is reference counted) */
     tcaErrorInvalidHandle = 4,     /* NULL, corrupt or unknown handle */
     tcaErrorOutOfRange = 5,        /* offset + size outside the registration */
     tcaErrorRemoteRead = 6,        /* source memory is not local: PEACH2 cannot read remotely */
@@ -111,7 +111,14 @@ typedef struct tcaInitParams {
     int num_nodes;       /* sub-cluster size; 0 = from environment */
 } tcaInitParams;
 
-/* ---- lifetime ---- */
+/* ---- lifetime ----
+ * Reference counted: every successful tcaInit* is matched by one tcaFinalize,
+ * and a process is one node however many of its parts (the application, btl
+ * tca, coll tca) initialise.  A later call joins the running node; it fails
+ * with tcaErrorAlreadyInitialized only if its parameters name another node.
+ * Without a tcaFinalize the node is torn down at exit.  A fork()ed child does
+ * not inherit the node: it starts uninitialised and its exit leaves the
+ * parent's node alone. */
 TCA_API tcaResult tcaInit(void);
 TCA_API tcaResult tcaInitWithParams(const tcaInitParams *params); /* extension */
 TCA_API tcaResult tcaFinalize(void);

@@ -1,7 +1,10 @@
 // tca_api.cpp - the public C API: argument checks, then one call into the
 // process's Device.  No exception crosses into C: the API is the boundary.
-#include <cstring>
+#include <pthread.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -18,11 +21,39 @@ struct tcaDesc {
 
 namespace {
 
-std::mutex g_init_lock;
-std::unique_ptr<tca::Device> g_owner;
+// The process's one node.  tcaInit/tcaFinalize are reference counted: an
+// application using the TCA API and the MPI components (btl, coll) in the
+// same process share the node.  Without a tcaFinalize (published programs
+// have none) the static destructor tears it down at exit.
+struct DeviceOwner {
+    std::mutex lock;
+    std::unique_ptr<tca::Device> device;
+    int refs = 0;
+    pid_t pid = 0;  // the process that made the node
+
+    ~DeviceOwner() {
+        // A forked child that exits (exit(), or system()/popen() children of
+        // some libcs) runs this too: its copy of the node is its parent's.
+        if (device && pid != getpid()) (void) device.release();
+    }
+};
+DeviceOwner g_owner;
 std::atomic<tca::Device *> g_device{nullptr};
 
 tca::Device *device() noexcept { return g_device.load(std::memory_order_acquire); }
+
+// fork(): the child must never touch its parent's node (its engine thread
+// does not exist there, and tearing the node down would end it for the
+// parent).  The child starts uninitialised and leaks its copy on purpose.
+void fork_prepare() { g_owner.lock.lock(); }
+void fork_parent() { g_owner.lock.unlock(); }
+void fork_child() {
+    g_device.store(nullptr, std::memory_order_relaxed);
+    (void) g_owner.device.release();
+    g_owner.refs = 0;
+    g_owner.pid = 0;
+    g_owner.lock.unlock();
+}
 
 #define TCA_REQUIRE_DEVICE(dev)                          \
     tca::Device *dev = device();                         \
@@ -40,15 +71,35 @@ tcaResult guarded(F &&f) noexcept {
     }
 }
 
+// A second init joins the running node if it asks for nothing else.
+tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params) {
+    if (params != nullptr) {
+        const int id = dev.node_id(), n = dev.topology().num_nodes();
+        if ((params->node_id >= 0 && params->node_id != id) || (params->num_nodes > 0 && params->num_nodes != n)) {
+            std::fprintf(stderr,
+                         "tca: this process already is node %d of %d; it cannot also be node %d of %d "
+                         "(tcaInit is reference counted: later calls share the running node)\n",
+                         id, n, params->node_id, params->num_nodes);
+            return tcaErrorAlreadyInitialized;
+        }
+    }
+    ++g_owner.refs;
+    return tcaSuccess;
+}
+
 tcaResult init_device(const tcaInitParams *params) noexcept {
+    static std::once_flag atfork_once;
+    std::call_once(atfork_once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
     return guarded([&] {
-        std::lock_guard g(g_init_lock);
-        if (g_owner) return tcaErrorAlreadyInitialized;
+        std::lock_guard g(g_owner.lock);
+        if (g_owner.device) return join_running_node(*g_owner.device, params);
         std::unique_ptr<tca::Device> dev;
         const tcaResult r = tca::make_loopback_device(params, &dev);
         if (r != tcaSuccess) return r;
-        g_owner = std::move(dev);
-        g_device.store(g_owner.get(), std::memory_order_release);
+        g_owner.device = std::move(dev);
+        g_owner.refs = 1;
+        g_owner.pid = getpid();
+        g_device.store(g_owner.device.get(), std::memory_order_release);
         return tcaSuccess;
     });
 }
@@ -78,10 +129,11 @@ tcaResult tcaInitWithParams(const tcaInitParams *params) {
 
 tcaResult tcaFinalize(void) {
     return guarded([] {
-        std::lock_guard g(g_init_lock);
-        if (!g_owner) return tcaErrorNotInitialized;
+        std::lock_guard g(g_owner.lock);
+        if (!g_owner.device) return tcaErrorNotInitialized;
+        if (--g_owner.refs > 0) return tcaSuccess;  // another user of the node remains
         g_device.store(nullptr, std::memory_order_release);
-        g_owner.reset();
+        g_owner.device.reset();
         return tcaSuccess;
     });
 }

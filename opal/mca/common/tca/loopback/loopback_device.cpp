@@ -359,7 +359,7 @@ public:
             ev.wait(seen, left);
         }
     }
-    std::string backing_path() const override { return "/dev/shm" + segment_name(nodes_.info().job_key, nodes_.self()); }
+    std::string backing_path() const override { return "/dev/shm" + nodes_.segment_name(nodes_.self()); }
 
 private:
     Result resolve_source(const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {

@@ -39,6 +39,8 @@ public:
     const WaitPolicy &policy() const noexcept { return policy_; }
     SegmentView view(int node) const noexcept { return segments_[static_cast<size_t>(node)].view(); }
     SegmentView own() const noexcept { return view(self()); }
+    // The shm name of a node's segment ("" before it is created or attached).
+    const std::string &segment_name(int node) const noexcept { return segments_[static_cast<size_t>(node)].name(); }
 
     // Alive or gone?  A node found dead gets its segment unlinked (cleanup by survivors).
     Liveness liveness(int node);

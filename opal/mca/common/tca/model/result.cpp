@@ -10,7 +10,7 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "success",
     "invalid argument (NULL pointer, zero or negative size, or unknown flags)",
     "TCA not initialised: call tcaInit first",
-    "TCA already initialised in this process",
+    "TCA already initialised in this process as another node (tcaInit is reference counted: a second call with compatible parameters shares the node)",
     "invalid handle: NULL, corrupt, or not created by tcaCreateHandle",
     "offset + size lies outside the registered memory of the handle",
     "source memory is not local: the device is put-only and cannot read remote memory",
