@@ -1,12 +1,14 @@
 // process_lifetime_test.cpp - one node per process: tcaInit/tcaFinalize are
 // reference counted, and a forked child (exit(), system(), popen()) never
 // touches its parent's node.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -99,6 +101,30 @@ TEST(ProcessLifetime, ForkedChildrenLeaveTheParentsNodeAlone) {
         return 0;
     }, opt));
     EXPECT_EQ(count_segments(key), 0);
+}
+
+// Killed while it waits in the start-up rendezvous for a peer that never
+// comes: the next start of any job of this user removes what it left.
+TEST(ProcessLifetime, KilledDuringTheRendezvousIsCleanedUpByTheNextStart) {
+    NodeOptions opt;
+    opt.init = false;
+    opt.killed_node = 0;
+    opt.job_key = unique_job_key("rendezvous");
+    const std::string key = opt.job_key;
+    EXPECT_TRUE(run_nodes(1, [key](int, Board &) {
+        std::thread killer([key] {
+            for (int i = 0; i < 5000 && count_segments(key) == 0; ++i) usleep(1000);
+            usleep(100000);  // well inside the wait for node 1
+            raise(SIGKILL);
+        });
+        tcaInitParams p{key.c_str(), 0, 2};  // node 1 never starts
+        (void) tcaInitWithParams(&p);
+        killer.join();
+        return 1;
+    }, opt));
+    EXPECT_EQ(count_segments(key), 1) << "the killed node should have left its segment";
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) { return 0; }));
+    EXPECT_EQ(count_segments(key), 0) << "the next start should have removed it";
 }
 
 }  // namespace
