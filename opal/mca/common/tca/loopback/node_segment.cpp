@@ -71,12 +71,16 @@ bool is_stale(SegmentHeader *h) {
 // Says once per file that a file under our prefix is not ours (planted by
 // another user, or damaged): it is left alone.
 void warn_foreign(const std::string &name, const std::string &why) {
+    constexpr size_t kMaxTold = 8;  // a flood of planted files must not flood the log
     static std::mutex lock;
     static std::set<std::string> told;
     std::lock_guard g(lock);
-    if (told.insert(name).second)
-        std::fprintf(stderr, "tca: ignoring /dev/shm%s: %s (not a segment of this user; not mapped)\n", name.c_str(),
-                     why.c_str());
+    if (told.size() > kMaxTold || !told.insert(name).second) return;
+    if (told.size() > kMaxTold)
+        std::fprintf(stderr, "tca: ignoring more files in /dev/shm that are not segments of this user\n");
+    else
+        std::fprintf(stderr, "tca: ignoring /dev/shm%s: %s (not a segment of this user; not mapped)\n",
+                     name.c_str(), why.c_str());
 }
 
 // Calls f(name) for every /dev/shm entry that starts with prefix ("/"-less).
