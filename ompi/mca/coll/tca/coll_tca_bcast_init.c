@@ -132,9 +132,15 @@ void mca_coll_tca_release_freed(int force) {
     if (opal_list_is_empty(&c->freed)) return;
     OPAL_THREAD_LOCK(&c->lock);
     OPAL_LIST_FOREACH_SAFE(r, next, &c->freed, mca_coll_tca_request_t) {
-        if (!force && (!exchange_finished(r) || (NULL != r->core && !tca_coll_bcast_settled(r->core)))) continue;
+        if (force) {
+            opal_list_remove_item(&c->freed, &r->super.super.super);
+            if (NULL != r->core) tca_coll_bcast_free(r->core);
+            r->core = NULL;
+            if (0 == r->nexchange) destroy(r); /* else its buffers stay with the PML's requests */
+            continue;
+        }
+        if (!exchange_finished(r) || (NULL != r->core && !tca_coll_bcast_settled(r->core))) continue;
         opal_list_remove_item(&c->freed, &r->super.super.super);
-        if (force && r->nexchange > 0) r->nexchange = 0; /* never completes now: leave those to the PML */
         destroy(r);
     }
     OPAL_THREAD_UNLOCK(&c->lock);
