@@ -98,8 +98,8 @@ static const char *refusal(const int *mine, const int *all, tcaResult local_erro
     if (!all[VOTE_CONTIGUOUS]) return mine[VOTE_CONTIGUOUS] ? "non-contiguous datatype at another rank" : "non-contiguous datatype";
     if (all[VOTE_PARAMS] != -all[VOTE_PARAMS_NEG]) return "coll_tca segment/chain/staging sizes differ between ranks";
     if (!all[VOTE_RESOURCES]) {
-        if (mine[VOTE_RESOURCES]) return "no free device resources at another rank";
-        snprintf(why, len, "no free device resources: %s", tcaGetErrorString(local_error));
+        if (mine[VOTE_RESOURCES]) return "no device resources at another rank";
+        snprintf(why, len, "no device resources here: %s", tcaGetErrorString(local_error));
         return why;
     }
     return NULL;
