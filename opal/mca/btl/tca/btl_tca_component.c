@@ -71,7 +71,7 @@ static int tca_component_register(void) {
                                            "the device's internal memory (TCA_INTERNAL_SIZE). Must be the same on "
                                            "every process.",
                                            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &c->ring_slots);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slots);
 
     c->progress_thread = MCA_BTL_TCA_THREAD_AUTO;
     (void) mca_base_var_enum_create("btl_tca_progress_thread_modes", thread_modes, &mode_enum);
