@@ -188,18 +188,29 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
             .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine};
         core = tca_coll_bcast_new(&p, &mine_info, &err);
     }
+    /* Everything that can fail on one rank alone happens before the vote. */
+    tca_coll_peer_info_t *children = NULL;
+    ompi_request_t **exchange = NULL;
+    if (NULL != core) {
+        const size_t n = (size_t) tca_coll_bcast_num_children(core) + 1;
+        children = (tca_coll_peer_info_t *) calloc(n, sizeof(*children));
+        exchange = (ompi_request_t **) calloc(2 * n, sizeof(*exchange));
+        if (NULL == children || NULL == exchange) {
+            tca_coll_bcast_free(core);
+            core = NULL;
+            err = tcaErrorNoMemory;
+        }
+    }
     const int digest = params_digest();
     int vote[VOTE_COUNT] = {contiguous, !contiguous || NULL != core, digest, -digest}, all[VOTE_COUNT];
     int rc = comm->c_coll->coll_allreduce(vote, all, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
                                           comm->c_coll->coll_allreduce_module);
-    if (OMPI_SUCCESS != rc) {
-        if (NULL != core) tca_coll_bcast_free(core);
-        return rc;
-    }
     char reason[160];
-    why = refusal(vote, all, err, reason, sizeof(reason));
-    if (NULL != why) {
+    if (OMPI_SUCCESS != rc || NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
         if (NULL != core) tca_coll_bcast_free(core); /* nobody else knows its counters yet */
+        free(children);
+        free(exchange);
+        if (OMPI_SUCCESS != rc) return rc;
         return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
     }
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
@@ -209,10 +220,14 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
     if (NULL == r) {
         tca_coll_bcast_free(core);
+        free(children);
+        free(exchange);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     r->core = core;
     r->mine = mine_info;
+    r->children = children;
+    r->exchange = exchange;
     OMPI_REQUEST_INIT(&r->super, true);
     r->super.req_type = OMPI_REQUEST_COLL;
     r->super.req_start = request_start;
@@ -227,12 +242,6 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     /* The one-time exchange with the tree neighbours, posted, not awaited. */
     const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
     const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
-    r->children = (tca_coll_peer_info_t *) calloc((size_t) nchildren + 1, sizeof(*r->children));
-    r->exchange = (ompi_request_t **) calloc(2 * ((size_t) nchildren + 1), sizeof(*r->exchange));
-    if (NULL == r->children || NULL == r->exchange) {
-        request_free((ompi_request_t **) &r);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
     if (parent >= 0) {
         rc = MCA_PML_CALL(irecv(&r->parent, sizeof(r->parent), MPI_BYTE, parent, tag, comm, &r->exchange[r->nexchange++]));
         if (OMPI_SUCCESS == rc)
