@@ -136,6 +136,10 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     OPAL_THREAD_UNLOCK(&c->dma_lock);
     if (OPAL_UNLIKELY(tcaSuccess != r)) {
         OBJ_RELEASE(put);
+        /* Our channel still runs a chain somebody loaded by number without
+         * acquiring it: the data goes by PIO instead. */
+        if (tcaErrorChannelBusy == r)
+            return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
         mca_btl_tca_fatal(ep, "starting a DMA put", r);
         return OPAL_ERROR;
     }
