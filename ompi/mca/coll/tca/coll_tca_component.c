@@ -37,7 +37,7 @@ static int tca_register(void) {
                                            "Priority of coll tca; it provides only the persistent broadcast "
                                            "(MPIX_Bcast_init) and must beat libnbc (10) for that. -1 disables it.",
                                            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.priority);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.priority);
     mca_coll_tca_component.engine = TCA_COLL_ENGINE_OFFLOAD;
     (void) mca_base_var_enum_create("coll_tca_engines", engines, &e);
     (void) mca_base_component_var_register(c, "engine",
@@ -54,13 +54,13 @@ static int tca_register(void) {
                                            "Pipeline segment of large broadcasts (bytes); grows if the program "
                                            "would exceed the device's 255-descriptor chains.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.segment_bytes);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.segment_bytes);
     mca_coll_tca_component.chain_threshold = 256 * 1024;
     (void) mca_base_component_var_register(c, "chain_threshold",
                                            "Messages of at least this many bytes use a pipelined chain along the "
                                            "TCA ring, smaller ones a binomial tree laid over the ring.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.chain_threshold);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.chain_threshold);
     mca_coll_tca_component.staging_bytes = 8 * 1024;
     (void) mca_base_component_var_register(c, "staging_size",
                                            "Broadcasts up to this many bytes are staged: every non-root keeps up to 16 "
@@ -68,18 +68,19 @@ static int tca_register(void) {
                                            "so a parent runs epochs ahead of a child instead of waiting for it to "
                                            "start each one. 0 disables staging.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.staging_bytes);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.staging_bytes);
     mca_coll_tca_component.min_bytes = 1;
     (void) mca_base_component_var_register(c, "min_bytes",
                                            "Persistent broadcasts smaller than this go to libnbc.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.min_bytes);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.min_bytes);
     return OMPI_SUCCESS;
 }
 
 static int tca_open(void) {
     OBJ_CONSTRUCT(&mca_coll_tca_component.lock, opal_mutex_t);
     OBJ_CONSTRUCT(&mca_coll_tca_component.active, opal_list_t);
+    OBJ_CONSTRUCT(&mca_coll_tca_component.freed, opal_list_t);
     mca_coll_tca_component.progress_registered = 0;
     return OMPI_SUCCESS;
 }
@@ -87,6 +88,8 @@ static int tca_open(void) {
 static int tca_close(void) {
     if (mca_coll_tca_component.progress_registered) opal_progress_unregister(mca_coll_tca_progress);
     mca_coll_tca_component.progress_registered = 0;
+    mca_coll_tca_release_freed(1); /* MPI_Finalize: every peer is done with them */
+    OBJ_DESTRUCT(&mca_coll_tca_component.freed);
     OBJ_DESTRUCT(&mca_coll_tca_component.active);
     OBJ_DESTRUCT(&mca_coll_tca_component.lock);
     return OMPI_SUCCESS;

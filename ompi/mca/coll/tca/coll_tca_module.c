@@ -1,8 +1,9 @@
 /*
- * coll_tca_module.c - which communicators coll tca serves.  The decision to
- * use tca or fall back to libnbc depends only on facts every rank sees alike:
- * the modex that btl tca published for every member (same host, same
- * sub-cluster).  No communication.
+ * coll_tca_module.c - which communicators coll tca serves.  Whether a
+ * communicator can use tca at all depends only on facts every rank sees
+ * alike: the modex that btl tca published for every member (same host, same
+ * sub-cluster).  No communication.  What differs between ranks (layouts,
+ * free device resources) is agreed per request in bcast_init.
  */
 #include "coll_tca.h"
 

@@ -71,7 +71,7 @@ static int tca_component_register(void) {
                                            "the device's internal memory (TCA_INTERNAL_SIZE). Must be the same on "
                                            "every process.",
                                            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &c->ring_slots);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slots);
 
     c->progress_thread = MCA_BTL_TCA_THREAD_AUTO;
     (void) mca_base_var_enum_create("btl_tca_progress_thread_modes", thread_modes, &mode_enum);
@@ -112,8 +112,9 @@ static int tca_component_register(void) {
                                            MCA_BASE_VAR_SCOPE_READONLY, &c->put_dma_min);
     c->dma_channels = 1;
     register_int("dma_channels",
-                 "DMA channels used for DMA puts, from channel 0 (1-4). coll tca's offloaded broadcasts use "
-                 "channels 1-3: more than 1 here takes them away (they then run on the thread engine).",
+                 "DMA channels btl tca acquires from the device for DMA puts (1-4), as the first DMA puts "
+                 "need them. Channels held by coll tca's offloaded broadcasts or by the application are not "
+                 "taken; while none is free, DMA-sized puts are PIO writes.",
                  OPAL_INFO_LVL_6, &c->dma_channels);
     c->poll_batch = 32;
     register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
@@ -151,6 +152,8 @@ static int tca_component_open(void) {
     c->dma_in_flight = 0;
     memset(c->endpoints, 0, sizeof(c->endpoints));
     memset(c->dma_active, 0, sizeof(c->dma_active));
+    c->dma_nchannels = 0;
+    c->dma_none_reported = 0;
     return OPAL_SUCCESS;
 }
 

@@ -53,6 +53,8 @@ typedef enum tcaResult {
     tcaErrorNotReady = 19,         /* non-blocking test: the event has not happened yet */
     tcaErrorEmptyChain = 20,       /* starting a channel with no descriptors loaded */
     tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
+    tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire) */
+    tcaErrorNotAcquired = 23,      /* releasing a channel / counter / slot that is not held (double release) */
     tcaErrorResultCount
 } tcaResult;
 
@@ -206,6 +208,53 @@ TCA_API tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us);
  * *did_work (may be NULL) tells whether anything happened.  A no-op on
  * hardware, where the engine needs no CPU. */
 TCA_API tcaResult tcaProgress(int *did_work);
+
+/* ---- device query and resource ownership (extension) ----
+ *
+ * The device layer owns this node's DMA channels, counters and notification
+ * slots.  btl tca, coll tca and applications acquire what they use and
+ * release it after; exhaustion is an ordinary error (tcaErrorNoResource) the
+ * caller handles (btl tca then puts by PIO, coll tca lets libnbc run the
+ * broadcast).  Acquire never hands out what someone else in this process
+ * acquired, and hands out the highest free numbers first.
+ *
+ * The numbered API stays as it was: a program may load, start and wait on
+ * any channel, and use any counter or slot, without acquiring it (published
+ * PEACH2 programs do).  A channel loaded that way (tcaDescSet) is never
+ * handed out by tcaChannelAcquire afterwards; counters and slots used
+ * without acquiring are not tracked, so a program that shares its process
+ * with the MPI components should acquire them. */
+typedef struct tcaDeviceAttr {
+    int node_id;             /* this node */
+    int num_nodes;           /* nodes in the sub-cluster */
+    int max_nodes;           /* TCA_MAX_NODES */
+    int dma_channels;        /* TCA_NUM_DMA_CHANNELS */
+    int free_dma_channels;   /* neither acquired nor loaded without acquiring */
+    int counters;            /* TCA_NUM_COUNTERS */
+    int free_counters;       /* not acquired */
+    int notify_slots;        /* TCA_NOTIFY_SLOTS */
+    int free_notify_slots;   /* not acquired */
+    int notify_depth;        /* notifications one (source, slot) may have outstanding */
+    int max_descriptors;     /* TCA_MAX_DESCRIPTORS per chain */
+    int max_reg_descriptors; /* TCA_MAX_REG_DESCRIPTORS: chains held in channel registers */
+    int max_registrations;   /* live handles (tcaCreateHandle) per node */
+    int registrations;       /* live handles of this node now */
+    uint64_t internal_size;  /* internal memory of this node (TCA_INTERNAL_SIZE) */
+    uint64_t internal_used;  /* of it, allocated with tcaMalloc(tcaMemoryInternal) */
+    int reserved[8];         /* zero; room for later limits */
+} tcaDeviceAttr;
+
+TCA_API tcaResult tcaQueryDevice(tcaDeviceAttr *attr);
+/* One free DMA channel into *channel (tcaErrorNoResource if none). */
+TCA_API tcaResult tcaChannelAcquire(int *channel);
+TCA_API tcaResult tcaChannelRelease(int channel);
+/* `count` consecutive counters, the first in *first (coll tca addresses a
+ * request's counters as first + i); tcaErrorNoResource if no such run is free. */
+TCA_API tcaResult tcaCounterAcquire(int count, int *first);
+TCA_API tcaResult tcaCounterRelease(int first, int count);
+/* One notification slot into *slot. */
+TCA_API tcaResult tcaSlotAcquire(int *slot);
+TCA_API tcaResult tcaSlotRelease(int slot);
 
 /* ---- housekeeping (extension) ---- */
 /* The file that holds this node's state, for a launcher to remove after an

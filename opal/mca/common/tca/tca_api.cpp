@@ -263,7 +263,13 @@ tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
     if (desc == nullptr) return tcaErrorInvalidValue;
-    return guarded([&] { return dev->load_chain(dma_channel, desc->chain); });
+    return guarded([&] {
+        const tcaResult r = dev->load_chain(dma_channel, desc->chain);
+        // A numbered channel used without acquiring it (published programs):
+        // from now on no tcaChannelAcquire hands it to someone else.
+        if (r == tcaSuccess) dev->resources().channels.note_direct_use(dma_channel);
+        return r;
+    });
 }
 
 tcaResult tcaStartDMADesc(int dma_channel) {
@@ -366,6 +372,64 @@ tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
     TCA_REQUIRE_DEVICE(dev);
     if (timeout_us < 0) return tcaErrorInvalidValue;
     return dev->interrupt_wait(seen, timeout_us * 1000);
+}
+
+tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (attr == nullptr) return tcaErrorInvalidValue;
+    return guarded([&] {
+        const tca::DeviceInfo info = dev->info();
+        tca::ResourceTable &res = dev->resources();
+        tcaDeviceAttr a{};
+        a.node_id = dev->node_id();
+        a.num_nodes = dev->topology().num_nodes();
+        a.max_nodes = TCA_MAX_NODES;
+        a.dma_channels = res.channels.size();
+        a.free_dma_channels = res.channels.free_count();
+        a.counters = res.counters.size();
+        a.free_counters = res.counters.free_count();
+        a.notify_slots = res.slots.size();
+        a.free_notify_slots = res.slots.free_count();
+        a.notify_depth = info.notify_depth;
+        a.max_descriptors = TCA_MAX_DESCRIPTORS;
+        a.max_reg_descriptors = TCA_MAX_REG_DESCRIPTORS;
+        a.max_registrations = info.max_registrations;
+        a.registrations = info.registrations;
+        a.internal_size = info.internal_size;
+        a.internal_used = info.internal_used;
+        *attr = a;
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaChannelAcquire(int *channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().channels.acquire(1, channel);
+}
+
+tcaResult tcaChannelRelease(int channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().channels.release(channel, 1);
+}
+
+tcaResult tcaCounterAcquire(int count, int *first) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().counters.acquire(count, first);
+}
+
+tcaResult tcaCounterRelease(int first, int count) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().counters.release(first, count);
+}
+
+tcaResult tcaSlotAcquire(int *slot) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().slots.acquire(1, slot);
+}
+
+tcaResult tcaSlotRelease(int slot) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().slots.release(slot, 1);
 }
 
 tcaResult tcaGetBackingPath(char *path, size_t len) {

@@ -98,8 +98,12 @@ public:
         i.timeout_ns = nodes_.policy().timeout_ns;
         std::lock_guard g(reg_lock_);
         i.registrations = static_cast<int>(kMaxRegistrations - free_regs_.size());
+        i.max_registrations = static_cast<int>(kMaxRegistrations);
+        i.notify_depth = static_cast<int>(kNotifyDepth);
         return i;
     }
+
+    ResourceTable &resources() noexcept override { return resources_; }
 
     Result allocate(void **ptr, size_t size, tcaMemoryType type) override {
         if (ptr == nullptr || size == 0) return tcaErrorInvalidValue;
@@ -399,6 +403,7 @@ private:
     NotificationInbox inbox_;
     DmaEngine engine_;
     InternalHeap heap_;
+    ResourceTable resources_;
 
     mutable std::mutex reg_lock_;
     std::vector<uint32_t> free_regs_;
