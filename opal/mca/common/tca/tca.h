@@ -44,7 +44,7 @@ typedef enum tcaResult {
     tcaErrorPeerGone = 10,         /* the node that owns the memory / should notify has exited */
     tcaErrorTimeout = 11,          /* a wait exceeded the configured timeout */
     tcaErrorNoMemory = 12,
-    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device */
+    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device, or an unrecognised launcher */
     tcaErrorSystem = 14,           /* an operating-system call failed (see the log line) */
     tcaErrorChannelBusy = 15,      /* loading or starting a channel that is still running */
     tcaErrorInvalidSlot = 16,      /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
