@@ -322,9 +322,10 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
                             TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
     ok = tca_mca_check_size(f, "btl_tca_rdma_pipeline_frag_size", b->btl_rdma_pipeline_frag_size, 1024,
                             TCA_MCA_MAX_BYTES, "1K..1T bytes") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_min_rdma_pipeline_size", b->btl_min_rdma_pipeline_size, 0,
+    ok = tca_mca_check_size_adjusted(f, "btl_tca_min_rdma_pipeline_size", b->btl_min_rdma_pipeline_size, 0,
                             TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_put_limit", b->btl_put_limit, 1, SIZE_MAX, "a byte count (0: no limit)") && ok;
+    ok = tca_mca_check_size_adjusted(f, "btl_tca_put_limit", b->btl_put_limit, 1, SIZE_MAX,
+                                     "a byte count (0: no limit)") && ok;
     const size_t align = b->btl_put_alignment;
     if (!tca_mca_check_size(f, "btl_tca_put_alignment", align, 0, 65536, "0 or a power of two up to 64K")) {
         ok = false;

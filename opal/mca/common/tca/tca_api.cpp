@@ -1,10 +1,10 @@
 // tca_api.cpp - the public C API: argument checks, then one call into the
 // process's Device.  No exception crosses into C: the API is the boundary.
 #include <algorithm>
-#include <cstring>
-#include <deque>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>

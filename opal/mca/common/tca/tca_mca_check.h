@@ -69,8 +69,10 @@ static inline void tca_mca_help_dirs(void) {
 /* Why the text of OMPI_MCA_<name> does not say what Open MPI stored (NULL:
  * it does, or it is not set there): not a number, negative where that is
  * not allowed, or a number Open MPI refused or wrapped (value_bits is the
- * stored value, a signed one as its two's complement). */
-static inline const char *tca_mca_text_problem(const char *name, int allow_negative, uint64_t value_bits) {
+ * stored value, a signed one as its two's complement; not compared when
+ * compare is 0, for values the BTL base adjusts after reading them). */
+static inline const char *tca_mca_text_problem(const char *name, int allow_negative, uint64_t value_bits,
+                                               int compare) {
     char var[256];
     snprintf(var, sizeof(var), "OMPI_MCA_%s", name);
     const char *text = getenv(var);
@@ -85,7 +87,7 @@ static inline const char *tca_mca_text_problem(const char *name, int allow_negat
     if (TCA_PARSE_OK != st) return tca_parse_status_string(st);
     if (negative && n > (uint64_t) INT64_MAX) return tca_parse_status_string(TCA_PARSE_OVERFLOW);
     const uint64_t bits = negative ? (uint64_t) (-(int64_t) n) : n;
-    if (bits != value_bits) return "outside what the parameter's type holds (Open MPI kept another value)";
+    if (compare && bits != value_bits) return "outside what the parameter's type holds (Open MPI kept another value)";
     return NULL;
 }
 
@@ -104,11 +106,11 @@ static inline void tca_mca_show_invalid(const char *help_file, const char *name,
 
 /* 1: value (an unsigned parameter as Open MPI read it) is in [min, max] and
  * was written as a number.  0: help shown naming the parameter. */
-static inline int tca_mca_check_size(const char *help_file, const char *name, uint64_t value, uint64_t min,
-                                     uint64_t max, const char *allowed) {
+static inline int tca_mca_check_size_as(const char *help_file, const char *name, uint64_t value, uint64_t min,
+                                        uint64_t max, const char *allowed, int compare) {
     char shown[32];
     snprintf(shown, sizeof(shown), "%" PRIu64, value);
-    const char *problem = tca_mca_text_problem(name, 0, value);
+    const char *problem = tca_mca_text_problem(name, 0, value, compare);
     if (NULL == problem && (value < min || value > max))
         problem = value < min ? "below the minimum" : "above the maximum";
     if (NULL == problem) return 1;
@@ -116,12 +118,25 @@ static inline int tca_mca_check_size(const char *help_file, const char *name, ui
     return 0;
 }
 
+static inline int tca_mca_check_size(const char *help_file, const char *name, uint64_t value, uint64_t min,
+                                     uint64_t max, const char *allowed) {
+    return tca_mca_check_size_as(help_file, name, value, min, max, allowed, 1);
+}
+
+/* For a value the BTL base changes after reading it (mca_btl_base_param_verify
+ * turns a put limit of 0 into SIZE_MAX and raises min_rdma_pipeline_size):
+ * the text is checked, but need not equal the value. */
+static inline int tca_mca_check_size_adjusted(const char *help_file, const char *name, uint64_t value,
+                                              uint64_t min, uint64_t max, const char *allowed) {
+    return tca_mca_check_size_as(help_file, name, value, min, max, allowed, 0);
+}
+
 /* The same for a signed parameter. */
 static inline int tca_mca_check_int(const char *help_file, const char *name, int64_t value, int64_t min,
                                     int64_t max, const char *allowed) {
     char shown[32];
     snprintf(shown, sizeof(shown), "%" PRId64, value);
-    const char *problem = tca_mca_text_problem(name, min < 0, (uint64_t) value);
+    const char *problem = tca_mca_text_problem(name, min < 0, (uint64_t) value, 1);
     if (NULL == problem && (value < min || value > max))
         problem = value < min ? "below the minimum" : "above the maximum";
     if (NULL == problem) return 1;
