@@ -4,13 +4,21 @@
  * components (static inline: each .so gets its own copy, libtca stays free
  * of Open MPI).
  *
- * Open MPI 4.1's parser (mca_base_var.c, int_from_string) reads integers with
- * strtoull: "-1" becomes SIZE_MAX for a size_t, "abc" and "" become 0,
- * "12abc" and "1.5G" become 12 and 1, all without a word; a value out of an
- * int's range is refused with help-mca-var.txt's message and the default is
- * kept.  k/M/G suffixes work ("10G" is 10 GiB).  So a component must check
- * ranges itself, and where the text came from the environment (mpirun --mca
- * arrives there too) it also checks the text with tca_units.h's parser.
+ * Open MPI 4.1.4's parser (mca_base_var.c, int_from_string) reads integers
+ * with strtoull(base 0) and then a k/m/g suffix.  Measured with ompi_info:
+ *   size_t:       "10G" -> 10 GiB, "-1" -> 2^64-1, "9223372036854775808" -> 2^63,
+ *                 "18446744073709551616" -> 2^64-1 (saturated)
+ *   int:          "-1" -> -1, "18446744073709551616" -> -1, "1g" -> 2^30;
+ *                 "10G" and "9223372036854775808" refused (help-mca-var.txt
+ *                 names the variable) and the default kept - the job runs on
+ *   unsigned int: "-1", "10G", 2^63, 2^64 refused, default kept
+ *   all:          "abc" and "" -> 0, "12abc" -> 12, "1.5G" -> 1, "010" -> 8,
+ *                 without a word
+ *   enum:         a name or its number; anything else refused, default kept.
+ * So a component checks ranges itself, and where the text came from the
+ * environment (mpirun --mca arrives there too) it also checks the text with
+ * tca_units.h's parser and that Open MPI stored what it says.  Values from
+ * parameter files are range-checked only.
  */
 #ifndef TCA_MCA_CHECK_H
 #define TCA_MCA_CHECK_H
