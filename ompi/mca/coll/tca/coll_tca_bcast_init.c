@@ -28,6 +28,8 @@
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/mca/pml/pml.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/show_help.h"
+#include "tca_mca_check.h"
 
 int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
 
@@ -78,7 +80,7 @@ static void track(mca_coll_tca_request_t *r) {
 }
 
 static int fail(const char *what, tcaResult r) {
-    opal_output(0, "coll tca: %s: %s", what, tcaGetErrorString(r));
+    tca_show_help("help-coll-tca.txt", "call-failed", what, tcaGetErrorString(r));
     return OMPI_ERROR;
 }
 

@@ -58,7 +58,9 @@ public:
     virtual Result wait_channel(int channel, bool block) = 0;
     virtual Result abort_channel(int channel) = 0;
 
-    virtual Result take_notification(int src_node, int slot, int tag, bool block) = 0;
+    // Notification (slot, tag) from the node that owns h; a handle that is not
+    // (or no longer) registered fails instead of waiting for the timeout.
+    virtual Result take_notification(const tcaHandle &h, int slot, int tag, bool block) = 0;
 
     virtual Result counter_read(int idx, uint64_t *value) = 0;
     virtual Result counter_add(int idx, uint64_t add) = 0;

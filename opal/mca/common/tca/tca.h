@@ -44,7 +44,7 @@ typedef enum tcaResult {
     tcaErrorPeerGone = 10,         /* the node that owns the memory / should notify has exited */
     tcaErrorTimeout = 11,          /* a wait exceeded the configured timeout */
     tcaErrorNoMemory = 12,
-    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device */
+    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device, or an unrecognised launcher */
     tcaErrorSystem = 14,           /* an operating-system call failed (see the log line) */
     tcaErrorChannelBusy = 15,      /* loading or starting a channel that is still running */
     tcaErrorInvalidSlot = 16,      /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
@@ -139,6 +139,9 @@ TCA_API tcaResult tcaDestroyHandle(tcaHandle *handle); /* extension: deregister 
 TCA_API tcaResult tcaCreateHandleList(tcaHandle **list, int nprocs, void *addr, size_t size);
 
 /* ---- DMA descriptor chains ---- */
+/* A freed, forged or never-allocated tcaDesc pointer (a second tcaDescFree
+ * included) gives tcaErrorInvalidValue, not a crash.  A copy of 0 bytes (1-D
+ * size 0, or 2-D width 0 or height 0) is a valid no-op descriptor. */
 TCA_API tcaDesc *tcaDescNew(void);
 TCA_API tcaResult tcaDescFree(tcaDesc *desc);
 TCA_API tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src,
@@ -165,7 +168,9 @@ TCA_API tcaResult tcaTestDMAC(int dma_channel, int *done); /* extension */
 TCA_API tcaResult tcaAbortDMAC(int dma_channel);
 
 /* ---- notifications ---- */
-/* Wait for a notification (slot, tag) sent by the node that owns `handle`. */
+/* Wait for a notification (slot, tag) sent by the node that owns `handle`.
+ * tcaErrorNotRegistered at once (not after the timeout) if the handle's
+ * registration is gone and nothing is queued; tcaErrorPeerGone if its node is. */
 TCA_API tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag);
 /* Non-blocking: *flag = 1 and the notification consumed, or *flag = 0. */
 TCA_API tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag);
@@ -191,14 +196,16 @@ TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
 
 /* ---- interrupts (extension) ---- */
 /* Raise the interrupt of `node` (any node, this one included).  Cheap when
- * nobody sleeps there: no system call. */
+ * nobody sleeps there: no system call.  tcaErrorPeerGone if that node has
+ * exited. */
 TCA_API tcaResult tcaInterruptRaise(int node);
 /* This node's interrupt count: raises, notifications, channel completions and
  * counter updates received (wraps).  It moves from the node's first call on:
  * until someone follows it, producers do not pay for it. */
 TCA_API tcaResult tcaInterruptCount(uint32_t *count);
 /* Sleep until the count differs from `seen` (tcaSuccess) or timeout_us passes
- * (tcaErrorTimeout).  Read the count, check for work, then wait: no lost wake-up. */
+ * (tcaErrorTimeout; INT64_MAX waits for ever).  Read the count, check for
+ * work, then wait: no lost wake-up. */
 TCA_API tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us);
 
 /* ---- progress (extension) ---- */

@@ -3,12 +3,16 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "device.hpp"
@@ -20,6 +24,58 @@ struct tcaDesc {
 };
 
 namespace {
+
+// Every tcaDesc that tcaDescNew made and tcaDescFree has not freed.  A freed,
+// forged or foreign pointer is refused (tcaErrorInvalidValue) before it is
+// dereferenced: a second tcaDescFree is an error, not a crash.  Calls on a
+// descriptor hold the lock shared, tcaDescFree exclusively, so a free racing a
+// use in another thread is refused too.  Freed descriptors are kept (empty) in
+// a quarantine for a while, so the next tcaDescNew does not get the same
+// address back and turn a double free into freeing someone else's chain.
+// Never destroyed: a descriptor may be freed from another static destructor at exit.
+class DescRegistry {
+public:
+    tcaDesc *create() {
+        auto *d = new (std::nothrow) tcaDesc;
+        if (d == nullptr) return nullptr;
+        try {
+            std::unique_lock g(lock_);
+            live_.insert(d);
+        } catch (...) {
+            delete d;
+            return nullptr;
+        }
+        return d;
+    }
+    bool destroy(tcaDesc *d) {
+        std::unique_lock g(lock_);
+        if (live_.erase(d) == 0) return false;
+        std::vector<tca::Descriptor>().swap(d->chain);  // its memory goes back now
+        quarantine_.push_back(d);
+        if (quarantine_.size() > kQuarantine) {
+            delete quarantine_.front();
+            quarantine_.pop_front();
+        }
+        return true;
+    }
+    // f(desc) under the shared lock, or tcaErrorInvalidValue for an unknown pointer.
+    template <class F>
+    tcaResult with(const tcaDesc *d, F &&f) {
+        std::shared_lock g(lock_);
+        if (d == nullptr || live_.count(d) == 0) return tcaErrorInvalidValue;
+        return f(const_cast<tcaDesc *>(d));
+    }
+
+private:
+    static constexpr size_t kQuarantine = 1024;
+    std::shared_mutex lock_;
+    std::unordered_set<const tcaDesc *> live_;
+    std::deque<tcaDesc *> quarantine_;
+};
+DescRegistry &descs() {
+    static auto *r = new DescRegistry;
+    return *r;
+}
 
 // The process's one node.  tcaInit/tcaFinalize are reference counted: an
 // application using the TCA API and the MPI components (btl, coll) in the
@@ -187,12 +243,11 @@ tcaResult tcaDestroyHandle(tcaHandle *handle) {
     return guarded([&] { return dev->deregister(*handle); });
 }
 
-tcaDesc *tcaDescNew(void) { return new (std::nothrow) tcaDesc; }
+tcaDesc *tcaDescNew(void) { return descs().create(); }
 
 tcaResult tcaDescFree(tcaDesc *desc) {
     if (desc == nullptr) return tcaErrorInvalidValue;
-    delete desc;
-    return tcaSuccess;
+    return descs().destroy(desc) ? tcaSuccess : tcaErrorInvalidValue;
 }
 
 tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src, off_t src_off,
@@ -211,13 +266,15 @@ tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHand
     d.flags = flags;
     d.slot = wait_slot;
     d.tag = wait_tag;
-    return guarded([&] { return add_descriptor(desc, d); });
+    return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
 
+// Zero bytes (width 0 or height 0) is a valid no-op copy, as a 1-D size 0 is:
+// published programs build such descriptors for empty halo sides.
 tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch, tcaHandle *src,
                              off_t src_off, size_t src_pitch, size_t width, size_t height, int flags, int wait_slot,
                              int wait_tag) {
-    if (desc == nullptr || height == 0) return tcaErrorInvalidValue;
+    if (desc == nullptr) return tcaErrorInvalidValue;
     if (dst == nullptr || src == nullptr) return tcaErrorInvalidHandle;
     if (dst_off < 0 || src_off < 0) return tcaErrorOutOfRange;
     tca::Descriptor d;
@@ -232,43 +289,50 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
     d.flags = flags;
     d.slot = wait_slot;
     d.tag = wait_tag;
-    return guarded([&] { return add_descriptor(desc, d); });
+    return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
 
 tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step) {
-    if (desc == nullptr || desc->chain.empty()) return tcaErrorInvalidValue;
-    if (counter < -1 || counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-    tca::Descriptor &d = desc->chain.back();
-    d.wait_counter = counter;
-    d.wait_value = value;
-    d.wait_step = step;
-    return tcaSuccess;
+    return descs().with(desc, [&](tcaDesc *live) {
+        if (live->chain.empty()) return tcaErrorInvalidValue;
+        if (counter < -1 || counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        tca::Descriptor &d = live->chain.back();
+        d.wait_counter = counter;
+        d.wait_value = value;
+        d.wait_step = step;
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add) {
-    if (desc == nullptr || desc->chain.empty()) return tcaErrorInvalidValue;
-    if (dst_counter < -1 || dst_counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-    tca::Descriptor &d = desc->chain.back();
-    d.add_counter = dst_counter;
-    d.add_value = add;
-    return tcaSuccess;
+    return descs().with(desc, [&](tcaDesc *live) {
+        if (live->chain.empty()) return tcaErrorInvalidValue;
+        if (dst_counter < -1 || dst_counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        tca::Descriptor &d = live->chain.back();
+        d.add_counter = dst_counter;
+        d.add_value = add;
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
-    if (desc == nullptr || count == nullptr) return tcaErrorInvalidValue;
-    *count = static_cast<int>(desc->chain.size());
-    return tcaSuccess;
+    if (count == nullptr) return tcaErrorInvalidValue;
+    return descs().with(desc, [&](tcaDesc *live) {
+        *count = static_cast<int>(live->chain.size());
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
-    if (desc == nullptr) return tcaErrorInvalidValue;
     return guarded([&] {
-        const tcaResult r = dev->load_chain(dma_channel, desc->chain);
-        // A numbered channel used without acquiring it (published programs):
-        // from now on no tcaChannelAcquire hands it to someone else.
-        if (r == tcaSuccess) dev->resources().channels.note_direct_use(dma_channel);
-        return r;
+        return descs().with(desc, [&](tcaDesc *live) {
+            const tcaResult r = dev->load_chain(dma_channel, live->chain);
+            // A numbered channel used without acquiring it (published programs):
+            // from now on no tcaChannelAcquire hands it to someone else.
+            if (r == tcaSuccess) dev->resources().channels.note_direct_use(dma_channel);
+            return r;
+        });
     });
 }
 
@@ -300,7 +364,7 @@ tcaResult tcaTestDMAC(int dma_channel, int *done) {
 tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
     TCA_REQUIRE_DEVICE(dev);
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
-    return guarded([&] { return dev->take_notification(handle->node, slot, tag, true); });
+    return guarded([&] { return dev->take_notification(*handle, slot, tag, true); });
 }
 
 tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
@@ -309,7 +373,7 @@ tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
     *flag = 0;
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
     return guarded([&] {
-        const tcaResult r = dev->take_notification(handle->node, slot, tag, false);
+        const tcaResult r = dev->take_notification(*handle, slot, tag, false);
         if (r == tcaErrorNotReady) return tcaSuccess;
         *flag = r == tcaSuccess;
         return r;
@@ -371,7 +435,9 @@ tcaResult tcaInterruptCount(uint32_t *count) {
 tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
     TCA_REQUIRE_DEVICE(dev);
     if (timeout_us < 0) return tcaErrorInvalidValue;
-    return dev->interrupt_wait(seen, timeout_us * 1000);
+    // Huge timeouts mean "forever": keep now + timeout (in ns) from overflowing.
+    constexpr int64_t kForever_us = INT64_MAX / 1000 / 4;
+    return dev->interrupt_wait(seen, std::min(timeout_us, kForever_us) * 1000);
 }
 
 tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {

@@ -17,7 +17,8 @@ namespace tca::loopback {
 struct WaitPolicy {
     int64_t spin_ns = 20'000;             // busy-poll this long before sleeping (TCA_SPIN_NS)
     int64_t timeout_ns = 30'000'000'000;  // give up after (TCA_TIMEOUT_MS)
-    static WaitPolicy from_environment();
+    // tcaErrorInvalidValue (after a line naming the variable) on a bad value.
+    static Result from_environment(WaitPolicy *out);
 };
 
 class NodeSet {

@@ -39,8 +39,10 @@ RemoteWriter::~RemoteWriter() {
 Result RemoteWriter::check_registration(const tcaHandle &h) const noexcept {
     if (h.reg_index >= kMaxRegistrations) return tcaErrorInvalidHandle;
     const RegistrationEntry &e = nodes_.view(h.node).registrations()[h.reg_index];
-    if (e.key.load(std::memory_order_acquire) != h.key || e.base != h.addr || e.size != h.size)
-        return tcaErrorNotRegistered;
+    if (e.key.load(std::memory_order_acquire) != h.key) return tcaErrorNotRegistered;  // stale or forged
+    // The right key with other fields: a corrupted copy.  The region byte
+    // decides how addr is used (an internal-memory offset or a pointer).
+    if (e.base != h.addr || e.size != h.size || e.region != h.region) return tcaErrorInvalidHandle;
     return tcaSuccess;
 }
 

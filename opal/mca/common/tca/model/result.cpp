@@ -20,7 +20,8 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "peer node has exited or is unreachable",
     "timed out waiting (see TCA_TIMEOUT_MS)",
     "out of memory",
-    "not supported here (GPU memory needs a CUDA build and a CUDA device)",
+    "not supported here (GPU memory needs a CUDA build and a CUDA device; an unrecognised launcher needs "
+    "TCA_NODE_ID/TCA_NUM_NODES)",
     "an operating-system call failed (details were logged to stderr)",
     "DMA channel busy: it is still running a chain",
     "invalid notification slot: valid slots are 0..TCA_NOTIFY_SLOTS-1",
