@@ -83,12 +83,26 @@ void warn_foreign(const std::string &name, const std::string &why) {
                      name.c_str(), why.c_str());
 }
 
-// Calls f(name) for every /dev/shm entry that starts with prefix ("/"-less).
-void for_each_entry(const std::string &prefix, const std::function<void(const std::string &)> &f) {
+// Calls f(name, fd, st) for every /dev/shm file under prefix (a shm name,
+// "/..."), that open_own_segment_file accepts; the descriptor is closed after
+// f returns.  The rest is never mapped (and named once on stderr if warn).
+using OwnFileVisitor = std::function<void(const std::string &name, int fd, const struct stat &st)>;
+void for_each_own_file(const std::string &prefix, bool warn, const OwnFileVisitor &f) {
     DIR *d = opendir("/dev/shm");
     if (d == nullptr) return;
-    while (dirent *e = readdir(d))
-        if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) f(std::string("/") + e->d_name);
+    while (dirent *e = readdir(d)) {
+        if (std::strncmp(e->d_name, prefix.c_str() + 1, prefix.size() - 1) != 0) continue;
+        const std::string name = std::string("/") + e->d_name;
+        struct stat st {};
+        std::string why;
+        const int fd = open_own_segment_file(name, &st, &why);
+        if (fd < 0) {
+            if (warn && !why.empty()) warn_foreign(name, why);
+            continue;
+        }
+        f(name, fd, st);
+        close(fd);
+    }
     closedir(d);
 }
 }  // namespace
@@ -267,17 +281,9 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
 // a dead predecessor (a killed run with the same key) are removed.
 Result MappedSegment::check_no_live_twin(const std::string &job_key, int node) {
     Result result = tcaSuccess;
-    for_each_entry(segment_prefix(job_key, node).substr(1), [&](const std::string &name) {
+    for_each_own_file(segment_prefix(job_key, node), true, [&](const std::string &name, int fd, const struct stat &st) {
         if (name == name_ || result != tcaSuccess) return;
-        struct stat st {};
-        std::string why;
-        const int fd = open_own_segment_file(name, &st, &why);
-        if (fd < 0) {
-            if (!why.empty()) warn_foreign(name, why);
-            return;
-        }
         SegmentHeader *h = map_header(fd, st);
-        close(fd);
         if (h == nullptr) return;
         if (h->magic == kSegmentMagic && h->node_id == static_cast<uint32_t>(node) &&
             std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) == 0) {
@@ -299,21 +305,10 @@ Result MappedSegment::check_no_live_twin(const std::string &job_key, int node) {
 Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes) {
     reset();
     Result result = tcaErrorNotReady;
-    for_each_entry(segment_prefix(job_key, node).substr(1), [&](const std::string &name) {
+    for_each_own_file(segment_prefix(job_key, node), true, [&](const std::string &name, int fd, const struct stat &st) {
         if (result != tcaErrorNotReady) return;
-        struct stat st {};
-        std::string why;
-        const int fd = open_own_segment_file(name, &st, &why);
-        if (fd < 0) {
-            if (!why.empty()) warn_foreign(name, why);
-            return;
-        }
-        if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) {  // still being sized
-            close(fd);
-            return;
-        }
+        if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) return;  // still being sized
         void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
         if (p == MAP_FAILED) {
             result = tcaErrorSystem;
             return;
@@ -353,11 +348,8 @@ Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes
 
 int remove_stale_segments() noexcept {
     int removed = 0;
-    for_each_entry(user_prefix(), [&](const std::string &name) {
-        struct stat st {};
-        std::string why;
-        const int fd = open_own_segment_file(name, &st, &why);
-        if (fd < 0) return;  // not ours: never mapped, never removed
+    // Files that are not ours are skipped quietly: never mapped, never removed.
+    for_each_own_file("/" + user_prefix(), false, [&](const std::string &name, int fd, const struct stat &st) {
         bool stale = false;
         if (SegmentHeader *h = map_header(fd, st)) {
             stale = is_stale(h);
@@ -365,7 +357,6 @@ int remove_stale_segments() noexcept {
         } else if (st.st_size == 0 && st.st_mtime + 60 < time(nullptr)) {
             stale = true;  // never sized: its creator died between open and ftruncate
         }
-        close(fd);
         if (stale && shm_unlink(name.c_str()) == 0) ++removed;
     });
     return removed;
