@@ -7,75 +7,19 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
-#include <shared_mutex>
-#include <unordered_set>
 #include <vector>
 
+#include "desc_registry.hpp"
 #include "device.hpp"
 #include "model/descriptor.hpp"
 #include "tca.h"
 
-struct tcaDesc {
-    std::vector<tca::Descriptor> chain;
-};
+using tca::descs;
 
 namespace {
-
-// Every tcaDesc that tcaDescNew made and tcaDescFree has not freed.  A freed,
-// forged or foreign pointer is refused (tcaErrorInvalidValue) before it is
-// dereferenced: a second tcaDescFree is an error, not a crash.  Calls on a
-// descriptor hold the lock shared, tcaDescFree exclusively, so a free racing a
-// use in another thread is refused too.  Freed descriptors are kept (empty) in
-// a quarantine for a while, so the next tcaDescNew does not get the same
-// address back and turn a double free into freeing someone else's chain.
-// Never destroyed: a descriptor may be freed from another static destructor at exit.
-class DescRegistry {
-public:
-    tcaDesc *create() {
-        auto *d = new (std::nothrow) tcaDesc;
-        if (d == nullptr) return nullptr;
-        try {
-            std::unique_lock g(lock_);
-            live_.insert(d);
-        } catch (...) {
-            delete d;
-            return nullptr;
-        }
-        return d;
-    }
-    bool destroy(tcaDesc *d) {
-        std::unique_lock g(lock_);
-        if (live_.erase(d) == 0) return false;
-        std::vector<tca::Descriptor>().swap(d->chain);  // its memory goes back now
-        quarantine_.push_back(d);
-        if (quarantine_.size() > kQuarantine) {
-            delete quarantine_.front();
-            quarantine_.pop_front();
-        }
-        return true;
-    }
-    // f(desc) under the shared lock, or tcaErrorInvalidValue for an unknown pointer.
-    template <class F>
-    tcaResult with(const tcaDesc *d, F &&f) {
-        std::shared_lock g(lock_);
-        if (d == nullptr || live_.count(d) == 0) return tcaErrorInvalidValue;
-        return f(const_cast<tcaDesc *>(d));
-    }
-
-private:
-    static constexpr size_t kQuarantine = 1024;
-    std::shared_mutex lock_;
-    std::unordered_set<const tcaDesc *> live_;
-    std::deque<tcaDesc *> quarantine_;
-};
-DescRegistry &descs() {
-    static auto *r = new DescRegistry;
-    return *r;
-}
 
 // The process's one node.  tcaInit/tcaFinalize are reference counted: an
 // application using the TCA API and the MPI components (btl, coll) in the
@@ -101,9 +45,16 @@ tca::Device *device() noexcept { return g_device.load(std::memory_order_acquire)
 // fork(): the child must never touch its parent's node (its engine thread
 // does not exist there, and tearing the node down would end it for the
 // parent).  The child starts uninitialised and leaks its copy on purpose.
-void fork_prepare() { g_owner.lock.lock(); }
-void fork_parent() { g_owner.lock.unlock(); }
+void fork_prepare() {
+    g_owner.lock.lock();
+    descs().lock_for_fork();
+}
+void fork_parent() {
+    descs().unlock_after_fork();
+    g_owner.lock.unlock();
+}
 void fork_child() {
+    descs().unlock_after_fork();
     g_device.store(nullptr, std::memory_order_relaxed);
     (void) g_owner.device.release();
     g_owner.refs = 0;
