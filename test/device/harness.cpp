@@ -28,6 +28,18 @@ void Board::barrier() {
         if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
+void Board::end_barrier(int node) {
+    int running = 0;
+    if (!end_state[node].compare_exchange_strong(running, 1, std::memory_order_acq_rel)) return;
+    for (int spins = 0;; ++spins) {
+        bool all = true;
+        for (int i = 0; i < num_nodes; ++i)
+            if (end_state[i].load(std::memory_order_acquire) == 0) all = false;
+        if (all) return;
+        if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
 tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine) {
     const tcaResult r = tcaCreateHandle(mine, buf, size, type);
     if (r != tcaSuccess) {
@@ -115,6 +127,9 @@ void apply_env(const std::string &env) {
                 }
             }
             int rc = body(node, *board);
+            // Peers may still be writing to this node (a last remote counter
+            // add, a put): tear down only once every node is done.
+            board->end_barrier(node);
             if (opt.init && tcaFinalize() != tcaSuccess && rc == 0) rc = 3;
             std::fflush(stdout);
             std::fflush(stderr);
@@ -133,6 +148,10 @@ void apply_env(const std::string &env) {
             if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
                 status[i] = st;
                 --remaining;
+                // Gone before the final barrier (failed or killed): the
+                // others must not wait for it there.
+                int running = 0;
+                board->end_state[i].compare_exchange_strong(running, 2, std::memory_order_acq_rel);
             }
         }
         if (remaining == 0) break;
