@@ -33,12 +33,14 @@ if [ "$OMPI_INFO" = 1 ]; then
 fi
 
 # Segments this run left behind: new since its start, mapped by no live
-# process (other people's tests running at the same time map theirs).
+# process (other people's tests running at the same time map theirs).  By
+# inode: a segment is mapped under the temporary name it was built under.
 before=$(ls /dev/shm 2>/dev/null | grep '^tca-')
 left_behind() {
     for f in $(ls /dev/shm 2>/dev/null | grep '^tca-'); do
         printf '%s\n' "$before" | grep -qxF "$f" && continue
-        grep -qsF "/dev/shm/$f" /proc/[0-9]*/maps && continue
+        ino=$(stat -c %i "/dev/shm/$f" 2>/dev/null) || continue
+        grep -qsE " $ino +/dev/shm/" /proc/[0-9]*/maps && continue
         echo "$f"
     done
 }
