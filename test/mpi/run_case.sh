@@ -32,18 +32,8 @@ if [ "$OMPI_INFO" = 1 ]; then
     exit $status
 fi
 
-# Segments this run left behind: new since its start, mapped by no live
-# process (other people's tests running at the same time map theirs).  By
-# inode: a segment is mapped under the temporary name it was built under.
-before=$(ls /dev/shm 2>/dev/null | grep '^tca-')
-left_behind() {
-    for f in $(ls /dev/shm 2>/dev/null | grep '^tca-'); do
-        printf '%s\n' "$before" | grep -qxF "$f" && continue
-        ino=$(stat -c %i "/dev/shm/$f" 2>/dev/null) || continue
-        grep -qsE " $ino +/dev/shm/" /proc/[0-9]*/maps && continue
-        echo "$f"
-    done
-}
+shm_before=$(mktemp)
+ls /dev/shm 2>/dev/null | grep '^tca-' >"$shm_before"
 
 out=$(mktemp)
 start=$(date +%s)
@@ -63,15 +53,6 @@ else
     grep -q "^$TEST: passed" "$out" || { echo "FAIL: no pass line"; status=1; }
 fi
 if command -v check_output >/dev/null 2>&1; then check_output "$out" || status=1; fi
-# The launcher's cleanup of an aborted job, and a finishing test of someone
-# else between unmapping and unlinking, take a moment: ask again for 5 s.
-tries=0
-left=$(left_behind)
-while [ -n "$left" ] && [ $tries -lt 5 ]; do
-    sleep 1
-    tries=$((tries + 1))
-    left=$(left_behind)
-done
-[ -z "$left" ] || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
-rm -f "$out"
+left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before") || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
+rm -f "$out" "$shm_before"
 exit $status
