@@ -24,8 +24,17 @@ void Board::barrier() {
         barrier_generation.fetch_add(1, std::memory_order_release);
         return;
     }
-    for (int spins = 0; barrier_generation.load(std::memory_order_acquire) == gen; ++spins)
-        if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    for (int spins = 0; barrier_generation.load(std::memory_order_acquire) == gen; ++spins) {
+        if (spins < 1000) continue;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        // A node that has gone will never arrive: fail now, not at the deadline.
+        for (int i = 0; i < num_nodes; ++i)
+            if (end_state[i].load(std::memory_order_acquire) == 2 &&
+                barrier_generation.load(std::memory_order_acquire) == gen) {
+                std::fprintf(stderr, "node %d gone: a barrier cannot complete\n", i);
+                std::_Exit(4);
+            }
+    }
 }
 
 void Board::end_barrier(int node) {

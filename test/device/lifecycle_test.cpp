@@ -101,6 +101,22 @@ TEST(Lifecycle, LastRemoteWriteBeforePeerReturnsIsSafe) {
     }));
 }
 
+// A node that fails before a barrier of the body does not hang the others
+// there either: they fail at once, not at the deadline.
+TEST(Lifecycle, FailedNodeDoesNotHangABarrier) {
+    NodeOptions opt;
+    opt.timeout_s = 60;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ::testing::AssertionResult r = run_nodes(3, [](int node, Board &b) {
+        if (node == 2) std::_Exit(7);
+        b.barrier();
+        return 0;
+    }, opt);
+    EXPECT_FALSE(r);
+    EXPECT_NE(std::string(r.message()).find("node 0 exited 4"), std::string::npos) << r.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
 // A node that fails before the final barrier does not hang the others there.
 TEST(Lifecycle, FailedNodeDoesNotHangTheFinalBarrier) {
     NodeOptions opt;
