@@ -49,7 +49,9 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes) : std::max<size_t>(1, p.bytes);
     if (p.max_segments > 0)  // e.g. a descriptor chain holds at most 255 entries
         plan.segment_bytes = std::max(plan.segment_bytes, (p.bytes + p.max_segments - 1) / p.max_segments);
-    plan.segments = p.bytes == 0 ? 0 : (p.bytes + plan.segment_bytes - 1) / plan.segment_bytes;
+    // Not (bytes + seg - 1) / seg: with a huge segment that wraps to 0 segments
+    // and the broadcast silently moves nothing.
+    plan.segments = p.bytes / plan.segment_bytes + (p.bytes % plan.segment_bytes != 0 ? 1 : 0);
     if (n <= 1) return plan;
 
     const std::vector<int> order = ring_order(p.root, node_of, std::max(1, ring_size));

@@ -19,12 +19,6 @@ public:
 
     tcaResult allocate(size_t bytes);
     void release() noexcept;
-    // Give up ownership without freeing: the memory stays allocated and
-    // registered for the process's life (a peer may still write into it).
-    void abandon() noexcept {
-        ptr_ = nullptr;
-        registered_ = false;
-    }
 
     unsigned char *data() const noexcept { return static_cast<unsigned char *>(ptr_); }
     const tcaHandle &handle() const noexcept { return handle_; }

@@ -1,70 +1,18 @@
 // tca_coll_core.cpp - the C entry points of coll tca's core: plan, buffer
-// registration, counter and channel allocation, engine.  Counters 128..255
-// and DMA channels 1..3 belong to coll tca (channel 0 is btl tca's).
+// registration, counter and channel acquisition, engine.  Counters and DMA
+// channels are acquired from the device layer (tcaCounterAcquire,
+// tcaChannelAcquire), which also serves btl tca and the application: running
+// out is an ordinary error the glue turns into a libnbc fallback.
 #include "tca_coll_core.h"
 
-#include <chrono>
 #include <memory>
-#include <mutex>
 #include <new>
-#include <thread>
 #include <vector>
 
 #include "bcast_engine.hpp"
 #include "device_area.hpp"
 
 using namespace tca::coll;
-
-namespace {
-
-constexpr int kFirstCounter = 128;
-constexpr int kFirstChannel = 1;
-
-struct Resources {
-    std::mutex lock;
-    std::vector<bool> counter_used = std::vector<bool>(TCA_NUM_COUNTERS, false);
-    bool channel_used[TCA_NUM_DMA_CHANNELS] = {};
-
-    // n consecutive counters (a parent's credit counters are addressed as
-    // first + child index); -1 if there is no such run free.
-    int take_counters(int n) {
-        std::lock_guard g(lock);
-        for (int c = kFirstCounter; c + n <= TCA_NUM_COUNTERS; ++c) {
-            int k = 0;
-            while (k < n && !counter_used[static_cast<size_t>(c + k)]) ++k;
-            if (k < n) {
-                c += k;
-                continue;
-            }
-            for (k = 0; k < n; ++k) counter_used[static_cast<size_t>(c + k)] = true;
-            return c;
-        }
-        return -1;
-    }
-    void give_counters(int c, int n) {
-        std::lock_guard g(lock);
-        for (int k = 0; c >= 0 && k < n; ++k) counter_used[static_cast<size_t>(c + k)] = false;
-    }
-    int take_channel() {
-        std::lock_guard g(lock);
-        for (int c = kFirstChannel; c < TCA_NUM_DMA_CHANNELS; ++c)
-            if (!channel_used[c]) {
-                channel_used[c] = true;
-                return c;
-            }
-        return -1;
-    }
-    void give_channel(int c) {
-        std::lock_guard g(lock);
-        if (c >= 0) channel_used[c] = false;
-    }
-};
-Resources &resources() {
-    static Resources r;
-    return r;
-}
-
-}  // namespace
 
 // Counters of one request, taken as one run: data, ready, go, done, then one
 // credit counter per child.
@@ -81,10 +29,10 @@ struct tca_coll_bcast {
     int first_counter = -1, num_counters = 0;
 
     ~tca_coll_bcast() {
-        engine.reset();
+        engine.reset();  // stops a program still waiting on triggers before its channel goes
         if (registered) tcaDestroyHandle(&setup.buffer_handle);
-        resources().give_counters(first_counter, num_counters);
-        resources().give_channel(setup.channel);
+        if (first_counter >= 0) tcaCounterRelease(first_counter, num_counters);
+        if (setup.channel >= 0) tcaChannelRelease(setup.channel);
     }
 };
 
@@ -113,11 +61,10 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     s.rank = p->rank;
     s.buffer = static_cast<unsigned char *>(p->buffer);
     const int nch = static_cast<int>(b->plan.roles[static_cast<size_t>(p->rank)].children.size());
+    // One run: a parent's credit counters are addressed as first + child index.
     b->num_counters = kFixedCounters + nch;
-    b->first_counter = resources().take_counters(b->num_counters);
-    if (b->first_counter < 0) {
-        b->num_counters = 0;
-        *err = tcaErrorInvalidCounter;
+    if ((*err = tcaCounterAcquire(b->num_counters, &b->first_counter)) != tcaSuccess) {
+        b->first_counter = -1;
         delete b;
         return nullptr;
     }
@@ -175,15 +122,19 @@ tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t
     s.children.clear();
     for (int i = 0; i < tca_coll_bcast_num_children(b); ++i) s.children.push_back(neighbour(children[i]));
     if (b->wanted_engine == TCA_COLL_ENGINE_OFFLOAD) {
+        // No free channel (btl tca's DMA puts, other requests or the
+        // application hold them all): this rank runs the thread engine,
+        // which moves data the same way, so the other ranks need not know.
         const bool needs_channel = offload_needs_channel(b->plan, s.rank);
-        if (needs_channel) s.channel = resources().take_channel();
+        if (needs_channel && tcaChannelAcquire(&s.channel) != tcaSuccess) s.channel = -1;
         if (!needs_channel || s.channel >= 0) {
             const tcaResult r = make_offload_engine(s, &b->engine);
             if (r == tcaSuccess) {
                 b->engine_kind = TCA_COLL_ENGINE_OFFLOAD;
                 return tcaSuccess;
             }
-            resources().give_channel(s.channel);
+            b->engine.reset();
+            if (s.channel >= 0) tcaChannelRelease(s.channel);
             s.channel = -1;
         }
     }
@@ -194,24 +145,15 @@ tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t
 
 tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b) { return b->engine ? b->engine->start() : tcaErrorNotReady; }
 tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b) { return b->engine ? b->engine->test() : tcaErrorNotReady; }
-void tca_coll_bcast_free(tca_coll_bcast_t *b) {
+int tca_coll_bcast_settled(const tca_coll_bcast_t *b) {
     // Staged plans: children return credits after their epoch is done, so the
-    // last ones may still be on their way; their engines send them without
-    // help from MPI.  Wait for them (bounded); should one never come (a child
-    // that never started its last epoch), keep the counters and scratch out
-    // of reuse rather than let a late credit land in another request.
+    // last ones may still be on their way (their engines send them without
+    // help from MPI).  Until they are in, a late credit would land in
+    // whichever request takes these counters and this scratch next.
     const uint64_t epochs = b->engine ? b->engine->epochs() : 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (!credits_settled(b->setup, epochs)) {
-        tcaProgress(nullptr);
-        if (std::chrono::steady_clock::now() > deadline) {
-            b->first_counter = -1;
-            b->scratch.abandon();
-            break;
-        }
-        std::this_thread::yield();
-    }
-    delete b;
+    return credits_settled(b->setup, epochs) ? 1 : 0;
 }
+
+void tca_coll_bcast_free(tca_coll_bcast_t *b) { delete b; }
 
 }  // extern "C"

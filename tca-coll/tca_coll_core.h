@@ -38,11 +38,12 @@ typedef struct tca_coll_bcast_params {
     size_t bytes;
     size_t segment_bytes, chain_threshold;
     size_t staging_bytes; /* messages up to this size are staged (0: never) */
-    int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread without a free channel) */
+    int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread where no channel can be acquired) */
 } tca_coll_bcast_params_t;
 
-/* Plans, registers the buffer, takes counters (and staging memory); *mine is what to send
- * to the parent and children.  NULL on failure (*err says why). */
+/* Plans, registers the buffer, acquires counters (and staging memory); *mine is what to send
+ * to the parent and children.  NULL on failure (*err says why: tcaErrorNoResource when the
+ * device has no run of free counters left). */
 TCA_COLL_HIDDEN tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_peer_info_t *mine,
                                                      tcaResult *err);
 TCA_COLL_HIDDEN int tca_coll_bcast_parent(const tca_coll_bcast_t *b); /* -1 at the root */
@@ -55,6 +56,11 @@ TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b);
 /* tcaSuccess: this rank's part of the epoch is done; tcaErrorNotReady: not yet. */
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b);
+/* 1 when nothing can still land in this request's counters and memory (the
+ * children's last credits are in): then tca_coll_bcast_free may give them
+ * back to the device.  Never waits. */
+TCA_COLL_HIDDEN int tca_coll_bcast_settled(const tca_coll_bcast_t *b);
+/* Releases at once: counters, channel, registrations and memory. */
 TCA_COLL_HIDDEN void tca_coll_bcast_free(tca_coll_bcast_t *b);
 
 #ifdef __cplusplus

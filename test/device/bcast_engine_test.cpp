@@ -13,6 +13,7 @@
 #include "bcast_engine.hpp"
 #include "device_area.hpp"
 #include "harness.hpp"
+#include "tca_coll_core.h"
 
 using namespace tca::coll;
 using namespace tca::test;
@@ -122,4 +123,59 @@ TEST(BcastEngine, MixedEnginesInterOperate) {
 }
 TEST(BcastEngine, EmptyMessage) {
     EXPECT_TRUE(run_nodes(3, [](int node, Board &b) { return run_bcast(node, b, 3, 0, 0, Engine::Offload, 5); }));
+}
+
+// The C core of coll tca takes its counters from the device layer, one run
+// per request (4 + children), and gives them back on free: when an
+// application or earlier requests hold them, a new request fails with the
+// named error (the glue then lets libnbc run it on every rank), never with
+// a clash.  Freed requests that never ran are settled at once.
+TEST(BcastCore, CountersComeFromTheDeviceAndGoBack) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
+        const int node_of[4] = {0, 1, 0, 1};
+        std::vector<unsigned char> buf(1000);
+        tca_coll_bcast_params_t p{};
+        p.node_of = node_of;
+        p.size = 4;
+        p.rank = node;  // rank 0 is the root with two children, rank 1 has one
+        p.root = 0;
+        p.buffer = buf.data();
+        p.bytes = buf.size();
+        p.segment_bytes = 64 * 1024;
+        p.chain_threshold = 256 * 1024;
+        p.staging_bytes = 8192;
+        p.engine = TCA_COLL_ENGINE_OFFLOAD;
+        tcaDeviceAttr a{};
+        NODE_OK(tcaQueryDevice(&a));
+        const int free0 = a.free_counters;
+        std::vector<tca_coll_bcast_t *> live;
+        tcaResult err = tcaSuccess;
+        for (;;) {
+            tca_coll_peer_info_t mine;
+            tca_coll_bcast_t *bc = tca_coll_bcast_new(&p, &mine, &err);
+            if (bc == nullptr) break;
+            NODE_CHECK(mine.data_counter >= 0 && mine.ready_counter == mine.data_counter + 1);
+            live.push_back(bc);
+        }
+        NODE_EXPECT_RESULT(tcaErrorNoResource, err);
+        const int per_request = 4 + tca_coll_bcast_num_children(live.front());
+        NODE_CHECK(static_cast<int>(live.size()) == TCA_NUM_COUNTERS / per_request);
+        NODE_OK(tcaQueryDevice(&a));
+        NODE_CHECK(a.free_counters == free0 - static_cast<int>(live.size()) * per_request);
+        for (tca_coll_bcast_t *bc : live) {
+            NODE_CHECK(tca_coll_bcast_settled(bc) == 1);  // never ran: nothing can be on its way
+            tca_coll_bcast_free(bc);
+        }
+        NODE_OK(tcaQueryDevice(&a));
+        NODE_CHECK(a.free_counters == free0);
+        // Counters an application holds are never handed to a request.
+        int first = -1;
+        NODE_OK(tcaCounterAcquire(TCA_NUM_COUNTERS - 3, &first));
+        tca_coll_peer_info_t mine;
+        NODE_CHECK(tca_coll_bcast_new(&p, &mine, &err) == nullptr);
+        NODE_EXPECT_RESULT(tcaErrorNoResource, err);
+        NODE_OK(tcaCounterRelease(first, TCA_NUM_COUNTERS - 3));
+        b.barrier();
+        return 0;
+    }));
 }

@@ -26,8 +26,10 @@ TEST(Errors, NotInitialised) {
         const std::string key = unique_job_key("twice");
         tcaInitParams ok{key.c_str(), 0, 1};
         NODE_OK(tcaInitWithParams(&ok));
-        NODE_EXPECT_RESULT(tcaErrorAlreadyInitialized, tcaInit());
+        tcaInitParams other{key.c_str(), 1, 2};  // another node: refused, the running one stays
+        NODE_EXPECT_RESULT(tcaErrorAlreadyInitialized, tcaInitWithParams(&other));
         NODE_OK(tcaFinalize());
+        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
         return 0;
     }, opt));
 }

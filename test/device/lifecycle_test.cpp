@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "harness.hpp"
@@ -29,10 +30,16 @@ TEST(Lifecycle, SegmentsArePrivateToTheUser) {
     const std::string key = opt.job_key;
     EXPECT_TRUE(run_nodes(1, [key](int, Board &) {
         struct stat st {};
-        const std::string path = "/dev/shm/tca-" + std::to_string(getuid()) + "-" + key + "-0";
-        NODE_CHECK(stat(path.c_str(), &st) == 0);
-        NODE_CHECK((st.st_mode & 0777) == 0600);
+        char path[256];
+        NODE_OK(tcaGetBackingPath(path, sizeof path));
+        // /dev/shm/tca-<uid>-<key>-<node>-<16 random hex digits>
+        const std::string prefix = "/dev/shm/tca-" + std::to_string(getuid()) + "-" + key + "-0-";
+        NODE_CHECK(std::string(path).rfind(prefix, 0) == 0);
+        NODE_CHECK(std::strlen(path) == prefix.size() + 16);
+        NODE_CHECK(stat(path, &st) == 0);
+        NODE_CHECK((st.st_mode & 07777) == 0600);
         NODE_CHECK(st.st_uid == getuid());
+        NODE_CHECK(st.st_nlink == 1);
         return 0;
     }, opt));
 }

@@ -80,6 +80,45 @@ static void test_pingpong(void) {
     }
 }
 
+/* ---- large messages both ways at once, then many senders into one ----
+ * Every rank writes into its peer while the peer writes into it: on the
+ * bounce path (TCA_SINGLE_COPY=0) each node's engine thread and application
+ * thread both serve the node's mailbox.  A race there delivered one 256 KiB
+ * chunk holding the next chunk's bytes in about 1 exchange of 100, so this
+ * repeats hundreds of times and checks every byte. */
+static void test_bidir(void) {
+    const size_t n = (4u << 20) + 12345; /* 17 bounce chunks, the last one partial */
+    const int rounds = 300;
+    unsigned char *out = xmalloc(n), *in = xmalloc(n);
+    const int peer = rank ^ 1;
+    if (peer < size) {
+        for (int r = 0; r < rounds; r++) {
+            fill(out, n, (unsigned) (rank * 1000 + r));
+            memset(in, 0, n);
+            MPI_Sendrecv(out, (int) n, MPI_BYTE, peer, r, in, (int) n, MPI_BYTE, peer, r, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            check(in, n, (unsigned) (peer * 1000 + r), "bidirectional sendrecv");
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* many-to-one: every other rank sends to rank 0 at the same time */
+    const size_t m = (2u << 20) + 7;
+    for (int r = 0; r < 20; r++) {
+        if (rank == 0) {
+            for (int k = 1; k < size; k++) {
+                MPI_Status st;
+                MPI_Recv(in, (int) m, MPI_BYTE, MPI_ANY_SOURCE, r, MPI_COMM_WORLD, &st);
+                check(in, m, (unsigned) (st.MPI_SOURCE * 77 + r), "many-to-one");
+            }
+        } else {
+            fill(out, m, (unsigned) (rank * 77 + r));
+            MPI_Send(out, (int) m, MPI_BYTE, 0, r, MPI_COMM_WORLD);
+        }
+    }
+    free(out);
+    free(in);
+}
+
 /* ---- non-contiguous datatypes, both directions ---- */
 struct particle {
     int id;
@@ -559,7 +598,8 @@ int main(int argc, char **argv) {
     } tests[] = {{"pingpong", test_pingpong, 2}, {"datatypes", test_datatypes, 2}, {"matching", test_matching, 2},
                  {"flood", test_flood, 2},       {"modes", test_modes, 2},         {"persistent", test_persistent, 2},
                  {"waitmix", test_waitmix, 2},   {"threads", test_threads, 2},     {"comms", test_comms, 2},
-                 {"allpairs", test_allpairs, 2}, {"overlap", test_overlap, 2},     {"kill", test_kill, 2}};
+                 {"allpairs", test_allpairs, 2}, {"overlap", test_overlap, 2},     {"kill", test_kill, 2},
+                 {"bidir", test_bidir, 2}};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (strcmp(name, tests[i].name)) continue;
         if (size < tests[i].min_ranks) FAIL("%s needs %d ranks", name, tests[i].min_ranks);

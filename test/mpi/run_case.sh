@@ -2,10 +2,11 @@
 # run_case.sh CASE.mpi - one MPI test run over btl tca (automake log compiler).
 # A case file sets NP, TEST (a sub-test of BIN, default tca_p2p_test), optionally MCA
 # (extra mpirun arguments), EXPECT_FAILURE/MAX_SECONDS, a check_output
-# function over the run's output, or OMPI_INFO=1 for the parameter check.
+# function over the run's output, or OMPI_INFO=1 for the parameter check, or
+# PARAM_TABLE for one short run per row of hostile settings (see below).
 case_file=$1
 srcdir=${srcdir:-.}
-NP=2 TEST= MCA= EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test
+NP=2 TEST= MCA= EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
 . "$case_file"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TCA_COMPONENT_DIR=$(pwd)/.libs
@@ -34,6 +35,59 @@ fi
 
 shm_before=$(mktemp)
 ls /dev/shm 2>/dev/null | grep '^tca-' >"$shm_before"
+if [ -n "$PARAM_TABLE" ]; then
+    # Rows "NAME VALUE OUTCOME PATTERN": run $BIN once with the MCA parameter
+    # NAME (or, for TCA_*, the environment variable) set to VALUE (<empty>: "").
+    # OUTCOME fail: the job must fail, within ROW_SECONDS; decline: it must
+    # pass (the component steps aside, the next one does the work, the data
+    # is checked); ok: it must pass without a complaint.  fail and decline
+    # must print PATTERN (the parameter's name), ok must not print "cannot use".
+    table=$(mktemp) out=$(mktemp)
+    printf '%s\n' "$PARAM_TABLE" >"$table"
+    status=0 rows=0
+    while read -r name value outcome pattern; do
+        case "$name" in ''|'#'*) continue ;; esac
+        [ "$value" = "<empty>" ] && value=
+        case "$name" in TCA_*) var=$name ;; *) var=OMPI_MCA_$name ;; esac
+        rows=$((rows + 1))
+        start=$(date +%s)
+        # shellcheck disable=SC2086
+        env "$var=$value" timeout "$ROW_SECONDS" "$run" --oversubscribe --bind-to none $MCA -np "$NP" "./$BIN" \
+            </dev/null >"$out" 2>&1  # mpirun would read the table
+        rc=$?
+        elapsed=$(($(date +%s) - start))
+        named=0
+        grep -q -e "$pattern" "$out" && named=1
+        passed=0
+        [ $rc -eq 0 ] && grep -q "passed" "$out" && passed=1
+        why=
+        case "$outcome" in
+        fail)
+            [ $rc -ne 0 ] || why="the job should have failed"
+            [ $rc -ne 124 ] || why="the job hung"
+            [ $named = 1 ] || why="${why:+$why; }no message naming $pattern" ;;
+        decline)
+            [ $passed = 1 ] || why="the job should have passed (exit $rc)"
+            [ $named = 1 ] || why="${why:+$why; }no message naming $pattern" ;;
+        ok)
+            [ $passed = 1 ] || why="the job should have passed (exit $rc)"
+            ! grep -q "cannot use" "$out" || why="${why:+$why; }a valid value was refused" ;;
+        *) why="unknown outcome '$outcome' in $case_file" ;;
+        esac
+        if [ -n "$why" ]; then
+            echo "FAIL: $var='$value' ($outcome): $why; output:"
+            sed 's/^/    /' "$out"
+            status=1
+        else
+            echo "ok   $var='$value' ($outcome, exit $rc, ${elapsed}s)"
+        fi
+    done <"$table"
+    rm -f "$table" "$out"
+    echo "$rows rows"
+    left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before") || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
+    rm -f "$shm_before"
+    exit $status
+fi
 
 out=$(mktemp)
 start=$(date +%s)

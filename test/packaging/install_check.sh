@@ -27,6 +27,10 @@ staged_lib=${staged_components%/*}
 ls "$staged_lib"/libmca_common_tca.so* >/dev/null 2>&1 || fail "libmca_common_tca.so not in $staged_lib"
 ls "$staged_lib"/libtca_mpi.so* >/dev/null 2>&1 || fail "libtca_mpi.so not in $staged_lib"
 [ -n "$(find "$tmp/root" -name tca.h)" ] || fail "tca.h not installed"
+# Every help file of the components (opal_show_help texts).
+for h in $(cd "${srcdir:-.}" && find opal ompi -name 'help-*.txt'); do
+    [ -n "$(find "$tmp/root" -name "${h##*/}")" ] || fail "${h##*/} not installed"
+done
 
 run=$(find "$tmp/root" -name tca-mpirun)
 [ -n "$run" ] && [ -x "$run" ] || { fail "tca-mpirun not installed (or not executable)"; exit 1; }

@@ -148,3 +148,18 @@ TEST(BcastPlan, SmallMessagesAreStagedWithinTheChainLimit) {
     EXPECT_EQ(plan_bcast({0, 4096, 65536, 2048, 0, 8192}, nodes, 4).slots, 0u);   // a chain
     EXPECT_EQ(plan_bcast({0, 100, 65536, 65536, 0, 0}, nodes, 4).slots, 0u);      // staging off
 }
+
+// coll_tca_segment_size=-1 reaches the planner as SIZE_MAX: the message must
+// still be one whole segment, not zero segments (a broadcast that moved nothing).
+TEST(BcastPlan, HugeSegmentSizeStillCoversTheMessage) {
+    for (size_t seg : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 2 + 1}) {
+        PlanParams p;
+        p.bytes = 9u << 20;
+        p.segment_bytes = seg;
+        p.chain_threshold = 1;
+        const BcastPlan plan = plan_bcast(p, identity(4), 4);
+        ASSERT_EQ(plan.shape, Shape::Chain);
+        EXPECT_EQ(plan.segments, 1u) << seg;
+        EXPECT_EQ(plan.segment_length(0), p.bytes) << seg;
+    }
+}

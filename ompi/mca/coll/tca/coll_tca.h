@@ -30,6 +30,7 @@ typedef struct mca_coll_tca_component_t {
     /* requests the progress function looks after */
     opal_mutex_t lock;
     opal_list_t active;
+    opal_list_t freed; /* freed by the user; their resources go back once no late peer can write */
     int progress_registered;
 } mca_coll_tca_component_t;
 
@@ -47,11 +48,14 @@ typedef struct mca_coll_tca_module_t {
 OBJ_CLASS_DECLARATION(mca_coll_tca_module_t);
 
 int mca_coll_tca_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+/* false (after showing help that names the parameter) if an MCA value is unusable */
+bool mca_coll_tca_params_valid(void);
 mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm, int *priority);
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                             struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
                             mca_coll_base_module_t *module);
 int mca_coll_tca_progress(void);
+void mca_coll_tca_release_freed(int force);
 
 END_C_DECLS
 #endif

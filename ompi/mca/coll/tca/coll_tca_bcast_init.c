@@ -6,6 +6,17 @@
  * buffer handle and counters.  The progress function finishes the exchange,
  * builds the engine (for the offload engine: the descriptor program) and runs
  * a start that came before it was ready.  MPI_Start only kicks the engine.
+ *
+ * Every rank takes the same path: what decides between tca and libnbc is
+ * either equal on every rank (the communicator, the message size, MCA values
+ * registered with MCA_BASE_VAR_SCOPE_ALL_EQ) or agreed once, here, by one
+ * small allreduce: each rank says whether its layout is contiguous, whether
+ * it got the device resources the request needs, and which plan parameters it
+ * uses.  Any "no" sends the request to libnbc everywhere.
+ *
+ * MPI_Request_free never waits for other ranks: a request whose last credits
+ * are still on their way from late children is parked, and its counters,
+ * channel and memory go back to the device from progress once they are in.
  */
 #include "coll_tca.h"
 
@@ -17,10 +28,15 @@
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/mca/pml/pml.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/show_help.h"
+#include "tca_mca_check.h"
 
 int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
 
 enum { EXCHANGING, IDLE, RUNNING };
+
+/* The agreement of bcast_init: MPI_MIN of each entry over the communicator. */
+enum { VOTE_CONTIGUOUS, VOTE_RESOURCES, VOTE_PARAMS, VOTE_PARAMS_NEG, VOTE_COUNT };
 
 typedef struct mca_coll_tca_request_t {
     ompi_request_t super;
@@ -64,8 +80,81 @@ static void track(mca_coll_tca_request_t *r) {
 }
 
 static int fail(const char *what, tcaResult r) {
-    opal_output(0, "coll tca: %s: %s", what, tcaGetErrorString(r));
+    tca_show_help("help-coll-tca.txt", "call-failed", what, tcaGetErrorString(r));
     return OMPI_ERROR;
+}
+
+/* The plan parameters every rank must share (they shape the tree and the
+ * segments), folded into 30 bits; voted as (d, -d) so MIN tells equality. */
+static int params_digest(void) {
+    const mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    const uint64_t v[] = {c->segment_bytes, c->chain_threshold, c->staging_bytes};
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) h = (h ^ v[i]) * 1099511628211ull;
+    return (int) ((h ^ (h >> 32)) & 0x3fffffff);
+}
+
+/* Why the communicator as a whole cannot take this request (NULL: it can).
+ * `mine` is this rank's vote, `all` the agreed one. */
+static const char *refusal(const int *mine, const int *all, tcaResult local_error, char *why, size_t len) {
+    if (!all[VOTE_CONTIGUOUS]) return mine[VOTE_CONTIGUOUS] ? "non-contiguous datatype at another rank" : "non-contiguous datatype";
+    if (all[VOTE_PARAMS] != -all[VOTE_PARAMS_NEG]) return "coll_tca segment/chain/staging sizes differ between ranks";
+    if (!all[VOTE_RESOURCES]) {
+        if (mine[VOTE_RESOURCES]) return "no device resources at another rank";
+        snprintf(why, len, "no device resources here: %s", tcaGetErrorString(local_error));
+        return why;
+    }
+    return NULL;
+}
+
+static void destroy(mca_coll_tca_request_t *r) {
+    if (NULL != r->core) tca_coll_bcast_free(r->core);
+    r->core = NULL;
+    free(r->children);
+    free(r->exchange);
+    OBJ_RELEASE(r);
+}
+
+/* c->lock held.  The one-time exchange of a freed request is done (its
+ * buffers may go)?  Frees the PML requests when it is. */
+static int exchange_finished(mca_coll_tca_request_t *r) {
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) return 0;
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i]) ompi_request_free(&r->exchange[i]);
+    r->nexchange = 0;
+    return 1;
+}
+
+/* Give the resources of freed requests back once nothing can land in them
+ * any more; force (component close, after every peer finished): all of them. */
+void mca_coll_tca_release_freed(int force) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    mca_coll_tca_request_t *r, *next;
+    if (opal_list_is_empty(&c->freed)) return;
+    OPAL_THREAD_LOCK(&c->lock);
+    OPAL_LIST_FOREACH_SAFE(r, next, &c->freed, mca_coll_tca_request_t) {
+        if (force) {
+            opal_list_remove_item(&c->freed, &r->super.super.super);
+            if (NULL != r->core) tca_coll_bcast_free(r->core);
+            r->core = NULL;
+            if (0 == r->nexchange) destroy(r); /* else its buffers stay with the PML's requests */
+            continue;
+        }
+        if (!exchange_finished(r) || (NULL != r->core && !tca_coll_bcast_settled(r->core))) continue;
+        opal_list_remove_item(&c->freed, &r->super.super.super);
+        destroy(r);
+    }
+    OPAL_THREAD_UNLOCK(&c->lock);
+}
+
+static int fall_back(const char *why, void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                     struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+                     mca_coll_tca_module_t *m, size_t bytes) {
+    opal_output_verbose(10, ompi_coll_base_framework.framework_output,
+                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): libnbc (%s)", comm->c_name, bytes,
+                        root, why);
+    return m->previous_bcast_init(buff, count, datatype, root, comm, info, request, m->previous_bcast_init_module);
 }
 
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
@@ -75,26 +164,72 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     size_t type_size = 0;
     ompi_datatype_type_size(datatype, &type_size);
     const size_t bytes = type_size * (size_t) count;
-    /* Not ours (the same answer on every rank): libnbc's persistent broadcast. */
+    /* Not ours, from facts equal on every rank (the members' modex, the type
+     * signature's size, coll_tca_min_bytes): libnbc, no communication. */
     const char *why = !mca_coll_tca_module_usable(m, comm) ? "a member outside the tca sub-cluster"
                       : bytes < mca_coll_tca_component.min_bytes  ? "below coll_tca_min_bytes"
-                      : !ompi_datatype_is_contiguous_memory_layout(datatype, count) ? "non-contiguous datatype"
-                                                                                      : NULL;
-    if (NULL != why) {
-        opal_output_verbose(10, ompi_coll_base_framework.framework_output,
-                            "coll:tca: persistent broadcast on %s (%zu bytes, root %d): libnbc (%s)", comm->c_name,
-                            bytes, root, why);
-        return m->previous_bcast_init(buff, count, datatype, root, comm, info, request,
-                                      m->previous_bcast_init_module);
+                                                                    : NULL;
+    if (NULL != why) return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
+
+    /* Freed requests whose late peers are done give their counters back first. */
+    mca_coll_tca_release_freed(0);
+
+    /* The layout may differ between ranks (MPI_INT x n at the root, a vector
+     * of n ints elsewhere): each rank prepares what it can, then all agree. */
+    ptrdiff_t true_lb = 0, true_extent = 0;
+    ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
+    tca_coll_peer_info_t mine_info;
+    tcaResult err = tcaSuccess;
+    tca_coll_bcast_t *core = NULL;
+    const int contiguous = ompi_datatype_is_contiguous_memory_layout(datatype, count) ? 1 : 0;
+    if (contiguous) {
+        const tca_coll_bcast_params_t p = {
+            .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
+            .buffer = (char *) buff + true_lb, .bytes = bytes, .segment_bytes = mca_coll_tca_component.segment_bytes,
+            .chain_threshold = mca_coll_tca_component.chain_threshold,
+            .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine};
+        core = tca_coll_bcast_new(&p, &mine_info, &err);
+    }
+    /* Everything that can fail on one rank alone happens before the vote. */
+    tca_coll_peer_info_t *children = NULL;
+    ompi_request_t **exchange = NULL;
+    if (NULL != core) {
+        const size_t n = (size_t) tca_coll_bcast_num_children(core) + 1;
+        children = (tca_coll_peer_info_t *) calloc(n, sizeof(*children));
+        exchange = (ompi_request_t **) calloc(2 * n, sizeof(*exchange));
+        if (NULL == children || NULL == exchange) {
+            tca_coll_bcast_free(core);
+            core = NULL;
+            err = tcaErrorNoMemory;
+        }
+    }
+    const int digest = params_digest();
+    int vote[VOTE_COUNT] = {contiguous, !contiguous || NULL != core, digest, -digest}, all[VOTE_COUNT];
+    int rc = comm->c_coll->coll_allreduce(vote, all, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
+                                          comm->c_coll->coll_allreduce_module);
+    char reason[160];
+    if (OMPI_SUCCESS != rc || NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
+        if (NULL != core) tca_coll_bcast_free(core); /* nobody else knows its counters yet */
+        free(children);
+        free(exchange);
+        if (OMPI_SUCCESS != rc) return rc;
+        return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
     }
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
                         "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine", comm->c_name,
                         bytes, root, TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread");
 
-    ptrdiff_t true_lb = 0, true_extent = 0;
-    ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
     mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
-    if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (NULL == r) {
+        tca_coll_bcast_free(core);
+        free(children);
+        free(exchange);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    r->core = core;
+    r->mine = mine_info;
+    r->children = children;
+    r->exchange = exchange;
     OMPI_REQUEST_INIT(&r->super, true);
     r->super.req_type = OMPI_REQUEST_COLL;
     r->super.req_start = request_start;
@@ -106,28 +241,9 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
         r->datatype = datatype;
     }
 
-    const tca_coll_bcast_params_t p = {
-        .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
-        .buffer = (char *) buff + true_lb, .bytes = bytes, .segment_bytes = mca_coll_tca_component.segment_bytes,
-        .chain_threshold = mca_coll_tca_component.chain_threshold,
-        .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine};
-    tcaResult err;
-    r->core = tca_coll_bcast_new(&p, &r->mine, &err);
-    if (NULL == r->core) {
-        request_free((ompi_request_t **) &r);
-        return fail("preparing a persistent broadcast", err);
-    }
-
     /* The one-time exchange with the tree neighbours, posted, not awaited. */
     const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
     const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
-    r->children = (tca_coll_peer_info_t *) calloc((size_t) nchildren + 1, sizeof(*r->children));
-    r->exchange = (ompi_request_t **) calloc(2 * ((size_t) nchildren + 1), sizeof(*r->exchange));
-    if (NULL == r->children || NULL == r->exchange) {
-        request_free((ompi_request_t **) &r);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    int rc = OMPI_SUCCESS;
     if (parent >= 0) {
         rc = MCA_PML_CALL(irecv(&r->parent, sizeof(r->parent), MPI_BYTE, parent, tag, comm, &r->exchange[r->nexchange++]));
         if (OMPI_SUCCESS == rc)
@@ -173,6 +289,7 @@ int mca_coll_tca_progress(void) {
     mca_coll_tca_component_t *c = &mca_coll_tca_component;
     mca_coll_tca_request_t *r, *next;
     int count = 0;
+    mca_coll_tca_release_freed(0);
     if (opal_list_is_empty(&c->active)) return 0;
     OPAL_THREAD_LOCK(&c->lock);
     OPAL_LIST_FOREACH_SAFE(r, next, &c->active, mca_coll_tca_request_t) {
@@ -236,9 +353,6 @@ static int request_free(ompi_request_t **request) {
     mca_coll_tca_request_t *r = (mca_coll_tca_request_t *) *request;
     mca_coll_tca_component_t *c = &mca_coll_tca_component;
     if (OMPI_REQUEST_ACTIVE == r->super.req_state && !REQUEST_COMPLETE(&r->super)) return MPI_ERR_REQUEST;
-    /* A request freed before the exchange finished: let the exchange finish
-     * (the neighbours posted their halves too). */
-    while (EXCHANGING == r->state && r->nexchange > 0 && 0 == try_connect(r)) opal_progress();
     OPAL_THREAD_LOCK(&c->lock);
     mca_coll_tca_request_t *it;
     OPAL_LIST_FOREACH(it, &c->active, mca_coll_tca_request_t) {
@@ -247,13 +361,18 @@ static int request_free(ompi_request_t **request) {
             break;
         }
     }
+    /* Parked, never waited for: a late child may still return credits, or the
+     * one-time exchange still run; progress gives everything back after. */
+    opal_list_append(&c->freed, &r->super.super.super);
+    if (!c->progress_registered) {
+        opal_progress_register(mca_coll_tca_progress);
+        c->progress_registered = 1;
+    }
     OPAL_THREAD_UNLOCK(&c->lock);
-    if (NULL != r->core) tca_coll_bcast_free(r->core);
     if (NULL != r->datatype) OBJ_RELEASE(r->datatype);
-    free(r->children);
-    free(r->exchange);
+    r->datatype = NULL;
     OMPI_REQUEST_FINI(&r->super);
-    OBJ_RELEASE(r);
     *request = MPI_REQUEST_NULL;
+    mca_coll_tca_release_freed(0); /* most often settled already: given back now */
     return OMPI_SUCCESS;
 }

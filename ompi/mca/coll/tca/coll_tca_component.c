@@ -2,6 +2,8 @@
 #include "coll_tca.h"
 
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/show_help.h"
+#include "tca_mca_check.h"
 
 static int tca_register(void);
 static int tca_open(void);
@@ -32,12 +34,13 @@ static mca_base_var_enum_value_t engines[] = {
 static int tca_register(void) {
     mca_base_component_t *c = &mca_coll_tca_component.super.collm_version;
     mca_base_var_enum_t *e = NULL;
+    tca_mca_help_dirs();
     mca_coll_tca_component.priority = 40;
     (void) mca_base_component_var_register(c, "priority",
                                            "Priority of coll tca; it provides only the persistent broadcast "
                                            "(MPIX_Bcast_init) and must beat libnbc (10) for that. -1 disables it.",
                                            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.priority);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.priority);
     mca_coll_tca_component.engine = TCA_COLL_ENGINE_OFFLOAD;
     (void) mca_base_var_enum_create("coll_tca_engines", engines, &e);
     (void) mca_base_component_var_register(c, "engine",
@@ -54,13 +57,13 @@ static int tca_register(void) {
                                            "Pipeline segment of large broadcasts (bytes); grows if the program "
                                            "would exceed the device's 255-descriptor chains.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.segment_bytes);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.segment_bytes);
     mca_coll_tca_component.chain_threshold = 256 * 1024;
     (void) mca_base_component_var_register(c, "chain_threshold",
                                            "Messages of at least this many bytes use a pipelined chain along the "
                                            "TCA ring, smaller ones a binomial tree laid over the ring.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.chain_threshold);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.chain_threshold);
     mca_coll_tca_component.staging_bytes = 8 * 1024;
     (void) mca_base_component_var_register(c, "staging_size",
                                            "Broadcasts up to this many bytes are staged: every non-root keeps up to 16 "
@@ -68,18 +71,42 @@ static int tca_register(void) {
                                            "so a parent runs epochs ahead of a child instead of waiting for it to "
                                            "start each one. 0 disables staging.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.staging_bytes);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.staging_bytes);
     mca_coll_tca_component.min_bytes = 1;
     (void) mca_base_component_var_register(c, "min_bytes",
                                            "Persistent broadcasts smaller than this go to libnbc.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.min_bytes);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.min_bytes);
     return OMPI_SUCCESS;
+}
+
+/* Every MCA value checked after Open MPI read it (it wraps "-1" to SIZE_MAX -
+ * a segment size that broke the pipeline arithmetic and delivered wrong data -
+ * and reads "abc" as 0): an unusable one is reported with its name, value and
+ * range, and coll tca is not used (libnbc serves every persistent broadcast).
+ * The same parameters on every rank give the same decision everywhere. */
+bool mca_coll_tca_params_valid(void) {
+    const char *f = "help-coll-tca.txt";
+    const mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    bool ok = true;
+    ok = tca_mca_check_int(f, "coll_tca_priority", c->priority, -1, INT32_MAX, "-1 (disabled) .. 2147483647") && ok;
+    static const char *const engine_names[] = {"offload", "thread"}; /* TCA_COLL_ENGINE_* order */
+    ok = tca_mca_check_enum(f, "coll_tca_engine", engine_names, 2, "offload or thread") && ok;
+    ok = tca_mca_check_size(f, "coll_tca_segment_size", c->segment_bytes, 64, UINT64_C(1) << 30,
+                            "64..1G bytes (k, M, G suffixes allowed)") && ok;
+    ok = tca_mca_check_size(f, "coll_tca_chain_threshold", c->chain_threshold, 0, TCA_MCA_MAX_BYTES,
+                            "0..1T bytes (k, M, G suffixes allowed)") && ok;
+    ok = tca_mca_check_size(f, "coll_tca_staging_size", c->staging_bytes, 0, UINT64_C(16) << 20,
+                            "0 (no staging) .. 16M bytes (k, M suffixes allowed)") && ok;
+    ok = tca_mca_check_size(f, "coll_tca_min_bytes", c->min_bytes, 0, TCA_MCA_MAX_BYTES,
+                            "0..1T bytes (k, M, G suffixes allowed)") && ok;
+    return ok;
 }
 
 static int tca_open(void) {
     OBJ_CONSTRUCT(&mca_coll_tca_component.lock, opal_mutex_t);
     OBJ_CONSTRUCT(&mca_coll_tca_component.active, opal_list_t);
+    OBJ_CONSTRUCT(&mca_coll_tca_component.freed, opal_list_t);
     mca_coll_tca_component.progress_registered = 0;
     return OMPI_SUCCESS;
 }
@@ -87,6 +114,8 @@ static int tca_open(void) {
 static int tca_close(void) {
     if (mca_coll_tca_component.progress_registered) opal_progress_unregister(mca_coll_tca_progress);
     mca_coll_tca_component.progress_registered = 0;
+    mca_coll_tca_release_freed(1); /* MPI_Finalize: every peer is done with them */
+    OBJ_DESTRUCT(&mca_coll_tca_component.freed);
     OBJ_DESTRUCT(&mca_coll_tca_component.active);
     OBJ_DESTRUCT(&mca_coll_tca_component.lock);
     return OMPI_SUCCESS;

@@ -1,8 +1,9 @@
 /*
- * coll_tca_module.c - which communicators coll tca serves.  The decision to
- * use tca or fall back to libnbc depends only on facts every rank sees alike:
- * the modex that btl tca published for every member (same host, same
- * sub-cluster).  No communication.
+ * coll_tca_module.c - which communicators coll tca serves.  Whether a
+ * communicator can use tca at all depends only on facts every rank sees
+ * alike: the modex that btl tca published for every member (same host, same
+ * sub-cluster).  No communication.  What differs between ranks (layouts,
+ * free device resources) is agreed per request in bcast_init.
  */
 #include "coll_tca.h"
 
@@ -12,6 +13,8 @@
 #include "opal/mca/pmix/pmix.h"
 #include "opal/mca/btl/tca/btl_tca_modex.h"
 #include "ompi/proc/proc.h"
+#include "opal/util/show_help.h"
+#include "tca_mca_check.h"
 
 /* btl tca's modex key is derived from its component version: rebuild it. */
 static mca_base_component_t btl_tca_version = {MCA_BTL_DEFAULT_VERSION("tca")};
@@ -31,14 +34,14 @@ OBJ_CLASS_INSTANCE(mca_coll_tca_module_t, mca_coll_base_module_t, module_constru
 int mca_coll_tca_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
-    return OMPI_SUCCESS;
+    return mca_coll_tca_params_valid() ? OMPI_SUCCESS : OMPI_ERR_BAD_PARAM;
 }
 
 static int tca_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
     mca_coll_tca_module_t *m = (mca_coll_tca_module_t *) module;
     /* Still libnbc's (lower priority) at this point: keep it for fallback. */
     if (NULL == comm->c_coll->coll_bcast_init || NULL == comm->c_coll->coll_bcast_init_module) {
-        opal_output(0, "coll tca: no persistent broadcast to fall back to on %s; coll tca is not used", comm->c_name);
+        tca_show_help("help-coll-tca.txt", "no-fallback", comm->c_name);
         return OMPI_ERROR;
     }
     m->previous_bcast_init = comm->c_coll->coll_bcast_init;

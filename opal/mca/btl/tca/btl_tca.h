@@ -57,7 +57,7 @@ typedef struct mca_btl_tca_component_t {
     int thread_check_max_us;  /* thread: the interval doubles up to this while the application is in MPI */
     int thread_sleep_us;      /* thread: longest sleep on the device interrupt */
     size_t put_dma_min;       /* puts of at least this size go through the DMA engine */
-    int dma_channels;         /* DMA channels used for puts */
+    int dma_channels;         /* at most this many DMA channels for puts */
     int poll_batch;           /* messages taken from one peer per progress pass */
 
     /* state */
@@ -76,7 +76,10 @@ typedef struct mca_btl_tca_component_t {
     /* puts through the DMA engine */
     opal_mutex_t dma_lock;
     opal_list_t dma_pending;                     /* waiting for a channel */
-    struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS];
+    int dma_channel_ids[TCA_NUM_DMA_CHANNELS];   /* acquired from the device, as DMA puts needed them */
+    int dma_nchannels;
+    int dma_none_reported;                       /* "no free channel" was logged */
+    struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS]; /* by index into dma_channel_ids */
     volatile int32_t dma_in_flight;
 } mca_btl_tca_component_t;
 

@@ -15,6 +15,9 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
+#include "tca_mca_check.h"
+
+#define HELP_FILE "help-btl-tca.txt"
 
 static int tca_component_register(void);
 static int tca_component_open(void);
@@ -54,6 +57,7 @@ static int tca_component_register(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     mca_base_var_enum_t *mode_enum = NULL;
 
+    tca_mca_help_dirs();
     c->subcluster_size = 0;
     register_int("subcluster_size",
                  "Processes per TCA sub-cluster on this host (0: all of them). The loopback device joins the "
@@ -71,7 +75,7 @@ static int tca_component_register(void) {
                                            "the device's internal memory (TCA_INTERNAL_SIZE). Must be the same on "
                                            "every process.",
                                            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &c->ring_slots);
+                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slots);
 
     c->progress_thread = MCA_BTL_TCA_THREAD_AUTO;
     (void) mca_base_var_enum_create("btl_tca_progress_thread_modes", thread_modes, &mode_enum);
@@ -112,8 +116,9 @@ static int tca_component_register(void) {
                                            MCA_BASE_VAR_SCOPE_READONLY, &c->put_dma_min);
     c->dma_channels = 1;
     register_int("dma_channels",
-                 "DMA channels used for DMA puts, from channel 0 (1-4). coll tca's offloaded broadcasts use "
-                 "channels 1-3: more than 1 here takes them away (they then run on the thread engine).",
+                 "DMA channels btl tca acquires from the device for DMA puts (1-4), as the first DMA puts "
+                 "need them. Channels held by coll tca's offloaded broadcasts or by the application are not "
+                 "taken; while none is free, DMA-sized puts are PIO writes.",
                  OPAL_INFO_LVL_6, &c->dma_channels);
     c->poll_batch = 32;
     register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
@@ -151,6 +156,8 @@ static int tca_component_open(void) {
     c->dma_in_flight = 0;
     memset(c->endpoints, 0, sizeof(c->endpoints));
     memset(c->dma_active, 0, sizeof(c->dma_active));
+    c->dma_nchannels = 0;
+    c->dma_none_reported = 0;
     return OPAL_SUCCESS;
 }
 
@@ -165,7 +172,7 @@ static int tca_component_close(void) {
 void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *what, tcaResult r) {
     char msg[256];
     snprintf(msg, sizeof(msg), "btl tca: %s failed: %s", what, tcaGetErrorString(r));
-    opal_output(0, "%s", msg);
+    tca_show_help(HELP_FILE, "fatal", what, tcaGetErrorString(r));
     if (NULL != mca_btl_tca_module.error_cb)
         mca_btl_tca_module.error_cb(&mca_btl_tca_module.super, MCA_BTL_ERROR_FLAGS_FATAL,
                                     endpoint ? endpoint->proc : NULL, msg);
@@ -189,7 +196,7 @@ static int start_device(mca_btl_tca_component_t *c) {
     const tcaInitParams params = {.job_key = key, .node_id = c->node, .num_nodes = c->num_nodes};
     tcaResult r = tcaInitWithParams(&params);
     if (tcaSuccess != r) {
-        opal_output(0, "btl tca: the TCA device did not start (%s); tca is not used", tcaGetErrorString(r));
+        tca_show_help(HELP_FILE, "device-failed", tcaGetErrorString(r));
         return OPAL_ERROR;
     }
     c->device_up = 1;
@@ -211,16 +218,13 @@ static int start_device(mca_btl_tca_component_t *c) {
         c->ring_slots /= 2;
     }
     if (tcaSuccess != r) {
-        opal_output(0,
-                    "btl tca: cannot allocate %zu bytes of internal memory for the eager rings (%s); lower "
-                    "btl_tca_ring_slots or the eager limits, or raise TCA_INTERNAL_SIZE",
-                    c->area_bytes, tcaGetErrorString(r));
+        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, tcaGetErrorString(r));
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);
     r = tcaCreateHandle(&c->area_handle, c->area, c->area_bytes, tcaMemoryInternal);
     if (tcaSuccess != r) {
-        opal_output(0, "btl tca: cannot register the ring area (%s)", tcaGetErrorString(r));
+        tca_show_help(HELP_FILE, "register-failed", tcaGetErrorString(r));
         return OPAL_ERROR;
     }
     return OPAL_SUCCESS;
@@ -268,6 +272,77 @@ static void thread_announce_sleep(void *ctx, int sleeping) {
     }
 }
 
+/* Eager payloads: ob1 needs room for its 56-byte header union; a ring slot
+ * holds at most 16 MiB. */
+#define TCA_MIN_EAGER 128
+#define TCA_MAX_EAGER ((UINT64_C(1) << 24) - 64)
+
+/* Every MCA value checked after Open MPI read it (it wraps "-1" to SIZE_MAX
+ * and reads "abc" as 0 without a word): an unusable one is reported with its
+ * name, value and range, and btl tca is not used.  All are reported, not only
+ * the first. */
+static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
+    const char *f = HELP_FILE;
+    const mca_btl_base_module_t *b = &m->super;
+    bool ok = true;
+    ok = tca_mca_check_int(f, "btl_tca_subcluster_size", c->subcluster_size, 0, TCA_MAX_NODES,
+                           "0 (all processes of a host) or 2..64") && ok;
+    if (1 == c->subcluster_size) {
+        tca_show_help(f, "subcluster-of-one");
+        ok = false;
+    }
+    ok = tca_mca_check_size(f, "btl_tca_ring_slots", c->ring_slots, 0, 4096, "0 (auto) or 2..4096") && ok;
+    if (1 == c->ring_slots) {
+        tca_mca_show_invalid(f, "btl_tca_ring_slots", "1", "a ring needs at least 2 slots", "0 (auto) or 2..4096");
+        ok = false;
+    }
+    static const char *const modes[] = {"off", "on", "auto"}; /* MCA_BTL_TCA_THREAD_* order */
+    ok = tca_mca_check_enum(f, "btl_tca_progress_thread", modes, 3, "off, on or auto") && ok;
+    ok = tca_mca_check_int(f, "btl_tca_progress_thread_check_us", c->thread_check_us, 10, 1000000,
+                           "10..1000000 microseconds") && ok;
+    ok = tca_mca_check_int(f, "btl_tca_progress_thread_check_max_us", c->thread_check_max_us, 10, 1000000,
+                           "10..1000000 microseconds") && ok;
+    ok = tca_mca_check_int(f, "btl_tca_progress_thread_sleep_us", c->thread_sleep_us, 100, 60000000,
+                           "100..60000000 microseconds (shorter sleeps would make the thread spin)") && ok;
+    ok = tca_mca_check_size(f, "btl_tca_put_dma_min", c->put_dma_min, 0, TCA_MCA_MAX_BYTES,
+                            "0 (no DMA puts) .. 1T bytes (k, M, G suffixes allowed)") && ok;
+    ok = tca_mca_check_int(f, "btl_tca_dma_channels", c->dma_channels, 1, TCA_NUM_DMA_CHANNELS, "1..4") && ok;
+    ok = tca_mca_check_int(f, "btl_tca_poll_batch", c->poll_batch, 1, 65536, "1..65536") && ok;
+    /* the common BTL parameters, registered by mca_btl_base_param_register */
+    ok = tca_mca_check_size(f, "btl_tca_exclusivity", b->btl_exclusivity, 0, UINT32_MAX, "0..4294967295") && ok;
+    if (!(b->btl_flags & MCA_BTL_FLAGS_SEND)) {
+        tca_mca_show_invalid(f, "btl_tca_flags", "(without send)", "btl tca moves every message with send",
+                             "flags that include 'send' (default: send,put)");
+        ok = false;
+    }
+    ok = tca_mca_check_size(f, "btl_tca_eager_limit", b->btl_eager_limit, TCA_MIN_EAGER, TCA_MAX_EAGER,
+                            "128..16777152 bytes (k, M suffixes allowed)") && ok;
+    ok = tca_mca_check_size(f, "btl_tca_rndv_eager_limit", b->btl_rndv_eager_limit, TCA_MIN_EAGER, TCA_MAX_EAGER,
+                            "128..16777152 bytes (k, M suffixes allowed)") && ok;
+    ok = tca_mca_check_size(f, "btl_tca_max_send_size", b->btl_max_send_size, TCA_MIN_EAGER, TCA_MAX_EAGER,
+                            "128..16777152 bytes (k, M suffixes allowed)") && ok;
+    ok = tca_mca_check_size(f, "btl_tca_rdma_pipeline_send_length", b->btl_rdma_pipeline_send_length, 0,
+                            TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
+    ok = tca_mca_check_size(f, "btl_tca_rdma_pipeline_frag_size", b->btl_rdma_pipeline_frag_size, 1024,
+                            TCA_MCA_MAX_BYTES, "1K..1T bytes") && ok;
+    ok = tca_mca_check_size_adjusted(f, "btl_tca_min_rdma_pipeline_size", b->btl_min_rdma_pipeline_size, 0,
+                            TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
+    ok = tca_mca_check_size_adjusted(f, "btl_tca_put_limit", b->btl_put_limit, 1, SIZE_MAX,
+                                     "a byte count (0: no limit)") && ok;
+    const size_t align = b->btl_put_alignment;
+    if (!tca_mca_check_size(f, "btl_tca_put_alignment", align, 0, 65536, "0 or a power of two up to 64K")) {
+        ok = false;
+    } else if (0 != (align & (align - 1))) {
+        char shown[32];
+        snprintf(shown, sizeof(shown), "%zu", align);
+        tca_mca_show_invalid(f, "btl_tca_put_alignment", shown, "not a power of two", "0 or a power of two up to 64K");
+        ok = false;
+    }
+    ok = tca_mca_check_size(f, "btl_tca_latency", b->btl_latency, 0, UINT32_MAX, "0..4294967295") && ok;
+    ok = tca_mca_check_size(f, "btl_tca_bandwidth", b->btl_bandwidth, 1, UINT32_MAX, "1..4294967295 (Mb/s)") && ok;
+    return ok;
+}
+
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
@@ -277,22 +352,13 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     *num_btls = 0;
 
     if (0 == opal_process_info.num_local_peers) return NULL; /* nobody to reach */
+    if (!params_valid(c, m)) return NULL;
     place_in_subcluster(c);
-    if (c->num_nodes < 2) return NULL; /* a sub-cluster of one */
-    if (c->ring_slots == 1) {
-        opal_output(0, "btl tca: btl_tca_ring_slots must be 0 (auto) or at least 2 (is 1); tca is not used");
-        return NULL;
-    }
-    if (c->dma_channels < 1 || c->dma_channels > TCA_NUM_DMA_CHANNELS) c->dma_channels = 1;
-    if (c->poll_batch < 1) c->poll_batch = 1;
+    if (c->num_nodes < 2) return NULL; /* the last, partial sub-cluster of a host may hold one process */
 
     size_t max_payload = m->super.btl_eager_limit;
     if (m->super.btl_rndv_eager_limit > max_payload) max_payload = m->super.btl_rndv_eager_limit;
     if (m->super.btl_max_send_size > max_payload) max_payload = m->super.btl_max_send_size;
-    if (max_payload > (1u << 24) - 64) {
-        opal_output(0, "btl tca: eager limits above 16 MiB are not supported; tca is not used");
-        return NULL;
-    }
     c->slot_payload = tca_btl_slot_payload((uint32_t) max_payload);
 
     if (OPAL_SUCCESS != start_device(c)) {
@@ -315,12 +381,11 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         m->super.btl_flags |= MCA_BTL_FLAGS_BTL_PROGRESS_THREAD_ENABLED;
         c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->thread_check_us,
                                                   c->thread_check_max_us, c->thread_sleep_us);
-        if (NULL == c->thread)
-            opal_output(0, "btl tca: could not start the progress thread; progress happens in MPI calls only");
+        if (NULL == c->thread) tca_show_help(HELP_FILE, "thread-failed");
     }
 
     if (OPAL_SUCCESS != publish_modex(c)) {
-        opal_output(0, "btl tca: modex publication failed; tca is not used");
+        tca_show_help(HELP_FILE, "modex-failed");
         if (c->thread) tca_btl_progress_thread_stop(c->thread);
         c->thread = NULL;
         stop_device(c);
@@ -348,8 +413,7 @@ static int poll_endpoint(mca_btl_base_endpoint_t *ep) {
         if (OPAL_LIKELY(NULL != reg->cbfunc)) {
             reg->cbfunc(&mca_btl_tca_module.super, tag, &desc, reg->cbdata);
         } else {
-            opal_output(0, "btl tca: dropped a message with tag 0x%x from node %d: nobody registered it", tag,
-                        ep->node);
+            tca_show_help(HELP_FILE, "dropped-message", tag, ep->node);
         }
         tca_btl_rx_release(ep->peer);
         ++count;

@@ -13,6 +13,8 @@
 #include "opal/mca/rcache/base/base.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+#include "tca_mca_check.h"
 
 void mca_btl_tca_component_stop_thread(void);
 void mca_btl_tca_component_shutdown(void);
@@ -83,7 +85,7 @@ int mca_btl_tca_module_init(mca_btl_tca_module_t *module) {
     };
     module->rcache = mca_rcache_base_module_create("grdma", module, &res);
     if (NULL == module->rcache) {
-        opal_output(0, "btl tca: could not create the grdma registration cache");
+        tca_show_help("help-btl-tca.txt", "rcache-failed");
         return OPAL_ERROR;
     }
     return OPAL_SUCCESS;
@@ -130,7 +132,7 @@ static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const m
     tcaHandle area = modex->area;
     const tcaResult r = tcaPioMap(&area, &peer_area);
     if (tcaSuccess != r) {
-        opal_output(0, "btl tca: cannot map node %d's ring area (%s)", modex->node, tcaGetErrorString(r));
+        tca_show_help("help-btl-tca.txt", "map-failed", modex->node, tcaGetErrorString(r));
         return NULL;
     }
     mca_btl_tca_endpoint_t *ep = OBJ_NEW(mca_btl_tca_endpoint_t);
@@ -168,8 +170,7 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
             continue; /* another sub-cluster: left to the next BTL */
         }
         if (!same_geometry(modex, c)) {
-            opal_output(0, "btl tca: node %d of sub-cluster %d has different ring settings (btl_tca_ring_slots, "
-                           "eager limits); it is not reached over tca", modex->node, c->subcluster);
+            tca_show_help("help-btl-tca.txt", "geometry-differs", modex->node, c->subcluster);
             free(modex);
             continue;
         }

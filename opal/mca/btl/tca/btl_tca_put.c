@@ -3,11 +3,17 @@
  * has no GET) and sends a FIN as soon as the completion callback runs, so the
  * callback fires only once the data is visible at the target:
  *  - by default, and below btl_tca_put_dma_min: a PIO write, complete when it returns;
- *  - from btl_tca_put_dma_min up: one descriptor on a free DMA channel, completed from progress when
+ *  - from btl_tca_put_dma_min up: one descriptor on a DMA channel of ours, completed from progress when
  *    the channel reports the data landed.  Puts that find every channel busy
  *    wait in order; put never returns OUT_OF_RESOURCE (ob1 would not retry).
+ * The channels belong to the device layer: we acquire up to btl_tca_dma_channels of them when DMA puts
+ * first need one (coll tca's offloaded broadcasts and TCA-API programs acquire theirs from the same
+ * pool).  While we hold none and none is free, a DMA-sized put is a PIO write: slower to issue,
+ * never an error.
  */
 #include "btl_tca_endpoint.h"
+
+#include "opal/mca/btl/base/base.h"
 
 typedef struct mca_btl_tca_put_t {
     opal_list_item_t super;
@@ -28,8 +34,9 @@ static void put_complete(mca_btl_tca_put_t *put, int status) {
                 put->cbdata, status);
 }
 
-/* dma_lock held. */
-static tcaResult start_on_channel(mca_btl_tca_put_t *put, int channel) {
+/* dma_lock held.  i: index into our acquired channels. */
+static tcaResult start_on_channel(mca_btl_tca_put_t *put, int i) {
+    const int channel = mca_btl_tca_component.dma_channel_ids[i];
     tcaResult r;
     put->desc = tcaDescNew();
     if (NULL == put->desc) return tcaErrorNoMemory;
@@ -42,14 +49,45 @@ static tcaResult start_on_channel(mca_btl_tca_put_t *put, int channel) {
         put->desc = NULL;
         return r;
     }
-    mca_btl_tca_component.dma_active[channel] = put;
+    mca_btl_tca_component.dma_active[i] = put;
     return tcaSuccess;
 }
 
-static int free_channel_locked(void) {
-    for (int ch = 0; ch < mca_btl_tca_component.dma_channels; ++ch)
-        if (NULL == mca_btl_tca_component.dma_active[ch]) return ch;
-    return -1;
+/* dma_lock held: an idle channel of ours, else a newly acquired one (up to
+ * btl_tca_dma_channels), else -1. */
+static int idle_channel_locked(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    for (int i = 0; i < c->dma_nchannels; ++i)
+        if (NULL == c->dma_active[i]) return i;
+    if (c->dma_nchannels >= c->dma_channels) return -1;
+    int channel = -1;
+    const tcaResult r = tcaChannelAcquire(&channel);
+    if (tcaSuccess != r) {
+        if (0 == c->dma_nchannels && !c->dma_none_reported)
+            opal_output_verbose(10, opal_btl_base_framework.framework_output,
+                                "btl:tca: no free DMA channel (%s): DMA-sized puts are PIO writes until one is",
+                                tcaGetErrorString(r));
+        c->dma_none_reported = 1;
+        return -1;
+    }
+    opal_output_verbose(10, opal_btl_base_framework.framework_output,
+                        "btl:tca: DMA puts use channel %d (%d of up to %d)", channel, c->dma_nchannels + 1,
+                        c->dma_channels);
+    c->dma_channel_ids[c->dma_nchannels] = channel;
+    c->dma_active[c->dma_nchannels] = NULL;
+    return c->dma_nchannels++;
+}
+
+static int pio_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
+                   tcaHandle *dst, uint64_t dst_off, struct mca_btl_base_registration_handle_t *local_handle,
+                   size_t size, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
+    const tcaResult r = tcaPioWrite(dst, (off_t) dst_off, local_address, size, 0, 0, 0);
+    if (OPAL_UNLIKELY(tcaSuccess != r)) {
+        mca_btl_tca_fatal(ep, "a put", r);
+        return OPAL_ERROR;
+    }
+    cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
 }
 
 int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
@@ -64,18 +102,20 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         return OPAL_ERR_BAD_PARAM;
     const uint64_t dst_off = remote_address - dst->addr;
 
-    if (0 == c->put_dma_min || size < c->put_dma_min || NULL == local_handle) {
-        const tcaResult r = tcaPioWrite(dst, (off_t) dst_off, local_address, size, 0, 0, 0);
-        if (OPAL_UNLIKELY(tcaSuccess != r)) {
-            mca_btl_tca_fatal(ep, "a put", r);
-            return OPAL_ERROR;
-        }
-        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
-        return OPAL_SUCCESS;
-    }
+    if (0 == c->put_dma_min || size < c->put_dma_min || NULL == local_handle)
+        return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
 
+    OPAL_THREAD_LOCK(&c->dma_lock);
+    const int i = opal_list_is_empty(&c->dma_pending) ? idle_channel_locked() : -1;
+    if (i < 0 && 0 == c->dma_nchannels) { /* no channel of ours and none free */
+        OPAL_THREAD_UNLOCK(&c->dma_lock);
+        return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
+    }
     mca_btl_tca_put_t *put = OBJ_NEW(mca_btl_tca_put_t);
-    if (OPAL_UNLIKELY(NULL == put)) return OPAL_ERR_OUT_OF_RESOURCE;
+    if (OPAL_UNLIKELY(NULL == put)) {
+        OPAL_THREAD_UNLOCK(&c->dma_lock);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     put->endpoint = ep;
     put->local_address = local_address;
     put->local_handle = local_handle;
@@ -89,15 +129,17 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     put->cbcontext = cbcontext;
     put->cbdata = cbdata;
 
-    OPAL_THREAD_LOCK(&c->dma_lock);
-    const int ch = opal_list_is_empty(&c->dma_pending) ? free_channel_locked() : -1;
     tcaResult r = tcaSuccess;
-    if (ch >= 0) r = start_on_channel(put, ch);
+    if (i >= 0) r = start_on_channel(put, i);
     else opal_list_append(&c->dma_pending, &put->super);
     if (tcaSuccess == r) OPAL_THREAD_ADD_FETCH32(&c->dma_in_flight, 1);
     OPAL_THREAD_UNLOCK(&c->dma_lock);
     if (OPAL_UNLIKELY(tcaSuccess != r)) {
         OBJ_RELEASE(put);
+        /* Our channel still runs a chain somebody loaded by number without
+         * acquiring it: the data goes by PIO instead. */
+        if (tcaErrorChannelBusy == r)
+            return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
         mca_btl_tca_fatal(ep, "starting a DMA put", r);
         return OPAL_ERROR;
     }
@@ -112,11 +154,11 @@ int mca_btl_tca_put_progress(void) {
     int ndone = 0;
 
     OPAL_THREAD_LOCK(&c->dma_lock);
-    for (int ch = 0; ch < c->dma_channels; ++ch) {
+    for (int ch = 0; ch < c->dma_nchannels; ++ch) {
         mca_btl_tca_put_t *put = c->dma_active[ch];
         int finished = 0;
         if (NULL == put) continue;
-        const tcaResult r = tcaTestDMAC(ch, &finished);
+        const tcaResult r = tcaTestDMAC(c->dma_channel_ids[ch], &finished);
         if (tcaSuccess != r) {
             status[ndone] = OPAL_ERROR;
             mca_btl_tca_fatal(put->endpoint, "a DMA put", r);
@@ -149,13 +191,16 @@ int mca_btl_tca_put_progress(void) {
 
 void mca_btl_tca_put_fini(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    for (int ch = 0; ch < TCA_NUM_DMA_CHANNELS; ++ch) {
-        if (NULL == c->dma_active[ch]) continue;
-        (void) tcaWaitDMAC(ch);
-        tcaDescFree(c->dma_active[ch]->desc);
-        OBJ_RELEASE(c->dma_active[ch]);
-        c->dma_active[ch] = NULL;
+    for (int ch = 0; ch < c->dma_nchannels; ++ch) {
+        if (NULL != c->dma_active[ch]) {
+            (void) tcaWaitDMAC(c->dma_channel_ids[ch]);
+            tcaDescFree(c->dma_active[ch]->desc);
+            OBJ_RELEASE(c->dma_active[ch]);
+            c->dma_active[ch] = NULL;
+        }
+        (void) tcaChannelRelease(c->dma_channel_ids[ch]);
     }
+    c->dma_nchannels = 0;
     opal_list_item_t *item;
     while (NULL != (item = opal_list_remove_first(&c->dma_pending))) OBJ_RELEASE(item);
 }

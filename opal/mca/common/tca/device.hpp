@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/descriptor.hpp"
+#include "model/resources.hpp"
 #include "model/result.hpp"
 #include "model/timing_model.hpp"
 #include "model/topology.hpp"
@@ -25,6 +26,8 @@ struct DeviceInfo {
     int64_t spin_ns = 0;
     int64_t timeout_ns = 0;
     int registrations = 0;
+    int max_registrations = 0;
+    int notify_depth = 0;  // outstanding notifications per (source, slot)
 };
 
 class Device {
@@ -35,6 +38,8 @@ public:
     virtual const Topology &topology() const noexcept = 0;
     virtual const TimingModel &timing() const noexcept = 0;
     virtual DeviceInfo info() const = 0;
+    // Who holds which channel, counter and slot of this node (tcaChannelAcquire, ...).
+    virtual ResourceTable &resources() noexcept = 0;
 
     virtual Result allocate(void **ptr, size_t size, tcaMemoryType type) = 0;
     virtual Result release(void *ptr, tcaMemoryType type) = 0;
@@ -53,7 +58,9 @@ public:
     virtual Result wait_channel(int channel, bool block) = 0;
     virtual Result abort_channel(int channel) = 0;
 
-    virtual Result take_notification(int src_node, int slot, int tag, bool block) = 0;
+    // Notification (slot, tag) from the node that owns h; a handle that is not
+    // (or no longer) registered fails instead of waiting for the timeout.
+    virtual Result take_notification(const tcaHandle &h, int slot, int tag, bool block) = 0;
 
     virtual Result counter_read(int idx, uint64_t *value) = 0;
     virtual Result counter_add(int idx, uint64_t add) = 0;

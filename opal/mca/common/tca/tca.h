@@ -34,7 +34,7 @@ typedef enum tcaResult {
     tcaSuccess = 0,
     tcaErrorInvalidValue = 1,      /* a bad argument (NULL pointer, negative size, bad flags) */
     tcaErrorNotInitialized = 2,    /* tcaInit has not been called */
-    tcaErrorAlreadyInitialized = 3,
+    tcaErrorAlreadyInitialized = 3, /* this process already is a different node (tcaInit itself is reference counted) */
     tcaErrorInvalidHandle = 4,     /* NULL, corrupt or unknown handle */
     tcaErrorOutOfRange = 5,        /* offset + size outside the registration */
     tcaErrorRemoteRead = 6,        /* source memory is not local: PEACH2 cannot read remotely */
@@ -44,7 +44,7 @@ typedef enum tcaResult {
     tcaErrorPeerGone = 10,         /* the node that owns the memory / should notify has exited */
     tcaErrorTimeout = 11,          /* a wait exceeded the configured timeout */
     tcaErrorNoMemory = 12,
-    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device */
+    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device, or an unrecognised launcher */
     tcaErrorSystem = 14,           /* an operating-system call failed (see the log line) */
     tcaErrorChannelBusy = 15,      /* loading or starting a channel that is still running */
     tcaErrorInvalidSlot = 16,      /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
@@ -53,6 +53,8 @@ typedef enum tcaResult {
     tcaErrorNotReady = 19,         /* non-blocking test: the event has not happened yet */
     tcaErrorEmptyChain = 20,       /* starting a channel with no descriptors loaded */
     tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
+    tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire) */
+    tcaErrorNotAcquired = 23,      /* releasing a channel / counter / slot that is not held (double release) */
     tcaErrorResultCount
 } tcaResult;
 
@@ -111,7 +113,14 @@ typedef struct tcaInitParams {
     int num_nodes;       /* sub-cluster size; 0 = from environment */
 } tcaInitParams;
 
-/* ---- lifetime ---- */
+/* ---- lifetime ----
+ * Reference counted: every successful tcaInit* is matched by one tcaFinalize,
+ * and a process is one node however many of its parts (the application, btl
+ * tca, coll tca) initialise.  A later call joins the running node; it fails
+ * with tcaErrorAlreadyInitialized only if its parameters name another node.
+ * Without a tcaFinalize the node is torn down at exit.  A fork()ed child does
+ * not inherit the node: it starts uninitialised and its exit leaves the
+ * parent's node alone. */
 TCA_API tcaResult tcaInit(void);
 TCA_API tcaResult tcaInitWithParams(const tcaInitParams *params); /* extension */
 TCA_API tcaResult tcaFinalize(void);
@@ -130,6 +139,9 @@ TCA_API tcaResult tcaDestroyHandle(tcaHandle *handle); /* extension: deregister 
 TCA_API tcaResult tcaCreateHandleList(tcaHandle **list, int nprocs, void *addr, size_t size);
 
 /* ---- DMA descriptor chains ---- */
+/* A freed, forged or never-allocated tcaDesc pointer (a second tcaDescFree
+ * included) gives tcaErrorInvalidValue, not a crash.  A copy of 0 bytes (1-D
+ * size 0, or 2-D width 0 or height 0) is a valid no-op descriptor. */
 TCA_API tcaDesc *tcaDescNew(void);
 TCA_API tcaResult tcaDescFree(tcaDesc *desc);
 TCA_API tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src,
@@ -156,7 +168,9 @@ TCA_API tcaResult tcaTestDMAC(int dma_channel, int *done); /* extension */
 TCA_API tcaResult tcaAbortDMAC(int dma_channel);
 
 /* ---- notifications ---- */
-/* Wait for a notification (slot, tag) sent by the node that owns `handle`. */
+/* Wait for a notification (slot, tag) sent by the node that owns `handle`.
+ * tcaErrorNotRegistered at once (not after the timeout) if the handle's
+ * registration is gone and nothing is queued; tcaErrorPeerGone if its node is. */
 TCA_API tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag);
 /* Non-blocking: *flag = 1 and the notification consumed, or *flag = 0. */
 TCA_API tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag);
@@ -182,14 +196,16 @@ TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
 
 /* ---- interrupts (extension) ---- */
 /* Raise the interrupt of `node` (any node, this one included).  Cheap when
- * nobody sleeps there: no system call. */
+ * nobody sleeps there: no system call.  tcaErrorPeerGone if that node has
+ * exited. */
 TCA_API tcaResult tcaInterruptRaise(int node);
 /* This node's interrupt count: raises, notifications, channel completions and
  * counter updates received (wraps).  It moves from the node's first call on:
  * until someone follows it, producers do not pay for it. */
 TCA_API tcaResult tcaInterruptCount(uint32_t *count);
 /* Sleep until the count differs from `seen` (tcaSuccess) or timeout_us passes
- * (tcaErrorTimeout).  Read the count, check for work, then wait: no lost wake-up. */
+ * (tcaErrorTimeout; INT64_MAX waits for ever).  Read the count, check for
+ * work, then wait: no lost wake-up. */
 TCA_API tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us);
 
 /* ---- progress (extension) ---- */
@@ -199,6 +215,53 @@ TCA_API tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us);
  * *did_work (may be NULL) tells whether anything happened.  A no-op on
  * hardware, where the engine needs no CPU. */
 TCA_API tcaResult tcaProgress(int *did_work);
+
+/* ---- device query and resource ownership (extension) ----
+ *
+ * The device layer owns this node's DMA channels, counters and notification
+ * slots.  btl tca, coll tca and applications acquire what they use and
+ * release it after; exhaustion is an ordinary error (tcaErrorNoResource) the
+ * caller handles (btl tca then puts by PIO, coll tca lets libnbc run the
+ * broadcast).  Acquire never hands out what someone else in this process
+ * acquired, and hands out the highest free numbers first.
+ *
+ * The numbered API stays as it was: a program may load, start and wait on
+ * any channel, and use any counter or slot, without acquiring it (published
+ * PEACH2 programs do).  A channel loaded that way (tcaDescSet) is never
+ * handed out by tcaChannelAcquire afterwards; counters and slots used
+ * without acquiring are not tracked, so a program that shares its process
+ * with the MPI components should acquire them. */
+typedef struct tcaDeviceAttr {
+    int node_id;             /* this node */
+    int num_nodes;           /* nodes in the sub-cluster */
+    int max_nodes;           /* TCA_MAX_NODES */
+    int dma_channels;        /* TCA_NUM_DMA_CHANNELS */
+    int free_dma_channels;   /* neither acquired nor loaded without acquiring */
+    int counters;            /* TCA_NUM_COUNTERS */
+    int free_counters;       /* not acquired */
+    int notify_slots;        /* TCA_NOTIFY_SLOTS */
+    int free_notify_slots;   /* not acquired */
+    int notify_depth;        /* notifications one (source, slot) may have outstanding */
+    int max_descriptors;     /* TCA_MAX_DESCRIPTORS per chain */
+    int max_reg_descriptors; /* TCA_MAX_REG_DESCRIPTORS: chains held in channel registers */
+    int max_registrations;   /* live handles (tcaCreateHandle) per node */
+    int registrations;       /* live handles of this node now */
+    uint64_t internal_size;  /* internal memory of this node (TCA_INTERNAL_SIZE) */
+    uint64_t internal_used;  /* of it, allocated with tcaMalloc(tcaMemoryInternal) */
+    int reserved[8];         /* zero; room for later limits */
+} tcaDeviceAttr;
+
+TCA_API tcaResult tcaQueryDevice(tcaDeviceAttr *attr);
+/* One free DMA channel into *channel (tcaErrorNoResource if none). */
+TCA_API tcaResult tcaChannelAcquire(int *channel);
+TCA_API tcaResult tcaChannelRelease(int channel);
+/* `count` consecutive counters, the first in *first (coll tca addresses a
+ * request's counters as first + i); tcaErrorNoResource if no such run is free. */
+TCA_API tcaResult tcaCounterAcquire(int count, int *first);
+TCA_API tcaResult tcaCounterRelease(int first, int count);
+/* One notification slot into *slot. */
+TCA_API tcaResult tcaSlotAcquire(int *slot);
+TCA_API tcaResult tcaSlotRelease(int slot);
 
 /* ---- housekeeping (extension) ---- */
 /* The file that holds this node's state, for a launcher to remove after an

@@ -1,11 +1,18 @@
 // tca_api.cpp - the public C API: argument checks, then one call into the
 // process's Device.  No exception crosses into C: the API is the boundary.
-#include <cstring>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "device.hpp"
@@ -18,11 +25,91 @@ struct tcaDesc {
 
 namespace {
 
-std::mutex g_init_lock;
-std::unique_ptr<tca::Device> g_owner;
+// Every tcaDesc that tcaDescNew made and tcaDescFree has not freed.  A freed,
+// forged or foreign pointer is refused (tcaErrorInvalidValue) before it is
+// dereferenced: a second tcaDescFree is an error, not a crash.  Calls on a
+// descriptor hold the lock shared, tcaDescFree exclusively, so a free racing a
+// use in another thread is refused too.  Freed descriptors are kept (empty) in
+// a quarantine for a while, so the next tcaDescNew does not get the same
+// address back and turn a double free into freeing someone else's chain.
+// Never destroyed: a descriptor may be freed from another static destructor at exit.
+class DescRegistry {
+public:
+    tcaDesc *create() {
+        auto *d = new (std::nothrow) tcaDesc;
+        if (d == nullptr) return nullptr;
+        try {
+            std::unique_lock g(lock_);
+            live_.insert(d);
+        } catch (...) {
+            delete d;
+            return nullptr;
+        }
+        return d;
+    }
+    bool destroy(tcaDesc *d) {
+        std::unique_lock g(lock_);
+        if (live_.erase(d) == 0) return false;
+        std::vector<tca::Descriptor>().swap(d->chain);  // its memory goes back now
+        quarantine_.push_back(d);
+        if (quarantine_.size() > kQuarantine) {
+            delete quarantine_.front();
+            quarantine_.pop_front();
+        }
+        return true;
+    }
+    // f(desc) under the shared lock, or tcaErrorInvalidValue for an unknown pointer.
+    template <class F>
+    tcaResult with(const tcaDesc *d, F &&f) {
+        std::shared_lock g(lock_);
+        if (d == nullptr || live_.count(d) == 0) return tcaErrorInvalidValue;
+        return f(const_cast<tcaDesc *>(d));
+    }
+
+private:
+    static constexpr size_t kQuarantine = 1024;
+    std::shared_mutex lock_;
+    std::unordered_set<const tcaDesc *> live_;
+    std::deque<tcaDesc *> quarantine_;
+};
+DescRegistry &descs() {
+    static auto *r = new DescRegistry;
+    return *r;
+}
+
+// The process's one node.  tcaInit/tcaFinalize are reference counted: an
+// application using the TCA API and the MPI components (btl, coll) in the
+// same process share the node.  Without a tcaFinalize (published programs
+// have none) the static destructor tears it down at exit.
+struct DeviceOwner {
+    std::mutex lock;
+    std::unique_ptr<tca::Device> device;
+    int refs = 0;
+    pid_t pid = 0;  // the process that made the node
+
+    ~DeviceOwner() {
+        // A forked child that exits (exit(), or system()/popen() children of
+        // some libcs) runs this too: its copy of the node is its parent's.
+        if (device && pid != getpid()) (void) device.release();
+    }
+};
+DeviceOwner g_owner;
 std::atomic<tca::Device *> g_device{nullptr};
 
 tca::Device *device() noexcept { return g_device.load(std::memory_order_acquire); }
+
+// fork(): the child must never touch its parent's node (its engine thread
+// does not exist there, and tearing the node down would end it for the
+// parent).  The child starts uninitialised and leaks its copy on purpose.
+void fork_prepare() { g_owner.lock.lock(); }
+void fork_parent() { g_owner.lock.unlock(); }
+void fork_child() {
+    g_device.store(nullptr, std::memory_order_relaxed);
+    (void) g_owner.device.release();
+    g_owner.refs = 0;
+    g_owner.pid = 0;
+    g_owner.lock.unlock();
+}
 
 #define TCA_REQUIRE_DEVICE(dev)                          \
     tca::Device *dev = device();                         \
@@ -40,15 +127,35 @@ tcaResult guarded(F &&f) noexcept {
     }
 }
 
+// A second init joins the running node if it asks for nothing else.
+tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params) {
+    if (params != nullptr) {
+        const int id = dev.node_id(), n = dev.topology().num_nodes();
+        if ((params->node_id >= 0 && params->node_id != id) || (params->num_nodes > 0 && params->num_nodes != n)) {
+            std::fprintf(stderr,
+                         "tca: this process already is node %d of %d; it cannot also be node %d of %d "
+                         "(tcaInit is reference counted: later calls share the running node)\n",
+                         id, n, params->node_id, params->num_nodes);
+            return tcaErrorAlreadyInitialized;
+        }
+    }
+    ++g_owner.refs;
+    return tcaSuccess;
+}
+
 tcaResult init_device(const tcaInitParams *params) noexcept {
+    static std::once_flag atfork_once;
+    std::call_once(atfork_once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
     return guarded([&] {
-        std::lock_guard g(g_init_lock);
-        if (g_owner) return tcaErrorAlreadyInitialized;
+        std::lock_guard g(g_owner.lock);
+        if (g_owner.device) return join_running_node(*g_owner.device, params);
         std::unique_ptr<tca::Device> dev;
         const tcaResult r = tca::make_loopback_device(params, &dev);
         if (r != tcaSuccess) return r;
-        g_owner = std::move(dev);
-        g_device.store(g_owner.get(), std::memory_order_release);
+        g_owner.device = std::move(dev);
+        g_owner.refs = 1;
+        g_owner.pid = getpid();
+        g_device.store(g_owner.device.get(), std::memory_order_release);
         return tcaSuccess;
     });
 }
@@ -78,10 +185,11 @@ tcaResult tcaInitWithParams(const tcaInitParams *params) {
 
 tcaResult tcaFinalize(void) {
     return guarded([] {
-        std::lock_guard g(g_init_lock);
-        if (!g_owner) return tcaErrorNotInitialized;
+        std::lock_guard g(g_owner.lock);
+        if (!g_owner.device) return tcaErrorNotInitialized;
+        if (--g_owner.refs > 0) return tcaSuccess;  // another user of the node remains
         g_device.store(nullptr, std::memory_order_release);
-        g_owner.reset();
+        g_owner.device.reset();
         return tcaSuccess;
     });
 }
@@ -135,12 +243,11 @@ tcaResult tcaDestroyHandle(tcaHandle *handle) {
     return guarded([&] { return dev->deregister(*handle); });
 }
 
-tcaDesc *tcaDescNew(void) { return new (std::nothrow) tcaDesc; }
+tcaDesc *tcaDescNew(void) { return descs().create(); }
 
 tcaResult tcaDescFree(tcaDesc *desc) {
     if (desc == nullptr) return tcaErrorInvalidValue;
-    delete desc;
-    return tcaSuccess;
+    return descs().destroy(desc) ? tcaSuccess : tcaErrorInvalidValue;
 }
 
 tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src, off_t src_off,
@@ -159,13 +266,15 @@ tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHand
     d.flags = flags;
     d.slot = wait_slot;
     d.tag = wait_tag;
-    return guarded([&] { return add_descriptor(desc, d); });
+    return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
 
+// Zero bytes (width 0 or height 0) is a valid no-op copy, as a 1-D size 0 is:
+// published programs build such descriptors for empty halo sides.
 tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch, tcaHandle *src,
                              off_t src_off, size_t src_pitch, size_t width, size_t height, int flags, int wait_slot,
                              int wait_tag) {
-    if (desc == nullptr || height == 0) return tcaErrorInvalidValue;
+    if (desc == nullptr) return tcaErrorInvalidValue;
     if (dst == nullptr || src == nullptr) return tcaErrorInvalidHandle;
     if (dst_off < 0 || src_off < 0) return tcaErrorOutOfRange;
     tca::Descriptor d;
@@ -180,38 +289,51 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
     d.flags = flags;
     d.slot = wait_slot;
     d.tag = wait_tag;
-    return guarded([&] { return add_descriptor(desc, d); });
+    return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
 
 tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step) {
-    if (desc == nullptr || desc->chain.empty()) return tcaErrorInvalidValue;
-    if (counter < -1 || counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-    tca::Descriptor &d = desc->chain.back();
-    d.wait_counter = counter;
-    d.wait_value = value;
-    d.wait_step = step;
-    return tcaSuccess;
+    return descs().with(desc, [&](tcaDesc *live) {
+        if (live->chain.empty()) return tcaErrorInvalidValue;
+        if (counter < -1 || counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        tca::Descriptor &d = live->chain.back();
+        d.wait_counter = counter;
+        d.wait_value = value;
+        d.wait_step = step;
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add) {
-    if (desc == nullptr || desc->chain.empty()) return tcaErrorInvalidValue;
-    if (dst_counter < -1 || dst_counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-    tca::Descriptor &d = desc->chain.back();
-    d.add_counter = dst_counter;
-    d.add_value = add;
-    return tcaSuccess;
+    return descs().with(desc, [&](tcaDesc *live) {
+        if (live->chain.empty()) return tcaErrorInvalidValue;
+        if (dst_counter < -1 || dst_counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        tca::Descriptor &d = live->chain.back();
+        d.add_counter = dst_counter;
+        d.add_value = add;
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
-    if (desc == nullptr || count == nullptr) return tcaErrorInvalidValue;
-    *count = static_cast<int>(desc->chain.size());
-    return tcaSuccess;
+    if (count == nullptr) return tcaErrorInvalidValue;
+    return descs().with(desc, [&](tcaDesc *live) {
+        *count = static_cast<int>(live->chain.size());
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
-    if (desc == nullptr) return tcaErrorInvalidValue;
-    return guarded([&] { return dev->load_chain(dma_channel, desc->chain); });
+    return guarded([&] {
+        return descs().with(desc, [&](tcaDesc *live) {
+            const tcaResult r = dev->load_chain(dma_channel, live->chain);
+            // A numbered channel used without acquiring it (published programs):
+            // from now on no tcaChannelAcquire hands it to someone else.
+            if (r == tcaSuccess) dev->resources().channels.note_direct_use(dma_channel);
+            return r;
+        });
+    });
 }
 
 tcaResult tcaStartDMADesc(int dma_channel) {
@@ -242,7 +364,7 @@ tcaResult tcaTestDMAC(int dma_channel, int *done) {
 tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
     TCA_REQUIRE_DEVICE(dev);
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
-    return guarded([&] { return dev->take_notification(handle->node, slot, tag, true); });
+    return guarded([&] { return dev->take_notification(*handle, slot, tag, true); });
 }
 
 tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
@@ -251,7 +373,7 @@ tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
     *flag = 0;
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
     return guarded([&] {
-        const tcaResult r = dev->take_notification(handle->node, slot, tag, false);
+        const tcaResult r = dev->take_notification(*handle, slot, tag, false);
         if (r == tcaErrorNotReady) return tcaSuccess;
         *flag = r == tcaSuccess;
         return r;
@@ -313,7 +435,67 @@ tcaResult tcaInterruptCount(uint32_t *count) {
 tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
     TCA_REQUIRE_DEVICE(dev);
     if (timeout_us < 0) return tcaErrorInvalidValue;
-    return dev->interrupt_wait(seen, timeout_us * 1000);
+    // Huge timeouts mean "forever": keep now + timeout (in ns) from overflowing.
+    constexpr int64_t kForever_us = INT64_MAX / 1000 / 4;
+    return dev->interrupt_wait(seen, std::min(timeout_us, kForever_us) * 1000);
+}
+
+tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (attr == nullptr) return tcaErrorInvalidValue;
+    return guarded([&] {
+        const tca::DeviceInfo info = dev->info();
+        tca::ResourceTable &res = dev->resources();
+        tcaDeviceAttr a{};
+        a.node_id = dev->node_id();
+        a.num_nodes = dev->topology().num_nodes();
+        a.max_nodes = TCA_MAX_NODES;
+        a.dma_channels = res.channels.size();
+        a.free_dma_channels = res.channels.free_count();
+        a.counters = res.counters.size();
+        a.free_counters = res.counters.free_count();
+        a.notify_slots = res.slots.size();
+        a.free_notify_slots = res.slots.free_count();
+        a.notify_depth = info.notify_depth;
+        a.max_descriptors = TCA_MAX_DESCRIPTORS;
+        a.max_reg_descriptors = TCA_MAX_REG_DESCRIPTORS;
+        a.max_registrations = info.max_registrations;
+        a.registrations = info.registrations;
+        a.internal_size = info.internal_size;
+        a.internal_used = info.internal_used;
+        *attr = a;
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaChannelAcquire(int *channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().channels.acquire(1, channel);
+}
+
+tcaResult tcaChannelRelease(int channel) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().channels.release(channel, 1);
+}
+
+tcaResult tcaCounterAcquire(int count, int *first) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().counters.acquire(count, first);
+}
+
+tcaResult tcaCounterRelease(int first, int count) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().counters.release(first, count);
+}
+
+tcaResult tcaSlotAcquire(int *slot) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().slots.acquire(1, slot);
+}
+
+tcaResult tcaSlotRelease(int slot) {
+    TCA_REQUIRE_DEVICE(dev);
+    return dev->resources().slots.release(slot, 1);
 }
 
 tcaResult tcaGetBackingPath(char *path, size_t len) {

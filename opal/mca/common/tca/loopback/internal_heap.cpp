@@ -7,7 +7,7 @@
 namespace tca::loopback {
 
 std::optional<uint64_t> InternalHeap::allocate(uint64_t bytes) {
-    if (bytes == 0) return std::nullopt;
+    if (bytes == 0 || bytes > size_) return std::nullopt;  // also keeps the rounding below from wrapping
     bytes = (bytes + kAlign - 1) / kAlign * kAlign;
     std::lock_guard g(lock_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 
@@ -22,6 +23,20 @@ bool parse_int(const char *s, int *out) {
     if (end == s || *end != '\0' || v < -1 || v > 1'000'000) return false;
     *out = static_cast<int>(v);
     return true;
+}
+
+// Launchers that start several processes but tell them nothing tca reads:
+// without a node id each would become node 0 of a sub-cluster of its own, and
+// the first handle of another process would fail as a "stale handle".  The
+// variable that gives it away, or nullptr.
+const char *foreign_launcher_variable() {
+    for (const char *v : {"PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+        int n = 0;
+        if (parse_int(env(v), &n) && n > 1) return v;
+    }
+    int rank = 0;  // any PMIx launcher; an Open MPI singleton is PMIx rank 0
+    if (parse_int(env("PMIX_RANK"), &rank) && rank > 0) return "PMIX_RANK";
+    return nullptr;
 }
 }  // namespace
 
@@ -69,6 +84,18 @@ Result resolve_launch_info(const tcaInitParams *params, LaunchInfo *out) {
     }
     if (node < 0 && env("OMPI_COMM_WORLD_LOCAL_RANK")) parse_int(env("OMPI_COMM_WORLD_LOCAL_RANK"), &node);
     if (nodes == 0 && env("OMPI_COMM_WORLD_LOCAL_SIZE")) parse_int(env("OMPI_COMM_WORLD_LOCAL_SIZE"), &nodes);
+
+    if (node < 0 && nodes == 0) {
+        if (const char *v = foreign_launcher_variable()) {
+            std::fprintf(stderr,
+                         "tca: this process is one of several started by a launcher tca does not recognise (%s=%s), "
+                         "so it cannot tell which node of the sub-cluster it is. Run under Open MPI's mpirun, or set "
+                         "TCA_JOB_KEY, TCA_NODE_ID and TCA_NUM_NODES for every process (or pass them to "
+                         "tcaInitWithParams).\n",
+                         v, env(v));
+            return tcaErrorNotSupported;
+        }
+    }
 
     if (key.empty()) {  // a lone process: its own one-node sub-cluster
         key = "pid." + std::to_string(getpid());

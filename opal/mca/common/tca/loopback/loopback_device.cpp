@@ -16,6 +16,7 @@
 #include "device.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "loopback/dma_engine.hpp"
+#include "loopback/env_settings.hpp"
 #include "loopback/internal_heap.hpp"
 #include "loopback/launch_info.hpp"
 #include "loopback/node_set.hpp"
@@ -27,17 +28,25 @@ namespace tca {
 namespace {
 using namespace loopback;
 
-constexpr uint64_t kDefaultInternalSize = 8ull << 20;
+// Internal memory per node (TCA_INTERNAL_SIZE): at least what the rings of a
+// small job need, at most what fits a node's internal region of the address map.
+constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
 
-uint64_t internal_size_from_env() {
-    const char *v = std::getenv("TCA_INTERNAL_SIZE");
-    if (v == nullptr) return kDefaultInternalSize;
-    char *end = nullptr;
-    uint64_t n = std::strtoull(v, &end, 10);
-    if (end && (*end == 'k' || *end == 'K')) n <<= 10;
-    if (end && (*end == 'm' || *end == 'M')) n <<= 20;
-    return n < 65536 ? 65536 : n;
-}
+// What the environment configures, checked before anything is created.
+struct Settings {
+    uint64_t internal_size = 0;
+    WaitPolicy policy;
+    static Result from_environment(Settings *out) {
+        Settings s;
+        if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
+        if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
+        *out = s;
+        return tcaSuccess;
+    }
+};
+
+// Bytes a host allocation occupies (whole pages); 0 if size cannot be rounded.
+size_t page_rounded(size_t size) noexcept { return size > SIZE_MAX - 4095 ? 0 : (size + 4095) / 4096 * 4096; }
 
 bool s_links_from_env() {
     const char *v = std::getenv("TCA_S_LINKS");
@@ -46,10 +55,10 @@ bool s_links_from_env() {
 
 class LoopbackDevice final : public Device {
 public:
-    explicit LoopbackDevice(LaunchInfo li)
+    LoopbackDevice(LaunchInfo li, const Settings &settings)
         : topo_(li.num_nodes, s_links_from_env() && li.num_nodes >= 4 && li.num_nodes % 2 == 0),
           timing_(TimingModel::from_environment()),
-          nodes_(std::move(li), WaitPolicy::from_environment()),
+          nodes_(std::move(li), settings.policy),
           writer_(nodes_),
           sender_(nodes_.size()),
           inbox_(nodes_.size()),
@@ -57,7 +66,7 @@ public:
                   [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
                       return resolve_source(h, off, p, gpu);
                   }),
-          heap_(internal_size_from_env()) {
+          heap_(settings.internal_size) {
         std::random_device rd;
         next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
         for (uint32_t i = kMaxRegistrations; i-- > 0;) free_regs_.push_back(i);
@@ -98,15 +107,20 @@ public:
         i.timeout_ns = nodes_.policy().timeout_ns;
         std::lock_guard g(reg_lock_);
         i.registrations = static_cast<int>(kMaxRegistrations - free_regs_.size());
+        i.max_registrations = static_cast<int>(kMaxRegistrations);
+        i.notify_depth = static_cast<int>(kNotifyDepth);
         return i;
     }
+
+    ResourceTable &resources() noexcept override { return resources_; }
 
     Result allocate(void **ptr, size_t size, tcaMemoryType type) override {
         if (ptr == nullptr || size == 0) return tcaErrorInvalidValue;
         *ptr = nullptr;
         switch (type) {
         case tcaMemoryCPU: {
-            const size_t rounded = (size + 4095) / 4096 * 4096;
+            const size_t rounded = page_rounded(size);
+            if (rounded == 0) return tcaErrorNoMemory;  // near SIZE_MAX: would wrap to 0 bytes
             void *p = std::aligned_alloc(4096, rounded);
             if (p == nullptr) return tcaErrorNoMemory;
             std::lock_guard g(alloc_lock_);
@@ -178,6 +192,8 @@ public:
         switch (type) {
         case tcaMemoryCPU:
             h.addr = reinterpret_cast<uint64_t>(addr);
+            // [addr, addr + size) must not wrap around the address space.
+            if (size > UINT64_MAX - h.addr) return tcaErrorOutOfRange;
             break;
         case tcaMemoryInternal: {
             const auto *p = static_cast<unsigned char *>(addr);
@@ -296,10 +312,15 @@ public:
         return tcaSuccess;
     }
 
-    Result take_notification(int src_node, int slot, int tag, bool block) override {
-        if (src_node < 0 || src_node >= nodes_.size()) return tcaErrorInvalidNode;
+    Result take_notification(const tcaHandle &h, int slot, int tag, bool block) override {
+        if (Result r = check_handle(&h, nodes_.size()); r != tcaSuccess) return r;
         if (slot < 0 || slot >= TCA_NOTIFY_SLOTS) return tcaErrorInvalidSlot;
-        return inbox_.take(nodes_, src_node, slot, tag, block);
+        // A handle whose registration is gone (destroyed, freed, forged) names
+        // nobody who will still notify: fail now, not after the timeout - but
+        // only once nothing is queued, as data-then-destroy is legal.  Its
+        // destruction happened after its owner's last post, so a post that
+        // preceded it is seen by the take that follows the check.
+        return inbox_.take(nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); });
     }
 
     Result counter_read(int idx, uint64_t *value) override {
@@ -332,6 +353,7 @@ public:
 
     Result interrupt_raise(int node) override {
         if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
+        if (node != nodes_.self() && nodes_.gone(node)) return tcaErrorPeerGone;  // nobody left to wake
         nodes_.view(node).header()->app_event.notify();
         return tcaSuccess;
     }
@@ -359,7 +381,7 @@ public:
             ev.wait(seen, left);
         }
     }
-    std::string backing_path() const override { return "/dev/shm" + segment_name(nodes_.info().job_key, nodes_.self()); }
+    std::string backing_path() const override { return "/dev/shm" + nodes_.segment_name(nodes_.self()); }
 
 private:
     Result resolve_source(const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
@@ -399,6 +421,7 @@ private:
     NotificationInbox inbox_;
     DmaEngine engine_;
     InternalHeap heap_;
+    ResourceTable resources_;
 
     mutable std::mutex reg_lock_;
     std::vector<uint32_t> free_regs_;
@@ -415,7 +438,9 @@ private:
 Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
     LaunchInfo li;
     if (Result r = resolve_launch_info(params, &li); r != tcaSuccess) return r;
-    auto dev = std::make_unique<LoopbackDevice>(std::move(li));
+    Settings settings;
+    if (Result r = Settings::from_environment(&settings); r != tcaSuccess) return r;
+    auto dev = std::make_unique<LoopbackDevice>(std::move(li), settings);
     if (Result r = dev->start(); r != tcaSuccess) return r;
     *out = std::move(dev);
     return tcaSuccess;

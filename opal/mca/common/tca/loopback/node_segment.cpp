@@ -6,23 +6,33 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <new>
+#include <set>
+#include <mutex>
 
 namespace tca::loopback {
 
 namespace {
 constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-std::string user_prefix() { return "tca-" + std::to_string(getuid()) + "-"; }
+std::string user_prefix() { return "tca-" + std::to_string(geteuid()) + "-"; }
 
-bool pid_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+bool owner_alive(const SegmentHeader *h) {
+    const pid_t pid = h->pid;
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+    // The pid lives - but is it still the process that made the segment?
+    const uint64_t t = process_start_time(pid);
+    return t == 0 || h->start_time == 0 || t == h->start_time;
+}
 
 void init_robust_mutex(pthread_mutex_t *m) {
     pthread_mutexattr_t a;
@@ -33,20 +43,99 @@ void init_robust_mutex(pthread_mutex_t *m) {
     pthread_mutexattr_destroy(&a);
 }
 
-// Maps only the header of a segment file (to inspect a segment we may remove).
-SegmentHeader *map_header(int fd) {
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) return nullptr;
+std::string random_suffix() {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
+        // No entropy source (very old kernel): still unique, less secret.
+        v = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(time(nullptr)) ^
+            reinterpret_cast<uintptr_t>(&v);
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+    return buf;
+}
+
+// Maps only the header of a verified segment file (to inspect it).
+SegmentHeader *map_header(int fd, const struct stat &st) {
+    if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) return nullptr;
     void *p = mmap(nullptr, sizeof(SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? nullptr : static_cast<SegmentHeader *>(p);
 }
 
 bool is_stale(SegmentHeader *h) {
-    if (h->magic != kSegmentMagic || h->uid != getuid()) return false;
+    if (h->magic != kSegmentMagic || h->uid != geteuid()) return false;
     const Liveness l = check_liveness(h);
-    return l == Liveness::Dead || (l == Liveness::Finalized && !pid_alive(h->pid));
+    return l == Liveness::Dead || (l == Liveness::Finalized && !owner_alive(h));
+}
+
+// Says once per file that a file under our prefix is not ours (planted by
+// another user, or damaged): it is left alone.
+void warn_foreign(const std::string &name, const std::string &why) {
+    constexpr size_t kMaxTold = 8;  // a flood of planted files must not flood the log
+    static std::mutex lock;
+    static std::set<std::string> told;
+    std::lock_guard g(lock);
+    if (told.size() > kMaxTold || !told.insert(name).second) return;
+    if (told.size() > kMaxTold)
+        std::fprintf(stderr, "tca: ignoring more files in /dev/shm that are not segments of this user\n");
+    else
+        std::fprintf(stderr, "tca: ignoring /dev/shm%s: %s (not a segment of this user; not mapped)\n",
+                     name.c_str(), why.c_str());
+}
+
+// Calls f(name) for every /dev/shm entry that starts with prefix ("/"-less).
+void for_each_entry(const std::string &prefix, const std::function<void(const std::string &)> &f) {
+    DIR *d = opendir("/dev/shm");
+    if (d == nullptr) return;
+    while (dirent *e = readdir(d))
+        if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) f(std::string("/") + e->d_name);
+    closedir(d);
 }
 }  // namespace
+
+uint64_t process_start_time(pid_t pid) noexcept {
+    char path[64], buf[1024];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    FILE *f = std::fopen(path, "re");
+    if (f == nullptr) return 0;
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // Field 22; the command name (field 2) may hold spaces, so count from its ')'.
+    const char *p = std::strrchr(buf, ')');
+    if (p == nullptr) return 0;
+    for (int field = 2; field < 22 && *p != '\0'; ++p)
+        if (*p == ' ') ++field;
+    return std::strtoull(p, nullptr, 10);
+}
+
+int open_own_segment_file(const std::string &name, struct stat *st, std::string *why) {
+    why->clear();
+    // O_NOFOLLOW: no symlink games; O_NONBLOCK: a planted FIFO does not block us.
+    const int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) {
+        if (errno != ENOENT) *why = std::string("cannot open it: ") + std::strerror(errno);
+        return -1;
+    }
+    char msg[160] = "";
+    if (fstat(fd, st) != 0) {
+        std::snprintf(msg, sizeof msg, "fstat failed: %s", std::strerror(errno));
+    } else if (!S_ISREG(st->st_mode)) {
+        std::snprintf(msg, sizeof msg, "not a regular file");
+    } else if (st->st_uid != geteuid()) {
+        std::snprintf(msg, sizeof msg, "owned by uid %u, we are uid %u", static_cast<unsigned>(st->st_uid),
+                      static_cast<unsigned>(geteuid()));
+    } else if ((st->st_mode & 07777) != 0600) {
+        std::snprintf(msg, sizeof msg, "mode %04o, expected 0600", static_cast<unsigned>(st->st_mode & 07777));
+    } else if (st->st_nlink != 1) {
+        std::snprintf(msg, sizeof msg, "%u links, expected 1", static_cast<unsigned>(st->st_nlink));
+    } else {
+        return fd;
+    }
+    close(fd);
+    *why = msg;
+    return -1;
+}
 
 SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size) noexcept {
     SegmentLayout l{};
@@ -60,8 +149,8 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
     return l;
 }
 
-std::string segment_name(const std::string &job_key, int node) {
-    return "/" + user_prefix() + job_key + "-" + std::to_string(node);
+std::string segment_prefix(const std::string &job_key, int node) {
+    return "/" + user_prefix() + job_key + "-" + std::to_string(node) + "-";
 }
 
 Liveness check_liveness(SegmentHeader *h) noexcept {
@@ -69,7 +158,7 @@ Liveness check_liveness(SegmentHeader *h) noexcept {
         return Liveness::Finalized;
     if (h->dead.load(std::memory_order_acquire) != 0) return Liveness::Dead;
     if (h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Creating))
-        return pid_alive(h->pid) ? Liveness::Starting : Liveness::Dead;  // its lock may not be taken yet
+        return owner_alive(h) ? Liveness::Starting : Liveness::Dead;  // its lock may not be taken yet
     const int rc = pthread_mutex_trylock(&h->alive_lock);
     if (rc == EBUSY) return Liveness::Alive;
     if (rc == EOWNERDEAD || rc == ENOTRECOVERABLE) {
@@ -108,34 +197,34 @@ void MappedSegment::reset() noexcept {
     size_ = 0;
 }
 
-// The segment is built under a private temporary name and link()ed to its
-// real name only when its header is complete, so nobody ever sees (or judges
-// stale) a half-initialised segment.  link() also gives O_EXCL semantics.
+// The name has a random part, so it cannot be squatted and O_EXCL never
+// meets a leftover.  Peers may find the file before it is complete: the
+// magic goes last and the state says Creating until the node is up.
 Result MappedSegment::create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size) {
     reset();
-    name_ = segment_name(job_key, node);
-    const std::string tmp = "/" + user_prefix() + "tmp-" + std::to_string(getpid()) + "-" + job_key + "-" +
-                            std::to_string(node);
     const SegmentLayout layout = SegmentLayout::compute(static_cast<uint32_t>(num_nodes), internal_size);
-    shm_unlink(tmp.c_str());
-    const int fd = shm_open(tmp.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    int fd = -1;
+    for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+        name_ = segment_prefix(job_key, node) + random_suffix();
+        fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
-        std::fprintf(stderr, "tca: shm_open(%s) failed: %s\n", tmp.c_str(), std::strerror(errno));
+        std::fprintf(stderr, "tca: shm_open(%s) failed: %s\n", name_.c_str(), std::strerror(errno));
         return tcaErrorSystem;
     }
-    if (ftruncate(fd, static_cast<off_t>(layout.total_size)) != 0) {
-        std::fprintf(stderr, "tca: ftruncate(%s, %llu) failed: %s\n", tmp.c_str(),
+    auto fail = [&](const char *what) {
+        std::fprintf(stderr, "tca: %s(/dev/shm%s, %llu bytes) failed: %s\n", what, name_.c_str(),
                      static_cast<unsigned long long>(layout.total_size), std::strerror(errno));
         close(fd);
-        shm_unlink(tmp.c_str());
+        shm_unlink(name_.c_str());
         return tcaErrorSystem;
-    }
+    };
+    if (fchmod(fd, 0600) != 0) return fail("fchmod");  // exactly 0600, whatever the umask
+    if (ftruncate(fd, static_cast<off_t>(layout.total_size)) != 0) return fail("ftruncate");
     void *p = mmap(nullptr, layout.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return fail("mmap");
     close(fd);
-    if (p == MAP_FAILED) {
-        shm_unlink(tmp.c_str());
-        return tcaErrorSystem;
-    }
     base_ = p;
     size_ = layout.total_size;
 
@@ -144,7 +233,8 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     h->num_nodes = static_cast<uint32_t>(num_nodes);
     h->node_id = static_cast<uint32_t>(node);
     h->pid = getpid();
-    h->uid = getuid();
+    h->uid = geteuid();
+    h->start_time = process_start_time(getpid());
     std::snprintf(h->job_key, sizeof h->job_key, "%s", job_key.c_str());
     h->internal_size = internal_size;
     h->reg_offset = layout.reg_offset;
@@ -159,103 +249,125 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     // The rest (registrations, rings, counters) is zero-filled by the kernel,
     // which is their initial state.
     h->state.store(static_cast<uint32_t>(SegmentState::Creating), std::memory_order_release);
-    // The magic goes last: another process's stale-segment sweep also sees
-    // our temporary file, and a header with the magic but no pid yet reads
-    // as "owner dead" - it unlinked the file under us (link() then failed
-    // with ENOENT in 2 of 13 runs of the engine tests).
+    // The magic goes last: a stale-segment sweep that sees the magic also
+    // sees the owner's pid (a header with the magic but no pid reads as
+    // "owner dead" and would be removed under us).
     std::atomic_thread_fence(std::memory_order_release);
     h->magic = kSegmentMagic;
 
-    const std::string tmp_path = "/dev/shm" + tmp, path = "/dev/shm" + name_;
-    Result result = tcaErrorJobConflict;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        if (link(tmp_path.c_str(), path.c_str()) == 0) {
-            result = tcaSuccess;
-            break;
-        }
-        if (errno != EEXIST) {
-            std::fprintf(stderr, "tca: link(%s) failed: %s\n", path.c_str(), std::strerror(errno));
-            result = tcaErrorSystem;
-            break;
-        }
-        // A segment of this name exists: take it over only if its owner is gone.
-        const int old = shm_open(name_.c_str(), O_RDWR, 0600);
-        if (old >= 0) {
-            SegmentHeader *oh = map_header(old);
-            const bool stale = oh == nullptr || is_stale(oh);
-            if (oh != nullptr) munmap(oh, sizeof(SegmentHeader));
-            close(old);
-            if (!stale) {
-                std::fprintf(stderr, "tca: segment %s belongs to a live process: job key in use\n", name_.c_str());
-                break;
-            }
-            shm_unlink(name_.c_str());
-        }
+    if (Result r = check_no_live_twin(job_key, node); r != tcaSuccess) {
+        shm_unlink(name_.c_str());
+        reset();
+        return r;
     }
-    shm_unlink(tmp.c_str());
-    if (result != tcaSuccess) reset();
+    return tcaSuccess;
+}
+
+// Two live processes must not be the same node of the same job.  Segments of
+// a dead predecessor (a killed run with the same key) are removed.
+Result MappedSegment::check_no_live_twin(const std::string &job_key, int node) {
+    Result result = tcaSuccess;
+    for_each_entry(segment_prefix(job_key, node).substr(1), [&](const std::string &name) {
+        if (name == name_ || result != tcaSuccess) return;
+        struct stat st {};
+        std::string why;
+        const int fd = open_own_segment_file(name, &st, &why);
+        if (fd < 0) {
+            if (!why.empty()) warn_foreign(name, why);
+            return;
+        }
+        SegmentHeader *h = map_header(fd, st);
+        close(fd);
+        if (h == nullptr) return;
+        if (h->magic == kSegmentMagic && h->node_id == static_cast<uint32_t>(node) &&
+            std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) == 0) {
+            if (is_stale(h)) {
+                shm_unlink(name.c_str());
+            } else if (check_liveness(h) != Liveness::Finalized) {
+                std::fprintf(stderr,
+                             "tca: /dev/shm%s belongs to a live process (pid %d) that already is node %d of job "
+                             "'%s': job key in use\n",
+                             name.c_str(), static_cast<int>(h->pid), node, job_key.c_str());
+                result = tcaErrorJobConflict;
+            }
+        }
+        munmap(h, sizeof(SegmentHeader));
+    });
     return result;
 }
 
 Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes) {
     reset();
-    name_ = segment_name(job_key, node);
-    const int fd = shm_open(name_.c_str(), O_RDWR, 0600);
-    if (fd < 0) return errno == ENOENT ? tcaErrorNotReady : tcaErrorSystem;
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) {
+    Result result = tcaErrorNotReady;
+    for_each_entry(segment_prefix(job_key, node).substr(1), [&](const std::string &name) {
+        if (result != tcaErrorNotReady) return;
+        struct stat st {};
+        std::string why;
+        const int fd = open_own_segment_file(name, &st, &why);
+        if (fd < 0) {
+            if (!why.empty()) warn_foreign(name, why);
+            return;
+        }
+        if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) {  // still being sized
+            close(fd);
+            return;
+        }
+        void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
-        return tcaErrorNotReady;
-    }
-    if (st.st_uid != getuid()) {
-        close(fd);
-        return tcaErrorJobConflict;
-    }
-    void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return tcaErrorSystem;
-    base_ = p;
-    size_ = static_cast<uint64_t>(st.st_size);
-    SegmentHeader *h = view().header();
-    if (h->state.load(std::memory_order_acquire) != static_cast<uint32_t>(SegmentState::Ready)) {
-        const bool stale = h->magic == kSegmentMagic && is_stale(h);
-        reset();
-        if (stale) shm_unlink(name_.c_str());  // left by a killed job: clean it
-        return tcaErrorNotReady;
-    }
-    if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->uid != getuid() ||
-        h->num_nodes != static_cast<uint32_t>(num_nodes) || h->node_id != static_cast<uint32_t>(node) ||
-        std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) != 0 || h->total_size != size_) {
-        std::fprintf(stderr, "tca: segment %s does not match this job (node count %u vs %d)\n", name_.c_str(),
-                     h->num_nodes, num_nodes);
-        reset();
-        return tcaErrorJobConflict;
-    }
-    return tcaSuccess;
+        if (p == MAP_FAILED) {
+            result = tcaErrorSystem;
+            return;
+        }
+        SegmentView v(p);
+        SegmentHeader *h = v.header();
+        auto drop = [&] { munmap(p, static_cast<size_t>(st.st_size)); };
+        if (h->magic != kSegmentMagic || h->state.load(std::memory_order_acquire) !=
+                                             static_cast<uint32_t>(SegmentState::Ready)) {
+            const bool stale = h->magic == kSegmentMagic && is_stale(h);
+            drop();
+            if (stale) shm_unlink(name.c_str());  // left by a killed job: clean it
+            return;
+        }
+        if (h->version != kLayoutVersion || h->uid != geteuid() || h->num_nodes != static_cast<uint32_t>(num_nodes) ||
+            h->node_id != static_cast<uint32_t>(node) ||
+            std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) != 0 ||
+            h->total_size != static_cast<uint64_t>(st.st_size)) {
+            std::fprintf(stderr, "tca: segment /dev/shm%s does not match this job (node count %u vs %d)\n",
+                         name.c_str(), h->num_nodes, num_nodes);
+            drop();
+            result = tcaErrorJobConflict;
+            return;
+        }
+        if (check_liveness(h) == Liveness::Dead) {  // Ready, but its owner was killed
+            drop();
+            shm_unlink(name.c_str());
+            return;
+        }
+        base_ = p;
+        size_ = static_cast<uint64_t>(st.st_size);
+        name_ = name;
+        result = tcaSuccess;
+    });
+    return result;
 }
 
 int remove_stale_segments() noexcept {
-    DIR *d = opendir("/dev/shm");
-    if (d == nullptr) return 0;
-    const std::string prefix = user_prefix();
     int removed = 0;
-    while (dirent *e = readdir(d)) {
-        if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
-        const std::string name = std::string("/") + e->d_name;
-        const int fd = shm_open(name.c_str(), O_RDWR, 0600);
-        if (fd < 0) continue;
+    for_each_entry(user_prefix(), [&](const std::string &name) {
         struct stat st {};
+        std::string why;
+        const int fd = open_own_segment_file(name, &st, &why);
+        if (fd < 0) return;  // not ours: never mapped, never removed
         bool stale = false;
-        if (SegmentHeader *h = map_header(fd)) {
+        if (SegmentHeader *h = map_header(fd, st)) {
             stale = is_stale(h);
             munmap(h, sizeof(SegmentHeader));
-        } else if (fstat(fd, &st) == 0 && st.st_size == 0 && st.st_mtime + 60 < time(nullptr)) {
+        } else if (st.st_size == 0 && st.st_mtime + 60 < time(nullptr)) {
             stale = true;  // never sized: its creator died between open and ftruncate
         }
         close(fd);
         if (stale && shm_unlink(name.c_str()) == 0) ++removed;
-    }
-    closedir(d);
+    });
     return removed;
 }
 

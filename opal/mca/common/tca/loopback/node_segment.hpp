@@ -1,7 +1,14 @@
-// node_segment.hpp - create, attach, check and remove the per-node shm
-// segments.  Names are /tca-<uid>-<job key>-<node>, mode 0600, so another
-// user cannot open them and another job (other key) never sees them.
+// node_segment.hpp - create, find, check and remove the per-node shm
+// segments.  Security model (the same as Open MPI's vader): only processes of
+// the same user and job touch a segment.  Names are
+// /tca-<uid>-<job key>-<node>-<16 random hex digits>, created exclusively with
+// mode 0600; nothing found in /dev/shm is mapped before the descriptor itself
+// shows it is a regular file of ours, mode 0600, with one link - so files
+// planted by another user (a guessable name, a hard link, a file whose size
+// changes under us) are never mapped, written or removed.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <string>
@@ -11,14 +18,25 @@
 
 namespace tca::loopback {
 
-std::string segment_name(const std::string &job_key, int node);
+// "/tca-<uid>-<job key>-<node>-": every segment of that node starts so (job
+// keys are sanitised to [A-Za-z0-9._], so the prefix is unambiguous).
+std::string segment_prefix(const std::string &job_key, int node);
 
 enum class Liveness { Alive, Starting, Finalized, Dead };
 
 // Is the node behind this segment running?  Dead = its engine thread died
 // holding the robust alive lock (kill -9 included), or it never got going and
-// its pid is gone.
+// its owner (pid and start time) is gone.
 Liveness check_liveness(SegmentHeader *h) noexcept;
+
+// This process's start time in clock ticks after boot (/proc/<pid>/stat), 0
+// if unknown.  With the pid it names a process for good: pids are reused.
+uint64_t process_start_time(pid_t pid) noexcept;
+
+// Opens /dev/shm<name> for mapping only if the descriptor is a regular file
+// owned by us, mode 0600, with exactly one link.  Returns the descriptor, or
+// -1 with *why saying what was wrong (empty: it does not exist).
+int open_own_segment_file(const std::string &name, struct stat *st, std::string *why);
 
 // RAII owner of one mapping.
 class MappedSegment {
@@ -30,9 +48,11 @@ public:
     MappedSegment &operator=(MappedSegment &&o) noexcept;
     ~MappedSegment() { reset(); }
 
-    // Own node: create (clearing a dead predecessor), lay out and initialise.
+    // Own node: create under a fresh random name, lay out and initialise;
+    // tcaErrorJobConflict if another live process already is this node.
     Result create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size);
-    // A peer: open if it exists and is Ready.  tcaErrorNotReady = not (yet) there.
+    // A peer: find its segment and map it once it is Ready.
+    // tcaErrorNotReady = not (yet) there.
     Result attach(const std::string &job_key, int node, int num_nodes);
     void reset() noexcept;
 
@@ -42,12 +62,15 @@ public:
     const std::string &name() const noexcept { return name_; }
 
 private:
+    Result check_no_live_twin(const std::string &job_key, int node);
+
     void *base_ = nullptr;
     uint64_t size_ = 0;
     std::string name_;
 };
 
-// Remove segments of this user whose owner is dead (left by killed jobs).
+// Remove segments of this user whose owner is dead (left by killed jobs);
+// files of other users are never opened for mapping nor removed.
 // Returns how many were removed.
 int remove_stale_segments() noexcept;
 

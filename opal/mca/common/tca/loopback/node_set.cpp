@@ -8,17 +8,24 @@
 #include <cstdlib>
 #include <thread>
 
+#include "loopback/env_settings.hpp"
+
 namespace tca::loopback {
 
-WaitPolicy WaitPolicy::from_environment() {
+Result WaitPolicy::from_environment(WaitPolicy *out) {
     WaitPolicy p;
-    if (const char *v = std::getenv("TCA_SPIN_NS")) p.spin_ns = std::strtoll(v, nullptr, 10);
-    if (const char *v = std::getenv("TCA_TIMEOUT_MS")) {
-        const long long ms = std::strtoll(v, nullptr, 10);
-        if (ms > 0) p.timeout_ns = ms * 1'000'000;
-    }
-    if (p.spin_ns < 0) p.spin_ns = 0;
-    return p;
+    uint64_t spin = 0, timeout_ms = 0;
+    if (Result r = env_number("TCA_SPIN_NS", {static_cast<uint64_t>(p.spin_ns), 0, 1'000'000'000, false}, &spin);
+        r != tcaSuccess)
+        return r;
+    if (Result r = env_number("TCA_TIMEOUT_MS", {static_cast<uint64_t>(p.timeout_ns / 1'000'000), 1, 86'400'000, false},
+                              &timeout_ms);
+        r != tcaSuccess)
+        return r;
+    p.spin_ns = static_cast<int64_t>(spin);
+    p.timeout_ns = static_cast<int64_t>(timeout_ms) * 1'000'000;
+    *out = p;
+    return tcaSuccess;
 }
 
 Result NodeSet::create_own(uint64_t internal_size) {
@@ -95,6 +102,13 @@ Liveness NodeSet::liveness(int node) {
         }
     }
     return l;
+}
+
+void NodeSet::note_unresponsive(int node, std::chrono::steady_clock::duration waited) {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(waited).count();
+    std::fprintf(stderr, "tca: node %d: node %d (pid %d) is alive but has not answered for %lld s (stopped?); "
+                 "still waiting\n", self(), node, static_cast<int>(view(node).header()->pid),
+                 static_cast<long long>(s));
 }
 
 void NodeSet::counter_add(int node, int idx, uint64_t v) noexcept {

@@ -17,7 +17,8 @@ namespace tca::loopback {
 struct WaitPolicy {
     int64_t spin_ns = 20'000;             // busy-poll this long before sleeping (TCA_SPIN_NS)
     int64_t timeout_ns = 30'000'000'000;  // give up after (TCA_TIMEOUT_MS)
-    static WaitPolicy from_environment();
+    // tcaErrorInvalidValue (after a line naming the variable) on a bad value.
+    static Result from_environment(WaitPolicy *out);
 };
 
 class NodeSet {
@@ -39,6 +40,8 @@ public:
     const WaitPolicy &policy() const noexcept { return policy_; }
     SegmentView view(int node) const noexcept { return segments_[static_cast<size_t>(node)].view(); }
     SegmentView own() const noexcept { return view(self()); }
+    // The shm name of a node's segment ("" before it is created or attached).
+    const std::string &segment_name(int node) const noexcept { return segments_[static_cast<size_t>(node)].name(); }
 
     // Alive or gone?  A node found dead gets its segment unlinked (cleanup by survivors).
     Liveness liveness(int node);
@@ -60,10 +63,17 @@ public:
 
     // Wait until ready() is true.  watch_node >= 0: fail with
     // tcaErrorPeerGone once that node is gone and ready() is still false.
+    // Patience::WhilePeerLives: no timeout while watch_node lives - for waits
+    // on a peer's own work (the bounce path), where a peer that is merely
+    // stopped (SIGSTOP, a debugger, a suspended job) must not end the job.
+    enum class Patience { Timeout, WhilePeerLives };
     template <class Ready>
-    Result wait_until(EventWord &ev, Ready &&ready, int watch_node);
+    Result wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience = Patience::Timeout);
 
 private:
+    // Says once per wait period that a live node keeps us waiting.
+    void note_unresponsive(int node, std::chrono::steady_clock::duration waited);
+
     LaunchInfo info_;
     WaitPolicy policy_;
     std::vector<MappedSegment> segments_;
@@ -78,7 +88,7 @@ inline void cpu_relax() noexcept {
 }
 
 template <class Ready>
-Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
+Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     const auto spin_until = start + std::chrono::nanoseconds(policy_.spin_ns);
@@ -86,7 +96,7 @@ Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
         if (ready()) return tcaSuccess;
         cpu_relax();
     } while (clock::now() < spin_until);
-    const auto deadline = start + std::chrono::nanoseconds(policy_.timeout_ns);
+    auto deadline = start + std::chrono::nanoseconds(policy_.timeout_ns);
     for (;;) {
         const uint32_t snap = ev.prepare();
         if (ready()) {
@@ -96,7 +106,11 @@ Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node) {
         ev.wait(snap, 10'000'000);  // 10 ms: bounds how late a peer's death is noticed
         if (ready()) return tcaSuccess;
         if (watch_node >= 0 && gone(watch_node)) return ready() ? tcaSuccess : tcaErrorPeerGone;
-        if (clock::now() >= deadline) return tcaErrorTimeout;
+        if (clock::now() >= deadline) {
+            if (patience == Patience::Timeout || watch_node < 0) return tcaErrorTimeout;
+            note_unresponsive(watch_node, clock::now() - start);
+            deadline += std::chrono::nanoseconds(policy_.timeout_ns);
+        }
     }
 }
 

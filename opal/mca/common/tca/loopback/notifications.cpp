@@ -49,14 +49,31 @@ bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag
     return true;
 }
 
-Result NotificationInbox::take(NodeSet &nodes, int src_node, int slot, int tag, bool block) {
+Result NotificationInbox::take(NodeSet &nodes, int src_node, int slot, int tag, bool block,
+                               const std::function<Result()> &live) {
     auto attempt = [&] {
         std::lock_guard g(lock_);
         return try_take(nodes, src_node, slot, tag);
     };
-    if (!block) return attempt() ? tcaSuccess : tcaErrorNotReady;
+    Result outcome = tcaErrorNotReady;
+    auto settled = [&] {
+        if (attempt()) {
+            outcome = tcaSuccess;
+            return true;
+        }
+        if (const Result r = live ? live() : tcaSuccess; r != tcaSuccess) {
+            outcome = attempt() ? tcaSuccess : r;  // once more: a post before the change is visible now
+            return true;
+        }
+        return false;
+    };
+    if (!block) {
+        settled();
+        return outcome;
+    }
     const int watch = src_node == nodes.self() ? -1 : src_node;
-    return nodes.wait_until(nodes.own().header()->app_event, attempt, watch);
+    const Result r = nodes.wait_until(nodes.own().header()->app_event, settled, watch);
+    return r == tcaSuccess ? outcome : r;
 }
 
 }  // namespace tca::loopback

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -34,8 +35,10 @@ public:
         : queues_(static_cast<size_t>(num_nodes) * TCA_NOTIFY_SLOTS) {}
 
     // Consume one notification (slot, tag) sent by src_node.  block = false:
-    // tcaErrorNotReady if none is there.
-    Result take(NodeSet &nodes, int src_node, int slot, int tag, bool block);
+    // tcaErrorNotReady if none is there.  Once live() fails (the handle that
+    // names the source is no longer registered) and nothing is queued, its
+    // error: nobody will post any more.
+    Result take(NodeSet &nodes, int src_node, int slot, int tag, bool block, const std::function<Result()> &live);
 
 private:
     struct Queue {

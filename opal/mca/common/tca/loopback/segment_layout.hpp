@@ -17,7 +17,7 @@
 namespace tca::loopback {
 
 inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f4f50ull;  // "TCALOOP"
-inline constexpr uint32_t kLayoutVersion = 3;  // 2: padded counters, 3: event words with listener lines
+inline constexpr uint32_t kLayoutVersion = 4;  // 2: padded counters, 3: event words with listener lines, 4: start time
 inline constexpr uint32_t kMaxRegistrations = 4096;
 inline constexpr uint32_t kNotifyDepth = 128;  // outstanding notifications per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
@@ -72,6 +72,7 @@ struct alignas(64) SegmentHeader {
     uint32_t node_id;
     pid_t pid;
     uid_t uid;
+    uint64_t start_time;  // the owner's start time (clock ticks after boot): a reused pid is not the owner
     char job_key[64];
     std::atomic<uint32_t> state;
     std::atomic<uint32_t> dead;           // set by whoever first sees the owner died

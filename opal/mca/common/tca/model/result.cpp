@@ -10,7 +10,7 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "success",
     "invalid argument (NULL pointer, zero or negative size, or unknown flags)",
     "TCA not initialised: call tcaInit first",
-    "TCA already initialised in this process",
+    "TCA already initialised in this process as another node (tcaInit is reference counted: a second call with compatible parameters shares the node)",
     "invalid handle: NULL, corrupt, or not created by tcaCreateHandle",
     "offset + size lies outside the registered memory of the handle",
     "source memory is not local: the device is put-only and cannot read remote memory",
@@ -20,7 +20,8 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "peer node has exited or is unreachable",
     "timed out waiting (see TCA_TIMEOUT_MS)",
     "out of memory",
-    "not supported here (GPU memory needs a CUDA build and a CUDA device)",
+    "not supported here (GPU memory needs a CUDA build and a CUDA device; an unrecognised launcher needs "
+    "TCA_NODE_ID/TCA_NUM_NODES)",
     "an operating-system call failed (details were logged to stderr)",
     "DMA channel busy: it is still running a chain",
     "invalid notification slot: valid slots are 0..TCA_NOTIFY_SLOTS-1",
@@ -29,6 +30,8 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "not ready yet",
     "no descriptor chain loaded in this channel (call tcaDescSet first)",
     "node id outside the sub-cluster",
+    "no free resource: every DMA channel / counter / notification slot asked for is held (see tcaQueryDevice)",
+    "releasing a DMA channel / counter / notification slot that is not acquired (released twice?)",
 };
 }  // namespace
 

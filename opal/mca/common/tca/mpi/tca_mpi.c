@@ -3,6 +3,7 @@
  * so the device layer itself never needs MPI.
  */
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tca.h"
@@ -39,6 +40,26 @@ tcaResult tcaCreateHandleList(tcaHandle **list, int nprocs, void *addr, size_t s
             if (tcaSuccess == rc) tcaDestroyHandle(&mine);
             free(all);
             return tcaSuccess != rc ? rc : tcaErrorInvalidHandle;
+        }
+    }
+    /* Two ranks that are the same node are not one sub-cluster (ranks on
+     * another host, or each process its own one-node sub-cluster): their
+     * handles would fail later as "stale".  Say so now, on every rank. */
+    for (int i = 0; i < nprocs; ++i) {
+        for (int j = i + 1; j < nprocs; ++j) {
+            if (all[i].node == all[j].node) {
+                int me = 0;
+                MPI_Comm_rank(MPI_COMM_WORLD, &me);
+                if (0 == me)
+                    fprintf(stderr,
+                            "tca: tcaCreateHandleList: ranks %d and %d are both node %u: the ranks of "
+                            "MPI_COMM_WORLD do not form one TCA sub-cluster (another host, or a launcher tca "
+                            "does not recognise: set TCA_JOB_KEY, TCA_NODE_ID and TCA_NUM_NODES)\n",
+                            i, j, (unsigned) all[i].node);
+                tcaDestroyHandle(&mine);
+                free(all);
+                return tcaErrorInvalidNode;
+            }
         }
     }
     *list = all;

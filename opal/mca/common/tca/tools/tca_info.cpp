@@ -77,6 +77,22 @@ void print_limits() {
     std::printf("#   access           : put only (remote reads are refused)\n");
 }
 
+// What the device layer owns and hands out (tcaQueryDevice): btl tca, coll
+// tca and applications acquire from these pools.
+void print_resources() {
+    tcaDeviceAttr a{};
+    if (tcaQueryDevice(&a) != tcaSuccess) return;
+    std::printf("# Resources of this node (tcaQueryDevice; acquired through tca*Acquire)\n");
+    std::printf("#   DMA channels     : %d free of %d\n", a.free_dma_channels, a.dma_channels);
+    std::printf("#   counters         : %d free of %d\n", a.free_counters, a.counters);
+    std::printf("#   notify slots     : %d free of %d, %d outstanding per (source, slot)\n", a.free_notify_slots,
+                a.notify_slots, a.notify_depth);
+    std::printf("#   registrations    : %d live of %d\n", a.registrations, a.max_registrations);
+    std::printf("#   internal memory  : %llu of %llu KiB used\n", static_cast<unsigned long long>(a.internal_used >> 10),
+                static_cast<unsigned long long>(a.internal_size >> 10));
+    std::printf("#   nodes            : %d of at most %d\n", a.num_nodes, a.max_nodes);
+}
+
 void print_timing(const tca::TimingModel &tm) {
     std::printf("# Timing model (TCA_TIMING=%d)\n", tm.enabled ? 1 : 0);
     std::printf("#   PIO latency      : %.0f ns adjacent (TCA_PIO_LATENCY_NS)\n", tm.pio_latency_ns);
@@ -154,6 +170,7 @@ int main(int argc, char **argv) {
                                                    : "not built (configure --with-cuda)");
     print_topology(dev->topology(), dev->node_id());
     print_limits();
+    print_resources();
     print_timing(dev->timing());
     print_locality();
     tcaFinalize();

@@ -1,0 +1,137 @@
+// bounce_test.cpp - the bounce path (single copy refused): data integrity
+// when every thread of a node serves its mailbox at once, and patience with a
+// peer that is stopped rather than dead.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace tca::test {
+namespace {
+
+// Both nodes write into each other at the same time, PIO from the
+// application thread and DMA from the engine thread in turns, while a third
+// thread lends itself to the device.  A node's mailbox is then served by its
+// engine thread, its application thread (while its own write waits) and the
+// lending thread.  A server that read the request number before it held the
+// service lock copied the writer's next chunk to the previous chunk's address
+// (seen as one 256 KiB chunk holding the next chunk's data).
+TEST(Bounce, BothWaysWithEveryThreadServing) {
+    NodeOptions opt;
+    opt.env = "TCA_SINGLE_COPY=0";
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        const size_t n = (1u << 20) + 4099;  // 5 chunks, the last one partial
+        const int rounds = 200;
+        std::vector<unsigned char> out(n), in(n);
+        tcaHandle out_h, in_h;
+        NODE_OK(tcaCreateHandle(&out_h, out.data(), n, tcaMemoryCPU));
+        NODE_OK(tcaCreateHandle(&in_h, in.data(), n, tcaMemoryCPU));
+        board.publish(node, 1, in_h);
+        board.barrier();
+        tcaHandle peer_in = board.get(1 - node, 1);
+        std::atomic<bool> running{true};
+        // More threads than cores: a server is often preempted mid-service.
+        std::vector<std::thread> lenders;
+        for (int i = 0; i < 2; ++i)
+            lenders.emplace_back([&] {
+                while (running.load(std::memory_order_relaxed)) tcaProgress(nullptr);
+            });
+        tcaDesc *d = tcaDescNew();
+        NODE_CHECK(d != nullptr);
+        for (int r = 0; r < rounds; ++r) {
+            const uint32_t my_seed = static_cast<uint32_t>(node * 100000 + r);
+            const uint32_t peer_seed = static_cast<uint32_t>((1 - node) * 100000 + r);
+            fill_pattern(out.data(), n, my_seed);
+            if (r % 2 == 0) {
+                NODE_OK(tcaPioWrite(&peer_in, 0, out.data(), n, tcaDMANotify, 1, r));
+            } else {
+                NODE_OK(tcaDescFree(d));
+                d = tcaDescNew();
+                NODE_CHECK(d != nullptr);
+                NODE_OK(tcaDescSetMemcpy(d, &peer_in, 0, &out_h, 0, n, tcaDMANotify, 1, r));
+                NODE_OK(tcaDescSet(d, 0));
+                NODE_OK(tcaStartDMADesc(0));
+                NODE_OK(tcaWaitDMAC(0));
+            }
+            NODE_OK(tcaWaitDMARecvDesc(&peer_in, 1, r));
+            size_t bad = 0;
+            if (!check_pattern(in.data(), n, peer_seed, &bad)) {
+                std::fprintf(stderr, "node %d round %d: byte %zu of %zu wrong (chunk %zu)\n", node, r, bad, n,
+                             bad / (256 * 1024));
+                std::_Exit(1);
+            }
+            board.barrier();  // the peer may overwrite `in` only after we checked it
+        }
+        running.store(false);
+        for (auto &t : lenders) t.join();
+        NODE_OK(tcaDescFree(d));
+        board.barrier();
+        return 0;
+    }, opt));
+}
+
+// The state letter of /proc/<pid>/stat ('T' = stopped).
+char process_state(pid_t pid) {
+    char path[64], buf[512] = {};
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    FILE *f = std::fopen(path, "r");
+    if (f == nullptr) return '?';
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const char *paren = std::strrchr(buf, ')');
+    return paren != nullptr && paren + 2 < buf + n ? paren[2] : '?';
+}
+
+// Node 0 writes into node 1 while node 1 is stopped (SIGSTOP) for three times
+// the wait timeout: the write must wait and then succeed, not give up.
+TEST(Bounce, StoppedPeerIsWaitedFor) {
+    NodeOptions opt;
+    opt.env = "TCA_SINGLE_COPY=0;TCA_TIMEOUT_MS=1000";
+    opt.timeout_s = 30;
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        const size_t n = (1u << 20) + 5;
+        std::vector<unsigned char> buf(n, 0);
+        tcaHandle mine;
+        tcaHandle peer = register_and_swap(node, board, buf.data(), n, tcaMemoryCPU, &mine);
+        if (node == 1) board.value[0].store(static_cast<int>(getpid()));
+        board.barrier();
+        if (node == 0) {
+            const pid_t target = static_cast<pid_t>(board.value[0].load());
+            fill_pattern(buf.data(), n, 5);
+            NODE_CHECK(kill(target, SIGSTOP) == 0);
+            // A stop takes effect asynchronously: write only once it has.
+            for (int i = 0; i < 5000 && process_state(target) != 'T'; ++i) usleep(1000);
+            NODE_CHECK(process_state(target) == 'T');
+            std::thread resume([target] {
+                std::this_thread::sleep_for(std::chrono::seconds(3));
+                kill(target, SIGCONT);
+            });
+            const auto t0 = std::chrono::steady_clock::now();
+            const tcaResult r = tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0);
+            const double waited =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            resume.join();
+            board.value[1].store(r == tcaSuccess ? 1 : 2);  // node 1 waits for this either way
+            if (r != tcaSuccess) {
+                std::fprintf(stderr, "write to a stopped peer: %s after %.1f s\n", tcaGetErrorString(r), waited);
+                std::_Exit(1);
+            }
+            NODE_CHECK(waited > 2.0);  // it really was stopped meanwhile
+        } else {
+            // Not a tca wait: those would time out across the stop by design.
+            while (board.value[1].load() == 0) usleep(1000);
+            NODE_CHECK(board.value[1].load() == 1 && check_pattern(buf.data(), n, 5));
+        }
+        board.barrier();
+        return 0;
+    }, opt));
+}
+
+}  // namespace
+}  // namespace tca::test

@@ -1,0 +1,131 @@
+// process_lifetime_test.cpp - one node per process: tcaInit/tcaFinalize are
+// reference counted, and a forked child (exit(), system(), popen()) never
+// touches its parent's node.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace tca::test {
+namespace {
+
+// The application and the MPI components each initialise and finalise; the
+// node lives until the last tcaFinalize.
+TEST(ProcessLifetime, InitIsReferenceCounted) {
+    NodeOptions opt;
+    opt.init = false;
+    const std::string key = unique_job_key("refs");
+    EXPECT_TRUE(run_nodes(2, [key](int node, Board &board) {
+        tcaInitParams p{key.c_str(), node, 2};
+        NODE_OK(tcaInitWithParams(&p));  // "the component"
+        NODE_OK(tcaInit());              // "the application": joins the same node
+        NODE_OK(tcaInitWithParams(&p));  // same parameters again: joins too
+        int id = -1;
+        NODE_OK(tcaGetNodeId(&id));
+        NODE_CHECK(id == node);
+        NODE_OK(tcaFinalize());
+        NODE_OK(tcaFinalize());
+        // One reference left: the node still works, peers included.
+        void *buf = nullptr;
+        NODE_OK(tcaMalloc(&buf, 4096, tcaMemoryCPU));
+        tcaHandle mine;
+        tcaHandle peer = register_and_swap(node, board, buf, 4096, tcaMemoryCPU, &mine);
+        const uint32_t word = 0xC0FFEE00u + static_cast<uint32_t>(node);
+        NODE_OK(tcaPioWrite(&peer, 0, &word, sizeof word, tcaDMANotify, 0, 1));
+        NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
+        NODE_CHECK(*static_cast<uint32_t *>(buf) == 0xC0FFEE00u + static_cast<uint32_t>(1 - node));
+        board.barrier();
+        NODE_OK(tcaDestroyHandle(&mine));
+        NODE_OK(tcaFree(buf, tcaMemoryCPU));
+        NODE_OK(tcaFinalize());
+        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
+        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaGetNodeId(&id));
+        return 0;
+    }, opt));
+    EXPECT_EQ(count_segments(key), 0);
+}
+
+// Node 0 forks children that exit the normal way (static destructors and
+// atexit handlers run), run system() and popen(); afterwards both nodes still
+// exchange data and node 0's segment is still there.  A child that exited
+// used to finalise node 0 for its parent (peers then saw it "finished").
+TEST(ProcessLifetime, ForkedChildrenLeaveTheParentsNodeAlone) {
+    NodeOptions opt;
+    opt.job_key = unique_job_key("fork");
+    const std::string key = opt.job_key;
+    EXPECT_TRUE(run_nodes(2, [key](int node, Board &board) {
+        if (node == 0) {
+            const pid_t child = fork();
+            if (child == 0) {
+                int id = -1;
+                // The child is not a node: it must not reach the parent's.
+                const int rc = tcaGetNodeId(&id) == tcaErrorNotInitialized ? 0 : 7;
+                std::exit(rc);  // runs static destructors
+            }
+            int st = 0;
+            NODE_CHECK(waitpid(child, &st, 0) == child);
+            NODE_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+            NODE_CHECK(std::system("exit 0") == 0);
+            FILE *f = popen("echo hi", "r");
+            NODE_CHECK(f != nullptr);
+            char line[16] = {};
+            NODE_CHECK(std::fgets(line, sizeof line, f) != nullptr);
+            NODE_CHECK(pclose(f) == 0);
+            NODE_CHECK(count_segments(key) == 2);
+        }
+        board.barrier();
+        // Both directions still work: node 0 is alive for node 1.
+        void *buf = nullptr;
+        NODE_OK(tcaMalloc(&buf, 1 << 20, tcaMemoryCPU));
+        tcaHandle mine;
+        tcaHandle peer = register_and_swap(node, board, buf, 1 << 20, tcaMemoryCPU, &mine);
+        fill_pattern(buf, 1 << 20, static_cast<uint32_t>(node));
+        board.barrier();
+        std::vector<unsigned char> out(1 << 20);
+        fill_pattern(out.data(), out.size(), static_cast<uint32_t>(10 + node));
+        NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 2, 3));
+        NODE_OK(tcaWaitDMARecvDesc(&peer, 2, 3));
+        NODE_CHECK(check_pattern(buf, 1 << 20, static_cast<uint32_t>(10 + (1 - node))));
+        NODE_OK(tcaCounterAddRemote(1 - node, 5, 1));
+        NODE_OK(tcaCounterWait(5, 1));
+        board.barrier();
+        NODE_OK(tcaDestroyHandle(&mine));
+        NODE_OK(tcaFree(buf, tcaMemoryCPU));
+        return 0;
+    }, opt));
+    EXPECT_EQ(count_segments(key), 0);
+}
+
+// Killed while it waits in the start-up rendezvous for a peer that never
+// comes: the next start of any job of this user removes what it left.
+TEST(ProcessLifetime, KilledDuringTheRendezvousIsCleanedUpByTheNextStart) {
+    NodeOptions opt;
+    opt.init = false;
+    opt.killed_node = 0;
+    opt.job_key = unique_job_key("rendezvous");
+    const std::string key = opt.job_key;
+    EXPECT_TRUE(run_nodes(1, [key](int, Board &) {
+        std::thread killer([key] {
+            for (int i = 0; i < 5000 && count_segments(key) == 0; ++i) usleep(1000);
+            usleep(100000);  // well inside the wait for node 1
+            raise(SIGKILL);
+        });
+        tcaInitParams p{key.c_str(), 0, 2};  // node 1 never starts
+        (void) tcaInitWithParams(&p);
+        killer.join();
+        return 1;
+    }, opt));
+    EXPECT_EQ(count_segments(key), 1) << "the killed node should have left its segment";
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) { return 0; }));
+    EXPECT_EQ(count_segments(key), 0) << "the next start should have removed it";
+}
+
+}  // namespace
+}  // namespace tca::test

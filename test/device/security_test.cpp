@@ -1,0 +1,188 @@
+// security_test.cpp - /dev/shm is shared by every user: files another user
+// plants under this user's segment names (the names an earlier release used,
+// names of the current form, hard links, a file whose size keeps changing, a
+// header claiming its owner died) must never be mapped, written or removed,
+// and the job must run as if they were not there.  That user cannot open our
+// segments either.  Needs root (to act as a second, unprivileged user: it is
+// created if missing); skipped otherwise.
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "loopback/segment_layout.hpp"  // to forge convincing headers
+
+namespace tca::test {
+namespace {
+
+constexpr const char *kIntruder = "tca-intruder";
+
+// The second user: created (system account, no home, no login) if missing.
+bool intruder_ids(uid_t *uid, gid_t *gid) {
+    passwd *pw = getpwnam(kIntruder);
+    if (pw == nullptr) {
+        const std::string cmd = std::string("useradd --system --no-create-home --shell /usr/sbin/nologin ") +
+                                kIntruder + " >/dev/null 2>&1";
+        if (std::system(cmd.c_str()) != 0) return false;
+        pw = getpwnam(kIntruder);
+    }
+    if (pw == nullptr || pw->pw_uid == 0) return false;
+    *uid = pw->pw_uid;
+    *gid = pw->pw_gid;
+    return true;
+}
+
+struct Shared {
+    char paths[2][256];          // the job's real segments
+    std::atomic<int> published;  // nodes that filled paths
+    std::atomic<int> probe;      // 1: the intruder could not open them (EACCES), 2: it could
+    std::atomic<int> stop;       // end the size toggling
+};
+
+pid_t dead_pid() {
+    const pid_t p = fork();
+    if (p == 0) std::_Exit(0);
+    waitpid(p, nullptr, 0);
+    return p;
+}
+
+// A header an older release took for "our segment, owner dead": magic, our
+// (root's) uid, a dead pid, state Ready with an unowned lock.
+void forge_header(int fd, const std::string &key, int node, pid_t pid) {
+    std::vector<unsigned char> buf(1 << 20, 0);
+    auto *h = reinterpret_cast<loopback::SegmentHeader *>(buf.data());
+    h->magic = loopback::kSegmentMagic;
+    h->version = loopback::kLayoutVersion;
+    h->num_nodes = 2;
+    h->node_id = static_cast<uint32_t>(node);
+    h->pid = pid;
+    h->uid = 0;
+    std::snprintf(h->job_key, sizeof h->job_key, "%s", key.c_str());
+    h->state.store(static_cast<uint32_t>(loopback::SegmentState::Ready));
+    h->total_size = buf.size();
+    if (write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size())) std::_Exit(9);
+}
+
+std::string planted_name(const std::string &key, int node, const char *suffix) {
+    return "/dev/shm/tca-0-" + key + "-" + std::to_string(node) + suffix;
+}
+
+// Runs as the intruder: plants, probes the job's segments, toggles a size.
+[[noreturn]] void intruder(uid_t uid, gid_t gid, const std::string &key, Shared *sh, pid_t dead) {
+    if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) std::_Exit(20);
+    std::vector<int> toggles;
+    for (int node = 0; node < 2; ++node) {
+        // The exact names an earlier release used, and names of today's form.
+        for (const char *suffix : {"", "-0123456789abcdef"}) {
+            const std::string path = planted_name(key, node, suffix);
+            const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0) std::_Exit(21);
+            forge_header(fd, key, node, dead);
+            close(fd);
+        }
+        // A hard link (two links) and a file whose size keeps changing.
+        if (link(planted_name(key, node, "-0123456789abcdef").c_str(),
+                 planted_name(key, node, "-fedcba9876543210").c_str()) != 0)
+            std::_Exit(22);
+        const int fd = open(planted_name(key, node, "-00000000deadbeef").c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0) std::_Exit(23);
+        forge_header(fd, key, node, dead);
+        toggles.push_back(fd);
+    }
+    sh->stop.store(0);
+    sh->probe.store(-1);  // planted
+    while (sh->published.load() < 2 && sh->stop.load() == 0) usleep(200);
+    int probe = 1;
+    for (auto &path : sh->paths) {
+        if (path[0] == '\0') continue;
+        const int fd = open(path, O_RDONLY);
+        if (fd >= 0 || errno != EACCES) probe = 2;
+        if (fd >= 0) close(fd);
+    }
+    sh->probe.store(probe);
+    for (unsigned i = 0; sh->stop.load() == 0; ++i) {
+        for (int fd : toggles) (void) ftruncate(fd, (i & 1) ? 0 : (1 << 20));
+        usleep(50);
+    }
+    std::_Exit(0);
+}
+
+std::string read_file(const std::string &path) {
+    std::string data;
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return data;
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
+    std::fclose(f);
+    return data;
+}
+
+TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+    uid_t uid;
+    gid_t gid;
+    if (!intruder_ids(&uid, &gid)) GTEST_SKIP() << "cannot create the user " << kIntruder;
+    void *mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    auto *sh = new (mem) Shared{};
+    sh->probe.store(0);
+    NodeOptions opt;
+    opt.job_key = unique_job_key("planted");
+    const std::string key = opt.job_key;
+    const pid_t dead = dead_pid();
+    const pid_t planter = fork();
+    if (planter == 0) intruder(uid, gid, key, sh, dead);
+    for (int i = 0; i < 5000 && sh->probe.load() == 0; ++i) usleep(1000);
+    ASSERT_EQ(sh->probe.load(), -1) << "the second user could not plant its files";
+    std::vector<std::string> planted;
+    for (int node = 0; node < 2; ++node)
+        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210"}) planted.push_back(planted_name(key, node, s));
+    std::vector<std::string> before;
+    for (auto &p : planted) before.push_back(read_file(p));
+
+    EXPECT_TRUE(run_nodes(2, [sh](int node, Board &board) {
+        NODE_OK(tcaGetBackingPath(sh->paths[node], sizeof sh->paths[node]));
+        sh->published.fetch_add(1);
+        auto [buf, mine, peer] = exchange_buffers(node, board, 1 << 20, tcaMemoryCPU);
+        std::vector<unsigned char> out(1 << 20);
+        fill_pattern(out.data(), out.size(), static_cast<uint32_t>(node + 1));
+        NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 0, 1));
+        NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
+        NODE_CHECK(check_pattern(buf, 1 << 20, static_cast<uint32_t>(2 - node)));
+        for (int i = 0; i < 5000 && sh->probe.load() < 1; ++i) usleep(1000);
+        NODE_CHECK(sh->probe.load() == 1);  // the other user was refused our segments
+        board.barrier();
+        NODE_OK(tcaDestroyHandle(&mine));
+        NODE_OK(tcaFree(buf, tcaMemoryCPU));
+        return 0;
+    }, opt));
+    // The next start sweeps leftovers: it must not touch the planted files either.
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) { return 0; }));
+    sh->stop.store(1);
+    waitpid(planter, nullptr, 0);
+    for (size_t i = 0; i < planted.size(); ++i) {
+        struct stat st {};
+        EXPECT_EQ(stat(planted[i].c_str(), &st), 0) << planted[i] << " was removed";
+        EXPECT_EQ(st.st_uid, uid) << planted[i];
+        EXPECT_TRUE(read_file(planted[i]) == before[i]) << planted[i] << " was written";
+    }
+    for (int node = 0; node < 2; ++node)
+        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210", "-00000000deadbeef"})
+            unlink(planted_name(key, node, s).c_str());
+    munmap(mem, sizeof(Shared));
+}
+
+}  // namespace
+}  // namespace tca::test
