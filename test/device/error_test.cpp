@@ -259,6 +259,7 @@ TEST(Errors, PeerExitedAndPeerKilled) {
             NODE_CHECK(waited < std::chrono::seconds(5));  // detected, not timed out (20 s)
             char x[8] = {};
             NODE_EXPECT_RESULT(tcaErrorPeerGone, tcaPioWrite(&gone, 0, x, 8, 0, 0, 0));
+            board.end_barrier(node);  // node 2 arrives after its own early tcaFinalize
             NODE_OK(tcaFinalize());
             return 0;
         }, opt)) << (killed ? "killed" : "exited");

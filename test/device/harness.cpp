@@ -24,8 +24,29 @@ void Board::barrier() {
         barrier_generation.fetch_add(1, std::memory_order_release);
         return;
     }
-    for (int spins = 0; barrier_generation.load(std::memory_order_acquire) == gen; ++spins)
+    for (int spins = 0; barrier_generation.load(std::memory_order_acquire) == gen; ++spins) {
+        if (spins < 1000) continue;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        // A node that has gone will never arrive: fail now, not at the deadline.
+        for (int i = 0; i < num_nodes; ++i)
+            if (end_state[i].load(std::memory_order_acquire) == 2 &&
+                barrier_generation.load(std::memory_order_acquire) == gen) {
+                std::fprintf(stderr, "node %d gone: a barrier cannot complete\n", i);
+                std::_Exit(4);
+            }
+    }
+}
+
+void Board::end_barrier(int node) {
+    int running = 0;
+    if (!end_state[node].compare_exchange_strong(running, 1, std::memory_order_acq_rel)) return;
+    for (int spins = 0;; ++spins) {
+        bool all = true;
+        for (int i = 0; i < num_nodes; ++i)
+            if (end_state[i].load(std::memory_order_acquire) == 0) all = false;
+        if (all) return;
         if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
 }
 
 tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine) {
@@ -115,6 +136,9 @@ void apply_env(const std::string &env) {
                 }
             }
             int rc = body(node, *board);
+            // Peers may still be writing to this node (a last remote counter
+            // add, a put): tear down only once every node is done.
+            board->end_barrier(node);
             if (opt.init && tcaFinalize() != tcaSuccess && rc == 0) rc = 3;
             std::fflush(stdout);
             std::fflush(stderr);
@@ -133,6 +157,10 @@ void apply_env(const std::string &env) {
             if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
                 status[i] = st;
                 --remaining;
+                // Gone before the final barrier (failed or killed): the
+                // others must not wait for it there.
+                int running = 0;
+                board->end_state[i].compare_exchange_strong(running, 2, std::memory_order_acq_rel);
             }
         }
         if (remaining == 0) break;

@@ -1,5 +1,7 @@
 // harness.hpp - runs a test body in N forked processes, each one node of a
 // fresh loopback sub-cluster, with a shared board to swap handles and a barrier.
+// Every node passes a final barrier after its body and before tcaFinalize, so
+// no node tears its device down while a peer still writes to it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,8 +24,16 @@ struct Board {
     std::atomic<int> barrier_generation;
     std::atomic<int> value[16];  // scratch for tests
     int num_nodes;
+    // Final barrier: per node 0 = running, 1 = arrived, 2 = gone without
+    // arriving (the parent marks a node that exited or was killed).
+    std::atomic<int> end_state[TCA_MAX_NODES];
 
     void barrier();
+    // Wait until every node has reached end_barrier or has gone.  run_nodes
+    // calls it after the body and before tcaFinalize; a body that finalizes
+    // itself (NodeOptions::init = false) calls it before its tcaFinalize.
+    // A second call by the same node returns at once.
+    void end_barrier(int node);
     void publish(int node, int slot, const tcaHandle &h) { handles[node][slot] = h; }
     tcaHandle &get(int node, int slot) { return handles[node][slot]; }
 };

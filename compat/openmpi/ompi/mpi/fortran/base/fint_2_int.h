@@ -1,6 +1,11 @@
-/* Copied unchanged from the Open MPI 4.1.4 source tree: Debian's libopenmpi-dev
- * installs ompi/op/op.h, which includes this header, but not the header itself.
- * Open MPI's BSD license and copyright notices follow. */
+/* Copied from the Open MPI 4.1.4 source tree: Debian's libopenmpi-dev installs
+ * ompi/op/op.h, which includes this header, but not the header itself.  Only a
+ * fallback: compat/openmpi is searched after every other include directory
+ * (-idirafter), so an installed Open MPI's own copy always wins.  The marker
+ * below (the only addition) lets configure and test/packaging/header_order.sh
+ * tell which copy was picked.  Open MPI's BSD license and copyright notices
+ * follow. */
+#define TCA_COMPAT_FINT_2_INT_H 1
 /*
  * Copyright (c) 2004-2005 The Trustees of Indiana University and Indiana
  *                         University Research and Technology

@@ -1,0 +1,87 @@
+#!/bin/sh
+# stress.sh - `make check-stress`: the multi-process tests, many times, under
+# CPU load, on both copy paths.  A test that passes once on an idle machine
+# but loses a race when its processes are descheduled fails here.
+#
+# Run from the build directory after `make check` built the test programs:
+#   STRESS_RUNS=20     passes over everything (default 20)
+#   STRESS_SUITES      "device mpi" (default), or one of them
+#   STRESS_LOAD        busy-loop load processes (default: nproc)
+#   STRESS_NICE        niceness of the load *and* the tests (default 10): they
+#                      compete with each other as equals, other users' work
+#                      keeps priority
+#   STRESS_LOGS        where the output of failed runs is kept (default stress-logs)
+# Each pass runs every suite with TCA_SINGLE_COPY unset (single copy) and with
+# TCA_SINGLE_COPY=0 (bounce path).  Prints "N passed, N failed" and exits
+# non-zero on any failure.
+srcdir=${srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+runs=${STRESS_RUNS:-20}
+suites=${STRESS_SUITES:-device mpi}
+load=${STRESS_LOAD:-$(nproc)}
+niceness=${STRESS_NICE:-10}
+logs=${STRESS_LOGS:-stress-logs}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# The multi-process device tests: GoogleTest programs that fork loopback nodes.
+device_tests="tca_device_tests tca_coll_engine_tests tca_btl_core_tests"
+for t in $device_tests tca_p2p_test tca_bcast_test; do
+    [ -x "./$t" ] || { echo "stress: ./$t not built (run make check first, or make check-stress)" >&2; exit 2; }
+done
+mpi_cases=$(ls "$srcdir"/test/mpi/cases/*.mpi)
+
+load_pids=""
+stop_load() {
+    for p in $load_pids; do kill "$p" 2>/dev/null; done
+    for p in $load_pids; do wait "$p" 2>/dev/null; done
+    load_pids=""
+}
+trap 'stop_load' EXIT
+trap 'stop_load; exit 130' INT TERM
+i=0
+while [ "$i" -lt "$load" ]; do
+    nice -n "$niceness" sh -c 'while :; do :; done' &
+    load_pids="$load_pids $!"
+    i=$((i + 1))
+done
+
+mkdir -p "$logs"
+passed=0 failed=0
+# run NAME COMMAND...: one test run, counted; the output of a failure is kept.
+run() {
+    name=$1
+    shift
+    log="$logs/$(echo "$name" | tr ' /=' '___').log"
+    if nice -n "$niceness" "$@" >"$log.tmp" 2>&1; then
+        passed=$((passed + 1))
+        rm -f "$log.tmp"
+    else
+        failed=$((failed + 1))
+        mv "$log.tmp" "$log"
+        echo "FAIL: $name (output in $log)"
+        grep -E '^\[  FAILED  \]|node check failed|FAIL|->' "$log" | head -5 | sed 's/^/    /'
+    fi
+}
+
+echo "stress: $runs runs of [$suites], both copy paths, $load load processes, nice $niceness"
+n=1
+while [ "$n" -le "$runs" ]; do
+    for copy in single bounce; do
+        if [ "$copy" = bounce ]; then export TCA_SINGLE_COPY=0; else unset TCA_SINGLE_COPY; fi
+        for suite in $suites; do
+            case $suite in
+                device)
+                    for t in $device_tests; do run "run $n $copy $t" "./$t"; done ;;
+                mpi)
+                    for c in $mpi_cases; do
+                        run "run $n $copy $(basename "$c" .mpi)" env srcdir="$srcdir" sh "$srcdir/test/mpi/run_case.sh" "$c"
+                    done ;;
+                *) echo "stress: unknown suite '$suite'" >&2; exit 2 ;;
+            esac
+        done
+    done
+    echo "stress: run $n of $runs done: $passed passed, $failed failed so far"
+    n=$((n + 1))
+done
+stop_load
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,51 @@
+#!/bin/sh
+# install_check.sh - `make install` (into a staging DESTDIR) installs
+# tca-mpirun, tca_info, both libraries, tca.h and both components; the
+# components load from there (their rpath finds the library), and the
+# installed tca-mpirun uses the installed component directory.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+unset TCA_COMPONENT_DIR
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+if ! ${MAKE:-make} install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1; then
+    cat "$tmp/install.log"
+    fail "make install DESTDIR=... failed"
+    exit 1
+fi
+find "$tmp/root" -type f | sed "s|^$tmp/root||" | sort
+
+btl=$(find "$tmp/root" -name mca_btl_tca.so)
+[ -n "$btl" ] || { fail "mca_btl_tca.so not installed"; exit 1; }
+staged_components=${btl%/mca_btl_tca.so}
+componentdir=${staged_components#"$tmp/root"}
+staged_lib=${staged_components%/*}
+[ -f "$staged_components/mca_coll_tca.so" ] || fail "mca_coll_tca.so not beside mca_btl_tca.so"
+# The components find the common library one level up ($ORIGIN/..).
+ls "$staged_lib"/libmca_common_tca.so* >/dev/null 2>&1 || fail "libmca_common_tca.so not in $staged_lib"
+ls "$staged_lib"/libtca_mpi.so* >/dev/null 2>&1 || fail "libtca_mpi.so not in $staged_lib"
+[ -n "$(find "$tmp/root" -name tca.h)" ] || fail "tca.h not installed"
+# Every help file of the components (opal_show_help texts).
+for h in $(cd "${srcdir:-.}" && find opal ompi -name 'help-*.txt'); do
+    [ -n "$(find "$tmp/root" -name "${h##*/}")" ] || fail "${h##*/} not installed"
+done
+
+run=$(find "$tmp/root" -name tca-mpirun)
+[ -n "$run" ] && [ -x "$run" ] || { fail "tca-mpirun not installed (or not executable)"; exit 1; }
+[ -x "${run%/*}/tca_info" ] || fail "tca_info not beside tca-mpirun"
+grep -qx "installed_dir=\"$componentdir\"" "$run" || fail "installed tca-mpirun does not name $componentdir: $(grep '^installed_dir=' "$run")"
+
+# Staged, not yet at $componentdir: the installed script must look there (and
+# say so), not in a build tree.
+if [ ! -e "$componentdir/mca_btl_tca.so" ]; then
+    out=$("$run" -np 1 true 2>&1) && fail "installed tca-mpirun ran without its components"
+    echo "$out" | grep -q "not found in $componentdir" || fail "installed tca-mpirun did not look in $componentdir: $out"
+fi
+# The staged components load (ompi_info under tca-mpirun lists their parameters).
+out=$(TCA_COMPONENT_DIR="$staged_components" timeout 60 "$run" -np 1 ompi_info --parsable --param all tca --level 9 2>&1)
+echo "$out" | grep -q '^mca:btl:tca:param:btl_tca_eager_limit:' || fail "installed btl tca does not load: $(echo "$out" | tail -3)"
+echo "$out" | grep -q '^mca:coll:tca:param:coll_tca_priority:' || fail "installed coll tca does not load: $(echo "$out" | tail -3)"
+[ $status -eq 0 ] && echo "ok: installed into $componentdir and loadable"
+exit $status
