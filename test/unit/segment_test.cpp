@@ -72,5 +72,42 @@ TEST(SegmentFiles, SweepTellsAReusedPidFromTheOwner) {
     EXPECT_FALSE(exists(seg.name())) << "the sweep kept a segment whose owner is gone";
 }
 
+// Another build's segments (another layout version, e.g. an older install
+// or work tree of the same user) are never judged by our sweep: their fields
+// lie at other offsets, so a live one could look dead.
+TEST(SegmentFiles, SweepLeavesOtherLayoutsAlone) {
+    const std::string base = segment_prefix(key_for("layout"), 0);
+    struct Planted {
+        std::string name;
+        uint64_t magic;
+        uint32_t version;
+    };
+    const Planted planted[] = {
+        {base + "00000000000000a3", 0x5443414c4f4f50ull, 3},  // the magic every layout up to 3 used
+        {base + "00000000000000a5", kSegmentMagic, kLayoutVersion + 1},
+    };
+    for (const Planted &p : planted) {
+        const int fd = shm_open(p.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        ASSERT_GE(fd, 0);
+        fchmod(fd, 0600);
+        ASSERT_EQ(ftruncate(fd, 1 << 16), 0);
+        void *m = mmap(nullptr, sizeof(SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ASSERT_NE(m, MAP_FAILED);
+        auto *h = static_cast<SegmentHeader *>(m);
+        h->magic = p.magic;
+        h->version = p.version;
+        h->uid = geteuid();
+        h->pid = 0;  // read at our offsets: "owner gone"
+        h->state.store(static_cast<uint32_t>(SegmentState::Ready));
+        munmap(m, sizeof(SegmentHeader));
+        close(fd);
+    }
+    remove_stale_segments();
+    for (const Planted &p : planted) {
+        EXPECT_TRUE(exists(p.name)) << "the sweep removed a segment of another layout: " << p.name;
+        shm_unlink(p.name.c_str());
+    }
+}
+
 }  // namespace
 }  // namespace tca::loopback

@@ -63,7 +63,9 @@ SegmentHeader *map_header(int fd, const struct stat &st) {
 }
 
 bool is_stale(SegmentHeader *h) {
-    if (h->magic != kSegmentMagic || h->uid != geteuid()) return false;
+    // Only headers of our own layout are judged: fields of another layout
+    // lie at other offsets (the magic carries the version; check both).
+    if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->uid != geteuid()) return false;
     const Liveness l = check_liveness(h);
     return l == Liveness::Dead || (l == Liveness::Finalized && !owner_alive(h));
 }
@@ -333,16 +335,22 @@ Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes
             result = tcaErrorJobConflict;
             return;
         }
-        if (check_liveness(h) == Liveness::Dead) {  // Ready, but its owner was killed
+        const bool dead = check_liveness(h) == Liveness::Dead;  // Ready, but its owner was killed
+        if (dead && base_ != nullptr) {  // one dead candidate is enough
             drop();
-            shm_unlink(name.c_str());
             return;
         }
+        reset();  // a live one wins over a dead one kept so far
         base_ = p;
         size_ = static_cast<uint64_t>(st.st_size);
         name_ = name;
-        result = tcaSuccess;
+        if (!dead) result = tcaSuccess;
     });
+    // Only a dead one: this node started and died after our start swept the
+    // leftovers.  Attach anyway; the usual liveness checks report it gone
+    // (tcaErrorPeerGone) and remove its segment, as for any peer that dies.
+    if (result == tcaErrorNotReady && base_ != nullptr) result = tcaSuccess;
+    if (result != tcaSuccess) reset();
     return result;
 }
 

@@ -16,8 +16,12 @@
 
 namespace tca::loopback {
 
-inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f4f50ull;  // "TCALOOP"
 inline constexpr uint32_t kLayoutVersion = 4;  // 2: padded counters, 3: event words with listener lines, 4: start time
+// The magic carries the layout version: a build reads only headers of its own
+// layout, so two builds of one user (two installs, two work trees) never
+// judge - and remove - each other's live segments by fields at other offsets.
+// (Until version 3 the magic was the same for every layout.)
+inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f'0000ull | kLayoutVersion;  // "TCALO" + version
 inline constexpr uint32_t kMaxRegistrations = 4096;
 inline constexpr uint32_t kNotifyDepth = 128;  // outstanding notifications per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
