@@ -2,8 +2,8 @@
 # shm_left_behind.sh BEFORE - prints the TCA segments in /dev/shm that a run
 # left behind: not in BEFORE (a file listing the names present when the run
 # started), mapped by no live process (other people's tests running at the
-# same time map theirs; by inode, since a segment is mapped under the
-# temporary name it was built under) and still there after up to 5 s (the
+# same time map theirs; matched by inode, which no rename changes) and
+# still there after up to 5 s (the
 # launcher's cleanup of an aborted job runs asynchronously).  Exit status 1 if
 # there are any.
 before=$1
