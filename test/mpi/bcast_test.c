@@ -16,13 +16,8 @@
 #include <unistd.h>
 
 static int wrank;
-#define FAIL(...)                                              \
-    do {                                                       \
-        fprintf(stderr, "rank %d: FAIL: ", wrank);             \
-        fprintf(stderr, __VA_ARGS__);                          \
-        fprintf(stderr, "\n");                                 \
-        MPI_Abort(MPI_COMM_WORLD, 1);                          \
-    } while (0)
+#define TEST_RANK wrank
+#include "../common/mpi_fail.h"
 
 static unsigned char pat(size_t i, unsigned seed) { return (unsigned char) (i * 151 + seed * 13 + (i >> 11)); }
 

@@ -16,13 +16,8 @@
 
 static int rank, size;
 
-#define FAIL(...)                                                   \
-    do {                                                            \
-        fprintf(stderr, "rank %d: FAIL: ", rank);                   \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fprintf(stderr, "\n");                                      \
-        MPI_Abort(MPI_COMM_WORLD, 1);                               \
-    } while (0)
+#define TEST_RANK rank
+#include "../common/mpi_fail.h"
 
 static unsigned char pattern(size_t i, unsigned seed) { return (unsigned char) (i * 131 + seed * 7 + (i >> 9)); }
 static void fill(void *buf, size_t n, unsigned seed) {

@@ -18,13 +18,8 @@
 
 static int rank, size;
 
-#define FAIL(...)                                                   \
-    do {                                                            \
-        fprintf(stderr, "rank %d: FAIL: ", rank);                   \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fprintf(stderr, "\n");                                      \
-        MPI_Abort(MPI_COMM_WORLD, 1);                               \
-    } while (0)
+#define TEST_RANK rank
+#include "../common/mpi_fail.h"
 
 static unsigned char pat(size_t i, unsigned seed) { return (unsigned char) (i * 151 + seed * 13 + (i >> 11)); }
 
