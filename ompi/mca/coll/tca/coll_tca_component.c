@@ -4,6 +4,7 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
 #include "tca_mca_check.h"
+#include "tca_cuda_abi.h"
 
 static int tca_register(void);
 static int tca_open(void);
@@ -35,6 +36,7 @@ static int tca_register(void) {
     mca_base_component_t *c = &mca_coll_tca_component.super.collm_version;
     mca_base_var_enum_t *e = NULL;
     tca_mca_help_dirs();
+    if (!tca_cuda_abi_check("help-coll-tca.txt", "coll tca")) return OMPI_ERR_NOT_AVAILABLE;
     mca_coll_tca_component.priority = 40;
     (void) mca_base_component_var_register(c, "priority",
                                            "Priority of coll tca; it provides only the persistent broadcast "

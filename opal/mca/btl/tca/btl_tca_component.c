@@ -15,6 +15,7 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
+#include "tca_cuda_abi.h"
 #include "tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
@@ -58,6 +59,10 @@ static int tca_component_register(void) {
     mca_base_var_enum_t *mode_enum = NULL;
 
     tca_mca_help_dirs();
+    /* Before anything touches mca_btl_base_module_t, whose layout depends on
+     * the Open MPI's CUDA support: registering fails, so the framework
+     * unloads the component. */
+    if (!tca_cuda_abi_check(HELP_FILE, "btl tca")) return OPAL_ERR_NOT_AVAILABLE;
     c->subcluster_size = 0;
     register_int("subcluster_size",
                  "Processes per TCA sub-cluster on this host (0: all of them). The loopback device joins the "
