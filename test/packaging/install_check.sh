@@ -24,9 +24,16 @@ componentdir=${staged_components#"$tmp/root"}
 staged_lib=${staged_components%/*}
 [ -f "$staged_components/mca_coll_tca.so" ] || fail "mca_coll_tca.so not beside mca_btl_tca.so"
 # The components find the common library one level up ($ORIGIN/..).
-ls "$staged_lib"/libmca_common_tca.so* >/dev/null 2>&1 || fail "libmca_common_tca.so not in $staged_lib"
-ls "$staged_lib"/libtca_mpi.so* >/dev/null 2>&1 || fail "libtca_mpi.so not in $staged_lib"
-[ -n "$(find "$tmp/root" -name tca.h)" ] || fail "tca.h not installed"
+ls "$staged_lib"/libtca.so* >/dev/null 2>&1 || fail "libtca.so not in $staged_lib"
+[ -f "$staged_lib/libtcacomm.a" ] || fail "libtcacomm.a not in $staged_lib"
+[ -f "$staged_lib/pkgconfig/tca.pc" ] || fail "tca.pc not in $staged_lib/pkgconfig"
+for h in tca.h tca-api.h tca-help.h mpi-help.h cuda-help.h; do
+    [ -n "$(find "$tmp/root" -name "$h")" ] || fail "$h not installed"
+done
+# libtca exports the TCA API and nothing else.
+others=$(nm -D --defined-only "$staged_lib"/libtca.so | awk '$2 ~ /^[TDBVW]$/ && $3 !~ /^tca/ {print $3}')
+[ -z "$others" ] || fail "libtca.so exports non-tca symbols: $others"
+nm -D --defined-only "$staged_lib"/libtca.so | grep -q ' T tcaSendPIO$' || fail "libtca.so lacks tcaSendPIO"
 # Every help file of the components (opal_show_help texts).
 for h in $(cd "${srcdir:-.}" && find opal ompi -name 'help-*.txt'); do
     [ -n "$(find "$tmp/root" -name "${h##*/}")" ] || fail "${h##*/} not installed"
