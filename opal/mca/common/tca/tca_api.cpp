@@ -343,6 +343,7 @@ tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t siz
     TCA_REQUIRE_DEVICE(dev);
     if (dst == nullptr) return tcaErrorInvalidHandle;
     if (dst_off < 0) return tcaErrorOutOfRange;
+    if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
     return guarded([&] { return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag); });
 }
 
