@@ -40,6 +40,7 @@ esac
 [ -f "$PROG" ] || { echo "FAIL: no program $PROG"; exit 1; }
 
 # The private installation (serialised: tests run in parallel).
+mkdir -p "$top/test/tca-api"
 if ! flock "$top/test/tca-api/stage.lock" ${MAKE:-make} -s test/tca-api/stage.stamp >"$top/test/tca-api/stage.lock.log" 2>&1; then
     cat "$top/test/tca-api/stage.lock.log"
     echo "FAIL: could not install into test/tca-api/stage (make test/tca-api/stage.stamp)"
