@@ -1,7 +1,9 @@
-// pio_compat_test.cpp - the published PIO API (tca-api.h): windows whose
-// writes run past the declared size but stay inside the registration, the
-// registration as the bound, and a message's final 8-byte word (a polled
-// marker) becoming visible only after the rest of the message.
+// published_api_test.cpp - the published API of tca-api.h beyond tca.h:
+// PIO windows whose writes run past the declared size but stay inside the
+// registration (the registration is the bound), a message's final 8-byte
+// word (a polled marker) becoming visible only after the rest of the
+// message, the historical tcaDMAContinue flag, and GPU pointers registered
+// as tcaMemoryCPU (what tcaCreateHandleList does) becoming GPU handles.
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -58,7 +60,7 @@ int window_offsets(int node, Board &board) {
     return 0;
 }
 
-TEST(PioCompat, WindowOffsetsPastDeclaredSizeInsideRegistration) {
+TEST(PublishedApi, WindowOffsetsPastDeclaredSizeInsideRegistration) {
     EXPECT_TRUE(run_nodes(2, window_offsets));
 }
 
@@ -105,12 +107,90 @@ int marker_last(int node, Board &board) {
     return 0;
 }
 
-TEST(PioCompat, MarkerWordVisibleLast) { EXPECT_TRUE(run_nodes(2, marker_last)); }
+TEST(PublishedApi, MarkerWordVisibleLast) { EXPECT_TRUE(run_nodes(2, marker_last)); }
 
-TEST(PioCompat, MarkerWordVisibleLastOnBouncePath) {
+TEST(PublishedApi, MarkerWordVisibleLastOnBouncePath) {
     NodeOptions opt;
     opt.env = "TCA_SINGLE_COPY=0";
     EXPECT_TRUE(run_nodes(2, marker_last, opt));
+}
+
+// Historical chains flag every descriptor but the last with tcaDMAContinue.
+TEST(PublishedApi, ContinueFlagAccepted) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        const size_t size = 4096;
+        PairBuffers b = exchange_buffers(node, board, 2 * size, tcaMemoryCPU);
+        if (node == 0) {
+            fill_pattern(b.buf, 2 * size, 5);
+            const tcaDMAFlag f = tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify;
+            tcaDesc *d = tcaDescNew();
+            NODE_OK(tcaDescSetMemcpy(d, &b.peer, 0, &b.mine, 0, size, f | tcaDMAContinue, 0, 0x100));
+            NODE_OK(tcaDescSetMemcpy(d, &b.peer, size, &b.mine, size, size, f, 0, 0x100));
+            NODE_OK(tcaDescSet(d, 0));
+            NODE_OK(tcaStartDMADesc(0));
+            NODE_OK(tcaWaitDMAC(0));
+            NODE_OK(tcaDescFree(d));
+        } else {
+            NODE_OK(tcaWaitDMARecvDesc(&b.peer, 0, 0x100));
+            NODE_OK(tcaWaitDMARecvDesc(&b.peer, 0, 0x100));
+            NODE_CHECK(check_pattern(b.buf, 2 * size, 5));
+        }
+        return 0;
+    }));
+}
+
+// tcaCreateHandleList registers whatever pointer it is given as
+// tcaMemoryCPU; tcaCreateHandle must recognise tcaMalloc'd GPU memory
+// (interior pointers included) and make a GPU handle of it.
+TEST(PublishedApi, GpuPointerPassedAsCpuIsRegisteredAsGpu) {
+    // Probe in a child: CUDA must not be initialised in the parent before fork().
+    const bool usable = run_nodes(1, [](int, Board &) {
+        void *p = nullptr;
+        const tcaResult rc = tcaMalloc(&p, 4096, tcaMemoryGPU);
+        if (rc == tcaSuccess) tcaFree(p, tcaMemoryGPU);
+        return rc == tcaSuccess ? 0 : 7;
+    });
+    if (!usable) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        const size_t size = 1 << 20, inner = 4096;
+        void *dev = nullptr, *host = nullptr;
+        NODE_OK(tcaMalloc(&dev, size, tcaMemoryGPU));
+        NODE_OK(tcaMalloc(&host, size, tcaMemoryCPU));
+        tcaHandle whole, part, hhost;
+        NODE_OK(tcaCreateHandle(&whole, dev, size, tcaMemoryCPU));
+        NODE_OK(tcaCreateHandle(&part, static_cast<char *>(dev) + inner, size - inner, tcaMemoryCPU));
+        NODE_OK(tcaCreateHandle(&hhost, host, size, tcaMemoryCPU));
+        NODE_CHECK(whole.region == tcaMemoryGPU && part.region == tcaMemoryGPU && hhost.region == tcaMemoryCPU);
+        board.publish(node, 0, part);
+        board.publish(node, 1, hhost);
+        board.barrier();
+        if (node == 0) {  // host -> node 1's interior GPU handle -> back to our host buffer
+            fill_pattern(host, 8192, 9);
+            tcaHandle peer_part = board.get(1, 0);
+            tcaDesc *d = tcaDescNew();
+            NODE_OK(tcaDescSetMemcpy(d, &peer_part, 0, &hhost, 0, 8192, tcaDMANotify, 0, 1));
+            NODE_OK(tcaDescSet(d, 0));
+            NODE_OK(tcaStartDMADesc(0));
+            NODE_OK(tcaWaitDMAC(0));
+            NODE_OK(tcaDescFree(d));
+            std::memset(host, 0, 8192);
+            tcaHandle peer_host = board.get(1, 1);
+            NODE_OK(tcaWaitDMARecvDesc(&peer_host, 1, 2));
+            NODE_CHECK(check_pattern(host, 8192, 9));
+        } else {
+            tcaHandle peer_host = board.get(0, 1);
+            NODE_OK(tcaWaitDMARecvDesc(&peer_host, 0, 1));
+            tcaDesc *d = tcaDescNew();  // back from the whole-allocation handle at the same place
+            NODE_OK(tcaDescSetMemcpy(d, &peer_host, 0, &whole, inner, 8192, tcaDMANotify, 1, 2));
+            NODE_OK(tcaDescSet(d, 0));
+            NODE_OK(tcaStartDMADesc(0));
+            NODE_OK(tcaWaitDMAC(0));
+            NODE_OK(tcaDescFree(d));
+        }
+        board.barrier();
+        NODE_OK(tcaFree(dev, tcaMemoryGPU));
+        return 0;
+    }));
 }
 
 }  // namespace
