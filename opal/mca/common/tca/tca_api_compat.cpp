@@ -8,9 +8,10 @@
 // only once its bytes are visible at the destination, whatever the path
 // (plain stores into mapped memory, process_vm_writev into another process,
 // a bounce through the target's engine thread, a CUDA copy), so the final
-// word cannot overtake the body.  One write alone would not do: the kernel's
-// and glibc's bulk copies (rep movsb, vector loops) give no store order
-// within a copy.  The final word is one 8-byte copy: a single aligned store
+// word cannot overtake the body; the full fence between them also orders
+// weakly-ordered (non-temporal) stores a large memcpy may use.  One write
+// alone would not do: the kernel's and glibc's bulk copies (rep movsb,
+// vector and non-temporal loops) give no store order within a copy.  The final word is one 8-byte copy: a single aligned store
 // when it reaches mapped memory (memcpy of 8 bytes), and the kernel's copy
 // for process_vm_writev, which no program can observe half-done in the
 // marker protocol (the marker 255 differs from 0 in one byte).
