@@ -115,6 +115,42 @@ TEST(PublishedApi, MarkerWordVisibleLastOnBouncePath) {
     EXPECT_TRUE(run_nodes(2, marker_last, opt));
 }
 
+// Before tcaInit, and with NULL where a window or message belongs.
+TEST(PublishedApi, PioArgumentsAndInitialisation) {
+    NodeOptions opt;
+    opt.init = false;
+    EXPECT_TRUE(run_nodes(1, [](int node, Board &board) {
+        tcaPIOHandle pio{};
+        tcaHandle h{};
+        char c = 0;
+        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSetPIORegion(&pio, &h, 0, 8));
+        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSendPIO(&pio, 0, &c, 1));
+        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaDMADescInt_Init());
+        NODE_CHECK(tcaSendPIOCommit() == TCA_SUCCESS);
+        NODE_OK(tcaInit());
+        void *buf = nullptr;
+        NODE_OK(tcaMalloc(&buf, 64, tcaMemoryCPU));
+        NODE_OK(tcaCreateHandle(&h, buf, 64, tcaMemoryCPU));
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSetPIORegion(nullptr, &h, 0, 8));
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSendPIO(nullptr, 0, &c, 1));
+        NODE_OK(tcaSetPIORegion(&pio, &h, 0, 8));  // a window on our own memory works too
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSendPIO(&pio, 0, nullptr, 1));
+        NODE_OK(tcaSendPIO(&pio, 0, nullptr, 0));
+        const char msg[16] = "fifteen chars..";
+        NODE_OK(tcaSendPIO(&pio, 48, const_cast<char *>(msg), sizeof msg));
+        NODE_CHECK(std::memcmp(static_cast<char *>(buf) + 48, msg, sizeof msg) == 0);
+        tcaHandle forged = h;
+        forged.magic = 0;
+        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaSetPIORegion(&pio, &forged, 0, 8));
+        NODE_OK(tcaDMADescInt_Init());
+        NODE_OK(tcaDestroyHandle(&h));
+        NODE_OK(tcaFree(buf, tcaMemoryCPU));
+        board.end_barrier(node);
+        NODE_OK(tcaFinalize());
+        return 0;
+    }, opt));
+}
+
 // Historical chains flag every descriptor but the last with tcaDMAContinue.
 TEST(PublishedApi, ContinueFlagAccepted) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
