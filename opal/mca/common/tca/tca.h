@@ -29,8 +29,11 @@ extern "C" {
 
 #define TCA_API_VERSION 0x0100 /* 1.0 */
 
-/* Result codes: every entry point returns one; tcaGetErrorString explains it. */
-typedef enum tcaResult {
+/* Result codes: every entry point returns one; tcaGetErrorString explains it.
+ * The published name of the type is tcaresult (tca-api.h adds TCA_SUCCESS and
+ * the other published spellings); tcaResult is the same type under the name
+ * the project's own code uses. */
+typedef enum tcaresult {
     tcaSuccess = 0,
     tcaErrorInvalidValue = 1,      /* a bad argument (NULL pointer, negative size, bad flags) */
     tcaErrorNotInitialized = 2,    /* tcaInit has not been called */
@@ -56,7 +59,8 @@ typedef enum tcaResult {
     tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire) */
     tcaErrorNotAcquired = 23,      /* releasing a channel / counter / slot that is not held (double release) */
     tcaErrorResultCount
-} tcaResult;
+} tcaresult;
+typedef tcaresult tcaResult;
 
 typedef enum tcaMemoryType {
     tcaMemoryCPU = 0,
@@ -70,7 +74,8 @@ enum {
     tcaDMAUseNotifyInternal = 0x02, /* notification slots in internal memory (always so on loopback) */
     tcaDMANotify = 0x04,            /* notify the destination node (slot, tag) after the data landed */
     tcaDMANotifySelf = 0x08,        /* notify the source node itself after the data landed */
-    tcaDMAPipeline = 0x10           /* may overlap with the previous descriptor (timing model only) */
+    tcaDMAPipeline = 0x10,          /* may overlap with the previous descriptor (timing model only) */
+    tcaDMAContinue = 0x20           /* historical: "another descriptor follows in this chain"; accepted, no effect */
 };
 
 #define TCA_NUM_DMA_CHANNELS 4
@@ -134,9 +139,9 @@ TCA_API tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
 TCA_API tcaResult tcaFree(void *ptr, tcaMemoryType type);
 TCA_API tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type);
 TCA_API tcaResult tcaDestroyHandle(tcaHandle *handle); /* extension: deregister */
-/* Collective over MPI_COMM_WORLD (library libtca_mpi): *list gets one handle per
- * rank, malloc'd; release with free(). */
-TCA_API tcaResult tcaCreateHandleList(tcaHandle **list, int nprocs, void *addr, size_t size);
+/* tcaCreateHandleList (collective over MPI_COMM_WORLD) is in libtcacomm and
+ * declared by tca-help.h: programs that include only tca-api.h declare it
+ * themselves, with their own pointer type. */
 
 /* ---- DMA descriptor chains ---- */
 /* A freed, forged or never-allocated tcaDesc pointer (a second tcaDescFree

@@ -34,9 +34,10 @@ struct Descriptor {
     bool notifies() const noexcept { return (flags & (tcaDMANotify | tcaDMANotifySelf)) != 0; }
 };
 
-// Flags a descriptor accepts.
-inline constexpr int kAllDescriptorFlags =
-    tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf | tcaDMAPipeline;
+// Flags a descriptor accepts (tcaDMAContinue: historical chains mark every
+// descriptor but the last with it; a chain's length says the same here).
+inline constexpr int kAllDescriptorFlags = tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify |
+                                           tcaDMANotifySelf | tcaDMAPipeline | tcaDMAContinue;
 
 // Structural validity of a handle value (magic, region, node id).
 Result check_handle(const tcaHandle *h, int num_nodes) noexcept;
