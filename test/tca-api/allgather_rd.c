@@ -126,6 +126,7 @@ int main(int argc, char **argv)
         free(rhs);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == me) printf("allgather_rd: PASSED\n");
     MPI_Finalize();
     return 0;
 }

@@ -111,6 +111,7 @@ int main(int argc, char **argv)
         TCA_SAFE_CALL(tcaFree(buf, tcaMemoryCPU));
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == me) printf("bcast_tree: PASSED\n");
     MPI_Finalize();
     return 0;
 }

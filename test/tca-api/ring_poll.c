@@ -174,6 +174,7 @@ int main(int argc, char **argv)
     TCA_SAFE_CALL(tcaFree(mem, tcaMemoryCPU));
     free(hs);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == me) printf("ring_poll: PASSED\n");
     MPI_Finalize();
     return 0;
 }

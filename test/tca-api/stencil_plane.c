@@ -122,6 +122,7 @@ int main(int argc, char **argv)
         TCA_SAFE_CALL(tcaFree(a, tcaMemoryCPU));
     }
     MPI_SAFE_CALL(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == me) printf("stencil_plane: PASSED\n");
     MPI_Finalize();
     return 0;
 }
