@@ -1,6 +1,6 @@
 /*
  * published_example.c - the pattern of published PEACH2 programs, written
- * against tca.h only: MPI gives the ranks, tcaCreateHandleList exchanges the
+ * against tca-help.h (libtca + libtcacomm): MPI gives the ranks, tcaCreateHandleList exchanges the
  * handles, one descriptor chain is built once and started for many
  * iterations (ping-pong with notifications), and the data is checked.
  * Run: mpirun -np 2 ./tca_published_example
@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tca.h"
+#include "tca-help.h"
 
 #define CHECK(call)                                                                        \
     do {                                                                                   \
-        tcaResult r_ = (call);                                                             \
-        if (tcaSuccess != r_) {                                                            \
+        tcaresult r_ = (call);                                                             \
+        if (TCA_SUCCESS != r_) {                                                           \
             fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, tcaGetErrorString(r_)); \
             MPI_Abort(MPI_COMM_WORLD, 1);                                                  \
         }                                                                                  \
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     peer = 1 - rank;
     CHECK(tcaInit());
     CHECK(tcaMalloc(&buf, size, tcaMemoryCPU));
-    CHECK(tcaCreateHandleList(&handles, nprocs, buf, size));
+    tcaCreateHandleList(&handles, nprocs, buf, size); /* void: aborts the job on failure */
 
     desc = tcaDescNew();
     CHECK(tcaDescSetMemcpy(desc, &handles[peer], 0, &handles[rank], 0, size, tcaDMANotify, 0, 1));

@@ -24,9 +24,33 @@ componentdir=${staged_components#"$tmp/root"}
 staged_lib=${staged_components%/*}
 [ -f "$staged_components/mca_coll_tca.so" ] || fail "mca_coll_tca.so not beside mca_btl_tca.so"
 # The components find the common library one level up ($ORIGIN/..).
-ls "$staged_lib"/libmca_common_tca.so* >/dev/null 2>&1 || fail "libmca_common_tca.so not in $staged_lib"
-ls "$staged_lib"/libtca_mpi.so* >/dev/null 2>&1 || fail "libtca_mpi.so not in $staged_lib"
-[ -n "$(find "$tmp/root" -name tca.h)" ] || fail "tca.h not installed"
+ls "$staged_lib"/libtca.so* >/dev/null 2>&1 || fail "libtca.so not in $staged_lib"
+[ -f "$staged_lib/libtcacomm.a" ] || fail "libtcacomm.a not in $staged_lib"
+[ -f "$staged_lib/pkgconfig/tca.pc" ] || fail "tca.pc not in $staged_lib/pkgconfig"
+for h in tca.h tca-api.h tca-help.h mpi-help.h cuda-help.h; do
+    [ -n "$(find "$tmp/root" -name "$h")" ] || fail "$h not installed"
+done
+# libtca exports the TCA API and nothing else.
+others=$(nm -D --defined-only "$staged_lib"/libtca.so | awk '$2 ~ /^[TDBVW]$/ && $3 !~ /^tca/ {print $3}')
+[ -z "$others" ] || fail "libtca.so exports non-tca symbols: $others"
+nm -D --defined-only "$staged_lib"/libtca.so | grep -q ' T tcaSendPIO$' || fail "libtca.so lacks tcaSendPIO"
+# A user's build: pkg-config's flags (plus -ltcacomm) compile and link a
+# tca-help.h program; it runs with only libtca's directory on LD_LIBRARY_PATH.
+if command -v pkg-config >/dev/null 2>&1; then
+    flags=$(PKG_CONFIG_SYSROOT_DIR="$tmp/root" PKG_CONFIG_PATH="$staged_lib/pkgconfig" pkg-config --cflags --libs tca) ||
+        fail "pkg-config does not know tca"
+    echo "pkg-config --cflags --libs tca: $flags"
+    printf '%s\n' '#include <mpi-help.h>' '#include <tca-help.h>' \
+        'int main(int c, char **v) { MPI_SAFE_CALL(MPI_Init(&c, &v)); printf("%s\n", TCA_LIB_VERSION);' \
+        '  if (c < 0) { TCA_SAFE_CALL(tcaInit()); tcaCreateHandleList(NULL, 0, NULL, 0); }' '  MPI_Finalize(); return 0; }' >"$tmp/user.c"
+    # shellcheck disable=SC2086
+    if ${MPICC:-mpicc} -std=c99 -Wall -Werror "$tmp/user.c" -o "$tmp/user" $flags -ltcacomm >"$tmp/cc.log" 2>&1; then
+        out=$(LD_LIBRARY_PATH="$staged_lib" "$tmp/user" 2>&1) || fail "the pkg-config-built program does not run: $out"
+        LD_LIBRARY_PATH="$staged_lib" ldd "$tmp/user" | grep -q "$staged_lib/libtca.so" || fail "the program does not load the installed libtca: $(LD_LIBRARY_PATH="$staged_lib" ldd "$tmp/user")"
+    else
+        cat "$tmp/cc.log"; fail "a tca-help.h program does not build with pkg-config's flags and -ltcacomm"
+    fi
+fi
 # Every help file of the components (opal_show_help texts).
 for h in $(cd "${srcdir:-.}" && find opal ompi -name 'help-*.txt'); do
     [ -n "$(find "$tmp/root" -name "${h##*/}")" ] || fail "${h##*/} not installed"

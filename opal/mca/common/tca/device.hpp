@@ -49,6 +49,9 @@ public:
     // Checks a descriptor fully (structure, put-only rule, live registrations).
     virtual Result validate(const Descriptor &d) const = 0;
     // CPU stores of [src, src+size) at dst+off, then optional notifications.
+    // flags may add kPioUntimed: the timing model's PIO latency is not paid
+    // again (the second half of one message, see tcaSendPIO).
+    static constexpr int kPioUntimed = 1 << 30;
     virtual Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
                              int tag) = 0;
     virtual Result pio_map(const tcaHandle &h, void **addr) = 0;

@@ -14,6 +14,7 @@
 
 #include "desc_registry.hpp"
 #include "device.hpp"
+#include "gpu/cuda_runtime.hpp"
 #include "model/descriptor.hpp"
 #include "tca.h"
 
@@ -185,7 +186,14 @@ tcaResult tcaFree(void *ptr, tcaMemoryType type) {
 tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type) {
     TCA_REQUIRE_DEVICE(dev);
     if (handle == nullptr) return tcaErrorInvalidHandle;
-    return guarded([&] { return dev->register_memory(addr, size, type, handle); });
+    return guarded([&] {
+        // Published programs register tcaMalloc'd GPU memory through
+        // tcaCreateHandleList, which cannot know it is GPU memory: ask CUDA
+        // (only when the program has loaded it: no cost for CPU-only programs).
+        if (type == tcaMemoryCPU && tca::gpu::CudaRuntime::instance().is_device_pointer_if_loaded(addr))
+            type = tcaMemoryGPU;
+        return dev->register_memory(addr, size, type, handle);
+    });
 }
 
 tcaResult tcaDestroyHandle(tcaHandle *handle) {
@@ -335,6 +343,7 @@ tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t siz
     TCA_REQUIRE_DEVICE(dev);
     if (dst == nullptr) return tcaErrorInvalidHandle;
     if (dst_off < 0) return tcaErrorOutOfRange;
+    if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
     return guarded([&] { return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag); });
 }
 

@@ -34,6 +34,7 @@ struct CudaRuntime::Api {
     decltype(&cudaPointerGetAttributes) attrs;
     decltype(&cudaDeviceGetPCIBusId) busId;
     decltype(&cudaGetErrorString) errstr;
+    decltype(&cudaGetLastError) lastError = nullptr;  // optional
 };
 
 namespace {
@@ -48,12 +49,15 @@ bool sym(void *lib, const char *name, F *out) {
 
 bool CudaRuntime::compiled_in() const noexcept { return true; }
 
+constexpr const char *kCudartNames[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+                                        TCA_CUDA_LIBDIR "/libcudart.so"};
+
 bool CudaRuntime::load() {
     std::lock_guard g(load_lock);
     if (tried_) return api_ != nullptr;
     tried_ = true;
     void *lib = nullptr;
-    for (const char *n : {"libcudart.so", "libcudart.so.13", "libcudart.so.12", TCA_CUDA_LIBDIR "/libcudart.so"}) {
+    for (const char *n : kCudartNames) {
         lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
         if (lib) break;
     }
@@ -69,6 +73,7 @@ bool CudaRuntime::load() {
                     sym(lib, "cudaIpcCloseMemHandle", &a->ipcClose) && sym(lib, "cudaMemcpy", &a->memcpy_) &&
                     sym(lib, "cudaMemcpy2D", &a->memcpy2d) && sym(lib, "cudaPointerGetAttributes", &a->attrs) &&
                     sym(lib, "cudaDeviceGetPCIBusId", &a->busId) && sym(lib, "cudaGetErrorString", &a->errstr);
+    (void) sym(lib, "cudaGetLastError", &a->lastError);
     if (!ok) {
         reason_ = "libcudart lacks a required symbol";
         dlclose(lib);
@@ -145,7 +150,30 @@ Result CudaRuntime::copy_2d(void *dst, size_t dp, const void *src, size_t sp, si
 bool CudaRuntime::is_device_pointer(const void *p) {
     if (!load()) return false;
     cudaPointerAttributes a{};
-    return api_->attrs(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
+    if (api_->attrs(&a, p) != cudaSuccess) {
+        // Older runtimes fail for plain host memory and leave that error for
+        // the program's next cudaGetLastError: take it back.
+        if (api_->lastError) (void) api_->lastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+bool CudaRuntime::is_device_pointer_if_loaded(const void *p) {
+    {
+        std::lock_guard g(load_lock);
+        if (!tried_) {
+            bool in_process = false;
+            for (const char *n : kCudartNames) {
+                if (void *h = dlopen(n, RTLD_LAZY | RTLD_NOLOAD)) {
+                    dlclose(h);  // drops only the reference NOLOAD added
+                    in_process = true;
+                    break;
+                }
+            }
+            if (!in_process) return false;
+        }
+    }
+    return is_device_pointer(p);
 }
 std::string CudaRuntime::pci_bus_id(int device) {
     if (!load()) return {};
@@ -169,6 +197,7 @@ Result CudaRuntime::ipc_close(void *) { return tcaErrorNotSupported; }
 Result CudaRuntime::copy(void *, const void *, size_t) { return tcaErrorNotSupported; }
 Result CudaRuntime::copy_2d(void *, size_t, const void *, size_t, size_t, size_t) { return tcaErrorNotSupported; }
 bool CudaRuntime::is_device_pointer(const void *) { return false; }
+bool CudaRuntime::is_device_pointer_if_loaded(const void *) { return false; }
 std::string CudaRuntime::pci_bus_id(int) { return {}; }
 
 #endif

@@ -28,6 +28,9 @@ public:
     Result copy(void *dst, const void *src, size_t n);  // any direction (unified addressing)
     Result copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t height);
     bool is_device_pointer(const void *p);
+    // is_device_pointer without loading CUDA into a process that has not:
+    // false unless a libcudart is already loaded (a GPU pointer implies one).
+    bool is_device_pointer_if_loaded(const void *p);
     std::string pci_bus_id(int device);
 
 private:
