@@ -12,6 +12,9 @@
  * - channel i (i >= 1) sends the 2^i blocks gathered so far to rank
  *   me ^ 2^i; its data includes blocks received in step i - 1, so a
  *   notification must imply that the data is visible to the DMA engine too;
+ *   it also includes the rank's own block, put there by channel 0's local
+ *   copy: like the benchmark, the program relies on that copy having run by
+ *   then, though the self-notification it waited may be a leftover one;
  * - per step one self-notification and the partner's notification are
  *   waited: two self-notifications per iteration are never consumed;
  * - chains loaded once per size and restarted every iteration without
