@@ -1,0 +1,117 @@
+/*
+ * bcast_tree.c - binomial-tree broadcast by DMA chains, in the style of the
+ * published PEACH2 broadcast benchmark (compat reference B4).
+ *
+ * What it reproduces, and relies on:
+ * - power-of-two process counts; rank r forwards to r + m for every m below
+ *   its lowest set bit (largest subtree first), so odd ranks never load or
+ *   start a channel and the root's chain has log2(P) descriptors;
+ * - each rank's chain is built and loaded on channel 0 once per size, then
+ *   started every iteration without tcaWaitDMAC;
+ * - every descriptor notifies both the child and the rank itself, but only one
+ *   self-notification is waited per start: k - 1 are left over every
+ *   iteration (the library must neither stall the sender nor fail on them);
+ * - MPI_Allreduce (time) and MPI_Barrier close every iteration, and the next
+ *   start follows right after (channel reuse right after its notifications);
+ * - host memory from tcaMalloc, handles from tcaCreateHandleList, no
+ *   finalize call.
+ * Every rank checks every byte it received in every iteration.
+ */
+#include <mpi.h>
+#include "tca-help.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DMA_CH 0
+#define WAIT_TAG 0x100
+#define DMA_FLAG (tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf)
+#define WARMUP 2
+#define IS_POW_2(x) (((x) & ((x) - 1)) == 0)
+
+static int me, nprocs;
+
+/* The root's payload in iteration `it`: differs between sizes and iterations. */
+static uint8_t pattern(size_t i, int it, size_t size)
+{
+    return (uint8_t)(i * 7u + (unsigned)it * 13u + (unsigned)size * 3u + 1u);
+}
+
+static int lowbit(int r)
+{
+    return r & -r;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (!IS_POW_2(nprocs)) {
+        if (0 == me) fprintf(stderr, "bcast_tree: the process count must be a power of two\n");
+        exit(EXIT_FAILURE);
+    }
+    TCA_SAFE_CALL(tcaInit());
+
+    int span = 0 == me ? nprocs : lowbit(me); /* my subtree: [me, me + span) */
+    int parent = 0 == me ? -1 : me - lowbit(me);
+    for (size_t size = 8; size <= (4u << 20); size *= 8) {
+        if (size == (size_t)1 << 21) size = (size_t)4 << 20; /* 8 B .. 4 MiB */
+        int iters = size <= 32768 ? 60 : 6;
+        uint8_t *buf;
+        tcaHandle *handle;
+        tcaDesc *desc = NULL;
+        int children = 0;
+        TCA_SAFE_CALL(tcaMalloc((void **)&buf, size, tcaMemoryCPU));
+        memset(buf, 0, size);
+        tcaCreateHandleList(&handle, nprocs, buf, size);
+
+        if (span > 1) {
+            desc = tcaDescNew();
+            for (int m = span / 2; m >= 1; m /= 2, ++children)
+                TCA_SAFE_CALL(tcaDescSetMemcpy(desc, &handle[me + m], 0, &handle[me], 0, size, DMA_FLAG,
+                                               0, WAIT_TAG));
+            TCA_SAFE_CALL(tcaDescSet(desc, DMA_CH));
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+
+        double total = 0.0;
+        for (int it = 0; it < WARMUP + iters; ++it) {
+            double t0 = MPI_Wtime();
+            if (0 == me) {
+                for (size_t i = 0; i < size; ++i) buf[i] = pattern(i, it, size);
+            } else {
+                TCA_SAFE_CALL(tcaWaitDMARecvDesc(&handle[parent], 0, WAIT_TAG));
+            }
+            if (children > 0) {
+                TCA_SAFE_CALL(tcaStartDMADesc(DMA_CH));
+                TCA_SAFE_CALL(tcaWaitDMARecvDesc(&handle[me], 0, WAIT_TAG)); /* one of `children` */
+            }
+            double t = MPI_Wtime() - t0;
+            if (0 != me) {
+                for (size_t i = 0; i < size; ++i) {
+                    if (buf[i] != pattern(i, it, size)) {
+                        fprintf(stderr, "bcast_tree: rank %d size %zu iteration %d: byte %zu is %u, expected %u\n",
+                                me, size, it, i, buf[i], pattern(i, it, size));
+                        exit(EXIT_FAILURE);
+                    }
+                }
+            }
+            MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (it >= WARMUP) total += t;
+        }
+        if (0 == me) printf("bcast_tree: %d ranks %8zu bytes %10.3f us\n", nprocs, size, total / iters * 1e6);
+
+        if (desc) TCA_SAFE_CALL(tcaDescFree(desc));
+        free(handle);
+        MPI_Barrier(MPI_COMM_WORLD); /* nobody writes into buf any more */
+        TCA_SAFE_CALL(tcaFree(buf, tcaMemoryCPU));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == me) printf("bcast_tree: PASSED\n");
+    MPI_Finalize();
+    return 0;
+}
