@@ -2,6 +2,8 @@
 // and hop counts, descriptor validation, results, launch info, internal heap.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -205,6 +207,86 @@ TEST(LaunchInfo, Precedence) {
                           "OMPI_MCA_ess_base_jobid"})
         unsetenv(v);
     EXPECT_LE(loopback::sanitize_job_key(std::string(200, 'k')).size(), 40u);
+}
+
+TEST(LaunchInfo, SlurmTaskLists) {
+    EXPECT_EQ(loopback::slurm_tasks_on_node("4", 0), 4);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 0), 2);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 2), 2);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 3), 1);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 4), -1);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3,1", 0), -1);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("x", 0), -1);
+}
+
+// Each launcher's variables alone give the node (local rank, not MPI rank),
+// the node count (local processes) and a job key; TCA_* still win.
+TEST(LaunchInfo, LaunchersWithoutOpenMpi) {
+    const char *all[] = {"TCA_JOB_KEY", "TCA_NODE_ID", "TCA_NUM_NODES", "OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMIX_RANK",
+                         "MPIRUN_ID", "MPIRUN_RANK", "MPIRUN_NPROCS", "MV2_COMM_WORLD_LOCAL_RANK",
+                         "MV2_COMM_WORLD_LOCAL_SIZE", "MV2_NODE_ID", "MV2_NUM_NODES_IN_JOB", "PMI_RANK", "PMI_SIZE",
+                         "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_LOCALID",
+                         "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "PALS_RANKID"};
+    auto clear = [&] {
+        for (const char *v : all) unsetenv(v);
+    };
+    loopback::LaunchInfo li;
+    clear();
+    // mpirun_rsh, one process per host (the published runs): a one-node
+    // sub-cluster per host, keyed by job and host.
+    setenv("MPIRUN_ID", "991", 1);
+    setenv("MPIRUN_RANK", "5", 1);
+    setenv("MPIRUN_NPROCS", "16", 1);
+    setenv("MV2_NUM_NODES_IN_JOB", "16", 1);
+    setenv("MV2_NODE_ID", "7", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 0);
+    EXPECT_EQ(li.num_nodes, 1);
+    EXPECT_EQ(li.job_key, "mv2.991.7");
+    setenv("MV2_COMM_WORLD_LOCAL_RANK", "1", 1);
+    setenv("MV2_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 1);
+    EXPECT_EQ(li.num_nodes, 2);
+    EXPECT_EQ(li.job_key, "mv2.991");
+    EXPECT_NE(li.source.find("MVAPICH2"), std::string::npos);
+    clear();
+    setenv("SLURM_JOB_ID", "42", 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    setenv("SLURM_LOCALID", "2", 1);
+    setenv("SLURM_NODEID", "1", 1);
+    setenv("SLURM_TASKS_PER_NODE", "1,3", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 2);
+    EXPECT_EQ(li.num_nodes, 3);
+    EXPECT_EQ(li.job_key, "slurm.42.0");
+    clear();
+    setenv("PMI_RANK", "3", 1);
+    setenv("PMI_SIZE", "4", 1);
+    setenv("MPI_LOCALRANKID", "0", 1);
+    setenv("MPI_LOCALNRANKS", "4", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 0);
+    EXPECT_EQ(li.num_nodes, 4);
+    EXPECT_EQ(li.job_key, "pmi.ppid." + std::to_string(getppid()));
+    setenv("TCA_NODE_ID", "2", 1);  // an explicit setting still wins
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 2);
+    unsetenv("TCA_NODE_ID");
+    unsetenv("MPI_LOCALRANKID");  // ranks spread over hosts tca cannot see
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaErrorNotSupported);
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("PMI_SIZE=4"), std::string::npos);
+    clear();
+    setenv("PALS_RANKID", "3", 1);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaErrorNotSupported);
+    const std::string msg = testing::internal::GetCapturedStderr();
+    EXPECT_NE(msg.find("launcher whose environment tca cannot read (PALS_RANKID=3"), std::string::npos) << msg;
+    clear();
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);  // a lone process
+    EXPECT_EQ(li.source, "singleton");
 }
 
 TEST(InternalHeap, AllocateFreeCoalesce) {
