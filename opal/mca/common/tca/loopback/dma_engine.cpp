@@ -9,6 +9,43 @@
 
 namespace tca::loopback {
 
+namespace {
+// The timing model's delivery: no part of the data lands before the model
+// says its first byte arrives (pieces of at most 64 KiB, or of whole rows),
+// and the caller's notification follows at the modelled end, whatever the
+// copy itself took.
+Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, ChainClock::Window win) {
+    constexpr uint64_t kPiece = 64 * 1024;
+    const uint64_t total = c.width * c.height;
+    const double span = static_cast<double>(win.done_ns - win.first_byte_ns);
+    auto arrives = [&](uint64_t byte) {
+        return win.first_byte_ns + static_cast<int64_t>(span * static_cast<double>(byte) / static_cast<double>(total));
+    };
+    if (total == 0) {
+        spin_until_ns(win.first_byte_ns);
+        if (Result r = w.write(dst, c); r != tcaSuccess) return r;
+    } else if (c.height <= 1) {
+        for (uint64_t at = 0; at < total; at += kPiece) {
+            const uint64_t n = std::min(kPiece, total - at);
+            spin_until_ns(arrives(at));
+            if (Result r = w.write(dst, RowCopy{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu}); r != tcaSuccess)
+                return r;
+        }
+    } else {
+        const uint64_t rows = std::max<uint64_t>(1, kPiece / c.width);
+        for (uint64_t row = 0; row < c.height; row += rows) {
+            const uint64_t n = std::min(rows, c.height - row);
+            spin_until_ns(arrives(row * c.width));
+            const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,
+                               c.width, n, c.src_on_gpu};
+            if (Result r = w.write(dst, part); r != tcaSuccess) return r;
+        }
+    }
+    spin_until_ns(win.done_ns);
+    return tcaSuccess;
+}
+}  // namespace
+
 DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
                      const TimingModel &timing, SourceResolver resolve)
     : nodes_(nodes), writer_(writer), sender_(sender), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {}
@@ -78,14 +115,26 @@ void DmaEngine::abort(int channel) {
         finish_run(ch, tcaSuccess);
 }
 
-Result DmaEngine::execute(const Descriptor &d) {
+Result DmaEngine::execute(const Descriptor &d, ChainClock *clock) {
     const unsigned char *src = nullptr;
     bool on_gpu = false;
     if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess) return r;
     const RowCopy copy{src, d.height > 1 ? d.src_pitch : d.width, d.dst_off,
                        d.height > 1 ? d.dst_pitch : d.width, d.width, d.height, on_gpu};
-    if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
-    if (timing_.enabled) spin_for_ns(timing_.dma_ns(d.bytes(), topo_.hops(nodes_.self(), d.dst.node)));
+    if (!timing_.enabled) {
+        if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
+    } else {
+        ChainClock own;
+        if (clock == nullptr) {
+            own.start(timing_, now_ns());
+            clock = &own;
+        }
+        const DescriptorCost cost{d.width, d.height,
+                                  d.src.region == tcaMemoryGPU || d.dst.region == tcaMemoryGPU,
+                                  topo_.hops(nodes_.self(), d.dst.node), (d.flags & tcaDMAPipeline) != 0,
+                                  clock->table_mode() && !(d.flags & tcaDMAUseInternal)};
+        if (Result r = paced_write(writer_, d.dst, copy, clock->next(timing_, cost)); r != tcaSuccess) return r;
+    }
     if (d.flags & tcaDMANotify)
         if (Result r = sender_.post(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
     if (d.flags & tcaDMANotifySelf)
@@ -106,7 +155,10 @@ bool DmaEngine::step(Channel &ch) {
     const uint64_t done = ch.completed.load(std::memory_order_relaxed);
     if (ch.started.load(std::memory_order_acquire) == done) return false;
     if (!ch.charged) {
-        spin_for_ns(timing_.chain_start_cost_ns(static_cast<int>(ch.chain.size()), ch.register_mode));
+        // The model's clock starts when the chain is taken up: at once when
+        // the starting thread waits (it drives the engine), after the run
+        // before it when queued.
+        if (timing_.enabled) ch.clock.start(timing_, now_ns(), !ch.register_mode);
         ch.charged = true;
     }
     const Descriptor &d = ch.chain[ch.next];
@@ -116,7 +168,7 @@ bool DmaEngine::step(Channel &ch) {
         const uint64_t threshold = d.wait_value + (done - ch.loaded_at) * d.wait_step;
         if (nodes_.own().counter(d.wait_counter).load(std::memory_order_acquire) < threshold) return false;
     }
-    const Result r = execute(d);
+    const Result r = execute(d, &ch.clock);
     if (r != tcaSuccess) {
         std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), ch.next,
                      result_message(r));
