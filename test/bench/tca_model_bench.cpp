@@ -107,7 +107,13 @@ using PhaseBody = std::function<void(int node, Board &b)>;
 
 // Forks `nodes` processes of a fresh sub-cluster and runs body in each.  The
 // nodes exit without tcaFinalize, as published programs do.
-bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out) {
+// Settings of one phase, applied in its nodes before tcaInit.
+struct PhaseEnv {
+    unsigned spin = ~0u;     // nodes (bits) whose waits busy-poll (TCA_SPIN_NS 100 ms, unless set by the user)
+    bool model_off = false;  // TCA_TIMING=0: the emulation's own costs
+};
+
+bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out, PhaseEnv env = {}) {
     void *mem = mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) return false;
     auto *b = new (mem) Board{};
@@ -121,6 +127,12 @@ bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out)
             setenv("TCA_JOB_KEY", key.c_str(), 1);
             setenv("TCA_NODE_ID", std::to_string(node).c_str(), 1);
             setenv("TCA_NUM_NODES", std::to_string(nodes).c_str(), 1);
+            // Waits that busy-poll, as PEACH2's library does, not a sleep
+            // after 20 us (a blocking wait drives the device only while it
+            // spins).  Bandwidth phases: only the sender, so the waiting
+            // receiver leaves the core to the copy.
+            if (env.spin & (1u << node)) setenv("TCA_SPIN_NS", "100000000", 0);
+            if (env.model_off) setenv("TCA_TIMING", "0", 1);
             TCA_CHECK(tcaInit());
             body(node, *b);
             b->barrier();  // nobody exits while a peer may still write to it
@@ -408,10 +420,8 @@ int main(int argc, char **argv) {
             return opt == 'h' ? 0 : 2;
         }
     }
-    // The published programs measure PEACH2: the model on, and waits that
-    // busy-poll (as PEACH2's library does) instead of sleeping after 20 us.
+    // The published programs measure PEACH2: the model on.
     setenv("TCA_TIMING", "1", 0);
-    setenv("TCA_SPIN_NS", "100000000", 0);
     const tca::TimingModel m = tca::TimingModel::from_environment();
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     std::printf("# tca_model_bench: PEACH2's published figures against the loopback device with the timing model\n");
@@ -430,7 +440,7 @@ int main(int argc, char **argv) {
         row("host PIO per extra hop (200-300)", 250, m.pio_ns(2) - m.pio_ns(1), per_hop, "ns");
     }
     // 3: host DMA bandwidth
-    if (run_phase(2, "bw", dma_bandwidth_phase, &r)) {
+    if (run_phase(2, "bw", dma_bandwidth_phase, &r, PhaseEnv{1u, false})) {
         row("host DMA 255 x 4 KiB chain", 3300, 255 * 4096 * 1000.0 / m.chain_ns(255, 4096, false, 1, false, false),
             r.results[0], "MB/s");
         row("host DMA 4 MiB, saturated (~3.5 GB/s)", 3500,
@@ -460,6 +470,20 @@ int main(int argc, char **argv) {
     std::printf("%-44s %11s %11s  %s\n", "16-rank bcast B4 / allgather B5 (4.3/4.4)", "-", "-",
                 cores >= 16 && gpu ? "not run: not in this bench yet (GPU programs at 16 ranks)"
                                    : "not run: needs >= 16 cores and a GPU");
+    // The emulation's own one-way costs (model off): what the handoff
+    // parameters take off the modelled delays on this machine.
+    Results off{};
+    if (run_phase(2, "off", [](int node, Board &b) {
+            pio_phase(node, b, 0);
+            Buffer buf = alloc(64, tcaMemoryCPU);
+            b.handles[node][0] = buf.h;
+            b.barrier();
+            const double t = dma_pingpong(node, b, buf, 8, 1, 8, g_opt.quick ? 2000 : 20000);
+            if (node == 0) b.results[1] = t;
+        }, &off, PhaseEnv{~0u, true}))
+        std::printf("# emulation's own one way with the model off: PIO %.0f ns, DMA 8 B %.0f ns "
+                    "(taken off the model's delays: TCA_PIO_HANDOFF_NS=%.0f, TCA_DMA_HANDOFF_NS=%.0f)\n",
+                    off.results[0], off.results[1], m.pio_handoff_ns, m.dma_handoff_ns);
     // 5: host memory, no published figure: the device against its own model
     std::printf("# host-memory DMA ping-pong at the B1 sizes (no published figure): emulated vs the model\n");
     Results h{};

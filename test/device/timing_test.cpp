@@ -22,7 +22,7 @@ TEST(TimingModel, DataAndNotificationWaitForTheModelledTimes) {
     constexpr int64_t kStartNs = 1'000'000, kLatencyNs = 3'000'000;
     constexpr double kMbPerS = 400;  // 4 MiB: 10.5 ms on the modelled link, a few ms to copy
     NodeOptions opt;
-    opt.env = "TCA_TIMING=1;TCA_CHAIN_START_NS=1000000;TCA_DMA_LATENCY_NS=3000000;TCA_HOST_BANDWIDTH_MBS=400";
+    opt.env = "TCA_TIMING=1;TCA_DMA_HANDOFF_NS=0;TCA_CHAIN_START_NS=1000000;TCA_DMA_LATENCY_NS=3000000;TCA_HOST_BANDWIDTH_MBS=400";
     EXPECT_TRUE(run_nodes(2, [&](int node, Board &b) {
         PairBuffers p = exchange_buffers(node, b, kBytes, tcaMemoryCPU);
         // The start time crosses over in two 32-bit halves, then a flag.

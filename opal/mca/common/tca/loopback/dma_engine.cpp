@@ -10,35 +10,50 @@
 namespace tca::loopback {
 
 namespace {
-// The timing model's delivery: no part of the data lands before the model
-// says its first byte arrives (pieces of at most 64 KiB, or of whole rows),
-// and the caller's notification follows at the modelled end, whatever the
-// copy itself took.
+// The timing model's delivery.  A transfer lands in pieces (at most 16 KiB,
+// or whole rows); each piece should be fully visible at the modelled arrival
+// of its last byte, so its copy starts as long before as the copies before it
+// took (a running estimate per byte) - but never before the modelled arrival
+// of its first byte: no byte is visible early.  The caller's notification
+// follows at the modelled end, whatever the copies took.
+std::atomic<int64_t> g_copy_ps_per_byte{200};  // 5 GB/s to start with
+
+Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, int64_t earliest, int64_t visible_at) {
+    const uint64_t bytes = part.width * part.height;
+    const int64_t lead = static_cast<int64_t>(bytes) * g_copy_ps_per_byte.load(std::memory_order_relaxed) / 1000;
+    spin_until_ns(std::max(earliest, visible_at - lead));
+    const int64_t t0 = now_ns();
+    const Result r = w.write(dst, part);
+    if (bytes >= 4096) {  // small copies say more about the call than the copy
+        const int64_t ps = std::clamp<int64_t>((now_ns() - t0) * 1000 / static_cast<int64_t>(bytes), 20, 5000);
+        const int64_t est = g_copy_ps_per_byte.load(std::memory_order_relaxed);
+        g_copy_ps_per_byte.store((7 * est + ps) / 8, std::memory_order_relaxed);
+    }
+    return r;
+}
+
 Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, ChainClock::Window win) {
-    constexpr uint64_t kPiece = 64 * 1024;
+    constexpr uint64_t kPiece = 16 * 1024;
     const uint64_t total = c.width * c.height;
     const double span = static_cast<double>(win.done_ns - win.first_byte_ns);
-    auto arrives = [&](uint64_t byte) {
-        return win.first_byte_ns + static_cast<int64_t>(span * static_cast<double>(byte) / static_cast<double>(total));
+    auto arrived = [&](uint64_t bytes) {  // the modelled time the first `bytes` have landed
+        return win.first_byte_ns + static_cast<int64_t>(span * static_cast<double>(bytes) / static_cast<double>(total));
     };
     if (total == 0) {
-        spin_until_ns(win.first_byte_ns);
-        if (Result r = w.write(dst, c); r != tcaSuccess) return r;
+        if (Result r = write_piece(w, dst, c, win.first_byte_ns, win.first_byte_ns); r != tcaSuccess) return r;
     } else if (c.height <= 1) {
         for (uint64_t at = 0; at < total; at += kPiece) {
             const uint64_t n = std::min(kPiece, total - at);
-            spin_until_ns(arrives(at));
-            if (Result r = w.write(dst, RowCopy{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu}); r != tcaSuccess)
-                return r;
+            const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu};
+            if (Result r = write_piece(w, dst, part, arrived(at), arrived(at + n)); r != tcaSuccess) return r;
         }
     } else {
         const uint64_t rows = std::max<uint64_t>(1, kPiece / c.width);
         for (uint64_t row = 0; row < c.height; row += rows) {
             const uint64_t n = std::min(rows, c.height - row);
-            spin_until_ns(arrives(row * c.width));
             const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,
                                c.width, n, c.src_on_gpu};
-            if (Result r = w.write(dst, part); r != tcaSuccess) return r;
+            if (Result r = write_piece(w, dst, part, arrived(row * c.width), arrived((row + n) * c.width)); r != tcaSuccess) return r;
         }
     }
     spin_until_ns(win.done_ns);

@@ -270,7 +270,7 @@ public:
         if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || slot >= TCA_NOTIFY_SLOTS))
             return tcaErrorInvalidSlot;
         if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
-        if (timing_.enabled) spin_for_ns(timing_.pio_ns(topo_.hops(nodes_.self(), dst.node)));
+        if (timing_.enabled) spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
         const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
         if (Result r = writer_.write(dst, copy); r != tcaSuccess) return r;
         if (flags & tcaDMANotify)

@@ -37,6 +37,8 @@ constexpr TimingModel::Parameter kParameters[] = {
     {"TCA_GPU_2D_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor", &TimingModel::gpu_2d_bandwidth_mb_s},
     {"TCA_GPU_2D_LARGE_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor above the large size",
      &TimingModel::gpu_2d_large_bandwidth_mb_s},
+    {"TCA_PIO_HANDOFF_NS", "ns", "emulation's own PIO delivery cost, taken off the delay", &TimingModel::pio_handoff_ns},
+    {"TCA_DMA_HANDOFF_NS", "ns", "emulation's own DMA delivery cost, taken off the delay", &TimingModel::dma_handoff_ns},
 };
 
 double ns_for(double bytes, double mb_s) { return mb_s > 0 ? bytes * 1000.0 / mb_s : 0; }
@@ -57,6 +59,8 @@ double TimingModel::pio_ns(int hops) const noexcept {
     if (!enabled || hops <= 0) return 0;
     return pio_latency_ns + (hops - 1) * hop_latency_ns;
 }
+
+double TimingModel::pio_delay_ns(int hops) const noexcept { return std::max(0.0, pio_ns(hops) - pio_handoff_ns); }
 
 double TimingModel::transfer_ns(uint64_t width, uint64_t height, bool gpu) const noexcept {
     const double total = static_cast<double>(width) * static_cast<double>(height);
@@ -82,6 +86,7 @@ double TimingModel::chain_ns(int n, uint64_t bytes_each, bool gpu, int hops, boo
     ChainClock c;
     TimingModel m = *this;
     m.enabled = true;
+    m.dma_handoff_ns = 0;  // the hardware's time
     c.start(m, 0);
     int64_t done = 0;
     for (int i = 0; i < n; ++i) done = c.next(m, DescriptorCost{bytes_each, 1, gpu, hops, pipeline, fetched}).done_ns;
@@ -90,6 +95,7 @@ double TimingModel::chain_ns(int n, uint64_t bytes_each, bool gpu, int hops, boo
 
 void ChainClock::start(const TimingModel &m, int64_t now, bool table_mode) noexcept {
     table_mode_ = table_mode;
+    now -= static_cast<int64_t>(m.dma_handoff_ns);
     issue_ns_ = now + static_cast<int64_t>(m.chain_start_ns);
     last_done_ns_ = now;
     first_ = true;

@@ -37,6 +37,15 @@ struct TimingModel {
     double gpu_large_bandwidth_mb_s = 2350;   // ... this rate (B1 from 1 MiB)
     double gpu_2d_bandwidth_mb_s = 2950;      // rows of a 2-D descriptor (B2)
     double gpu_2d_large_bandwidth_mb_s = 2060;  // rows of a 2-D descriptor above gpu_large_bytes
+    // The emulation's own cost of a delivery, already inside every modelled
+    // delay: the store's or notification's cache-line transfer to the waiting
+    // core and the wait's return.  The device delivers this much before the
+    // modelled time, so that a program measures the modelled time.  Machine
+    // dependent: tca_model_bench prints the emulation's one-way costs with the
+    // model off; the model-on path (deadline spin, queued run) adds ~50 /
+    // ~250 ns to those here (2 cores, shared).
+    double pio_handoff_ns = 300;
+    double dma_handoff_ns = 550;
 
     // One parameter: its environment variable, unit and meaning (tca_info,
     // README and from_environment all use this table).
@@ -53,6 +62,8 @@ struct TimingModel {
 
     // One PIO write, issue to visible at the destination.
     double pio_ns(int hops) const noexcept;
+    // What the device waits before it stores a PIO write: pio_ns less the handoff.
+    double pio_delay_ns(int hops) const noexcept;
     // Time the bytes of one descriptor take on the link (no latency).
     double transfer_ns(uint64_t width, uint64_t height, bool gpu) const noexcept;
     // A one-descriptor chain, start to notification: what a published
@@ -75,7 +86,8 @@ struct DescriptorCost {
 // The modelled clock of one running chain (in steady_clock nanoseconds).
 class ChainClock {
 public:
-    // table_mode: the chain's descriptors are read from a host table.
+    // table_mode: the chain's descriptors are read from a host table.  The
+    // clock runs dma_handoff_ns ahead (see TimingModel).
     void start(const TimingModel &m, int64_t now_ns, bool table_mode = false) noexcept;
     bool table_mode() const noexcept { return table_mode_; }
     struct Window {
