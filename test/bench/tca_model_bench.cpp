@@ -242,6 +242,12 @@ void pio_phase(int node, Board &b, int far_node) {
     const double adjacent = pio_pingpong(node, b, 0, 1, buf, iters);
     if (node == 0) b.results[0] = adjacent;
     if (far_node > 0) {
+        int hops = 0;
+        TCA_CHECK(tcaGetHopCount(0, far_node, &hops));
+        if (hops != 2) {
+            std::fprintf(stderr, "tca_model_bench: node %d is %d hops from node 0, not 2\n", far_node, hops);
+            std::exit(1);
+        }
         const double far = pio_pingpong(node, b, 0, far_node, buf, iters);
         if (node == 0) b.results[1] = far;
     }
