@@ -2,6 +2,8 @@
 // and hop counts, descriptor validation, results, launch info, internal heap.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -162,18 +164,102 @@ TEST(Result, EveryCodeHasItsOwnMessage) {
     EXPECT_STREQ(result_message(static_cast<Result>(-1)), "unknown TCA result code");
 }
 
-TEST(TimingModel, OffByDefaultAndPeach2NumbersWhenOn) {
+TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
     unsetenv("TCA_TIMING");
     TimingModel off = TimingModel::from_environment();
     EXPECT_FALSE(off.enabled);
     EXPECT_EQ(off.pio_ns(3), 0);
     setenv("TCA_TIMING", "1", 1);
+    setenv("TCA_GPU_BANDWIDTH_MBS", "1000", 1);
+    setenv("TCA_LINK_BANDWIDTH_MBS", "2000", 1);  // the old name of the host bandwidth
     TimingModel on = TimingModel::from_environment();
-    unsetenv("TCA_TIMING");
-    EXPECT_DOUBLE_EQ(on.pio_ns(1), 782);
+    for (const char *v : {"TCA_TIMING", "TCA_GPU_BANDWIDTH_MBS", "TCA_LINK_BANDWIDTH_MBS"}) unsetenv(v);
+    EXPECT_TRUE(on.enabled);
+    EXPECT_DOUBLE_EQ(on.gpu_bandwidth_mb_s, 1000);
+    EXPECT_DOUBLE_EQ(on.host_bandwidth_mb_s, 2000);
     EXPECT_DOUBLE_EQ(on.pio_ns(3), 782 + 2 * 250);
-    EXPECT_NEAR(on.dma_ns(3'300'000, 1), 1'000'000 + 782, 1);  // 3.3 MB at 3.3 GB/s = 1 ms
-    EXPECT_GT(on.chain_start_cost_ns(255, false), on.chain_start_cost_ns(16, true));
+    EXPECT_EQ(TimingModel::parameters().size(), 17u);  // every field is overridable and listed
+}
+
+// The model's formulas against PEACH2's published figures (compat section 4),
+// every point within 10 %.
+::testing::AssertionResult within(double model, double published, double tolerance = 0.10) {
+    const double err = (model - published) / published;
+    if (err > tolerance || err < -tolerance)
+        return ::testing::AssertionFailure() << "model " << model << " vs published " << published << " ("
+                                             << 100 * err << " %)";
+    return ::testing::AssertionSuccess();
+}
+
+TimingModel published_model() {
+    TimingModel m;
+    m.enabled = true;
+    return m;
+}
+
+TEST(TimingModel, HostPioAndHops) {
+    const TimingModel m = published_model();
+    EXPECT_TRUE(within(m.pio_ns(1), 782));
+    for (int hops = 2; hops <= 8; ++hops) {
+        const double per_hop = (m.pio_ns(hops) - m.pio_ns(1)) / (hops - 1);
+        EXPECT_GE(per_hop, 200);
+        EXPECT_LE(per_hop, 300);
+    }
+}
+
+TEST(TimingModel, HostDmaBandwidth) {
+    const TimingModel m = published_model();
+    // chained DMA write: 3.3 GB/s with 255 descriptors of 4 KiB
+    const double chain = m.chain_ns(255, 4096, false, 1, false, false);
+    EXPECT_TRUE(within(255 * 4096 / chain * 1000, 3300));
+    // CPU DMA saturating at 3.5 GB/s
+    const double big = m.one_way_dma_ns(16u << 20, 1, false, 1);
+    EXPECT_TRUE(within((16u << 20) / big * 1000, 3500));
+    // the pipeline flag hides the gap between descriptors; a host table costs a fetch each
+    EXPECT_LT(m.chain_ns(255, 4096, false, 1, true, false), chain);
+    EXPECT_GT(m.chain_ns(255, 4096, false, 1, false, true), chain);
+}
+
+TEST(TimingModel, GpuPingPongB1) {
+    const TimingModel m = published_model();
+    const struct {
+        uint64_t bytes;
+        double us;
+    } b1[] = {{8, 2.015},         {16, 2.017},        {32, 2.016},        {64, 2.015},         {128, 2.015},
+              {256, 2.014},       {512, 2.041},       {1 << 10, 2.086},   {2 << 10, 2.184},    {4 << 10, 3.540},
+              {8 << 10, 4.952},   {16 << 10, 7.929},  {32 << 10, 14.403}, {64 << 10, 26.589},  {128 << 10, 51.645},
+              {256 << 10, 102.114}, {512 << 10, 201.693}, {1 << 20, 447.694}, {2 << 20, 891.056}, {4 << 20, 1781.322}};
+    for (const auto &p : b1) EXPECT_TRUE(within(m.one_way_dma_ns(p.bytes, 1, true, 1), p.us * 1000)) << p.bytes;
+}
+
+TEST(TimingModel, GpuBlockStrideB2) {
+    const TimingModel m = published_model();
+    const struct {
+        uint64_t n;
+        double us;
+    } b2[] = {{2, 2.060}, {4, 2.151}, {8, 2.325}, {16, 2.680}, {32, 4.455}, {64, 12.181}, {128, 45.080},
+              {256, 191.674}, {512, 1022.011}};
+    for (const auto &p : b2)  // N rows of N doubles
+        EXPECT_TRUE(within(m.one_way_dma_ns(p.n * 8, p.n, true, 1), p.us * 1000)) << "N = " << p.n;
+}
+
+// A chain's clock: descriptors land in order, each after the one before,
+// and the notification time is what the formulas say.
+TEST(TimingModel, ChainClockIsDeadlineBased) {
+    const TimingModel m = published_model();
+    ChainClock c;
+    c.start(m, 1'000'000);
+    const auto a = c.next(m, DescriptorCost{8, 1, true, 1, false, false});
+    // the device delivers the handoff early: the program then sees the model
+    EXPECT_NEAR(static_cast<double>(a.done_ns - 1'000'000), m.one_way_dma_ns(8, 1, true, 1) - m.dma_handoff_ns, 2);
+    EXPECT_DOUBLE_EQ(m.pio_delay_ns(1), 782 - m.pio_handoff_ns);
+    const auto b = c.next(m, DescriptorCost{4096, 1, false, 3, false, false});
+    EXPECT_GE(b.first_byte_ns, a.done_ns);
+    EXPECT_GE(b.done_ns - b.first_byte_ns, static_cast<int64_t>(m.transfer_ns(4096, 1, false)) - 1);
+    ChainClock pipelined;
+    pipelined.start(m, 1'000'000);
+    pipelined.next(m, DescriptorCost{8, 1, true, 1, true, false});
+    EXPECT_LT(pipelined.next(m, DescriptorCost{4096, 1, false, 3, true, false}).done_ns, b.done_ns);
 }
 
 TEST(LaunchInfo, Precedence) {
@@ -205,6 +291,86 @@ TEST(LaunchInfo, Precedence) {
                           "OMPI_MCA_ess_base_jobid"})
         unsetenv(v);
     EXPECT_LE(loopback::sanitize_job_key(std::string(200, 'k')).size(), 40u);
+}
+
+TEST(LaunchInfo, SlurmTaskLists) {
+    EXPECT_EQ(loopback::slurm_tasks_on_node("4", 0), 4);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 0), 2);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 2), 2);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 3), 1);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3),1", 4), -1);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("2(x3,1", 0), -1);
+    EXPECT_EQ(loopback::slurm_tasks_on_node("x", 0), -1);
+}
+
+// Each launcher's variables alone give the node (local rank, not MPI rank),
+// the node count (local processes) and a job key; TCA_* still win.
+TEST(LaunchInfo, LaunchersWithoutOpenMpi) {
+    const char *all[] = {"TCA_JOB_KEY", "TCA_NODE_ID", "TCA_NUM_NODES", "OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMIX_RANK",
+                         "MPIRUN_ID", "MPIRUN_RANK", "MPIRUN_NPROCS", "MV2_COMM_WORLD_LOCAL_RANK",
+                         "MV2_COMM_WORLD_LOCAL_SIZE", "MV2_NODE_ID", "MV2_NUM_NODES_IN_JOB", "PMI_RANK", "PMI_SIZE",
+                         "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_LOCALID",
+                         "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "PALS_RANKID"};
+    auto clear = [&] {
+        for (const char *v : all) unsetenv(v);
+    };
+    loopback::LaunchInfo li;
+    clear();
+    // mpirun_rsh, one process per host (the published runs): a one-node
+    // sub-cluster per host, keyed by job and host.
+    setenv("MPIRUN_ID", "991", 1);
+    setenv("MPIRUN_RANK", "5", 1);
+    setenv("MPIRUN_NPROCS", "16", 1);
+    setenv("MV2_NUM_NODES_IN_JOB", "16", 1);
+    setenv("MV2_NODE_ID", "7", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 0);
+    EXPECT_EQ(li.num_nodes, 1);
+    EXPECT_EQ(li.job_key, "mv2.991.7");
+    setenv("MV2_COMM_WORLD_LOCAL_RANK", "1", 1);
+    setenv("MV2_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 1);
+    EXPECT_EQ(li.num_nodes, 2);
+    EXPECT_EQ(li.job_key, "mv2.991");
+    EXPECT_NE(li.source.find("MVAPICH2"), std::string::npos);
+    clear();
+    setenv("SLURM_JOB_ID", "42", 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    setenv("SLURM_LOCALID", "2", 1);
+    setenv("SLURM_NODEID", "1", 1);
+    setenv("SLURM_TASKS_PER_NODE", "1,3", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 2);
+    EXPECT_EQ(li.num_nodes, 3);
+    EXPECT_EQ(li.job_key, "slurm.42.0");
+    clear();
+    setenv("PMI_RANK", "3", 1);
+    setenv("PMI_SIZE", "4", 1);
+    setenv("MPI_LOCALRANKID", "0", 1);
+    setenv("MPI_LOCALNRANKS", "4", 1);
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 0);
+    EXPECT_EQ(li.num_nodes, 4);
+    EXPECT_EQ(li.job_key, "pmi.ppid." + std::to_string(getppid()));
+    setenv("TCA_NODE_ID", "2", 1);  // an explicit setting still wins
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);
+    EXPECT_EQ(li.node_id, 2);
+    unsetenv("TCA_NODE_ID");
+    unsetenv("MPI_LOCALRANKID");  // ranks spread over hosts tca cannot see
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaErrorNotSupported);
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("PMI_SIZE=4"), std::string::npos);
+    clear();
+    setenv("PALS_RANKID", "3", 1);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaErrorNotSupported);
+    const std::string msg = testing::internal::GetCapturedStderr();
+    EXPECT_NE(msg.find("launcher whose environment tca cannot read (PALS_RANKID=3"), std::string::npos) << msg;
+    clear();
+    ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);  // a lone process
+    EXPECT_EQ(li.source, "singleton");
 }
 
 TEST(InternalHeap, AllocateFreeCoalesce) {

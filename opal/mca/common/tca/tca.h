@@ -110,8 +110,8 @@ typedef struct tcaHandle {
 typedef struct tcaDesc tcaDesc; /* opaque descriptor chain */
 
 /* Explicit initialisation parameters (extension).  job_key NULL, node_id -1
- * and num_nodes 0 fall back to the environment (TCA_JOB_KEY, TCA_NODE_ID, TCA_NUM_NODES, then Open MPI's
- * OMPI_COMM_WORLD_LOCAL_RANK/SIZE and job id). */
+ * and num_nodes 0 fall back to the environment (TCA_JOB_KEY, TCA_NODE_ID, TCA_NUM_NODES, then the
+ * launcher's: Open MPI, Slurm srun, MVAPICH2 mpirun_rsh, PMI/Hydra, PMIx; node id = local rank). */
 typedef struct tcaInitParams {
     const char *job_key; /* processes with the same key form one sub-cluster */
     int node_id;         /* this process's node id, 0..num_nodes-1; -1 = from environment */

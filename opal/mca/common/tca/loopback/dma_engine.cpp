@@ -9,6 +9,58 @@
 
 namespace tca::loopback {
 
+namespace {
+// The timing model's delivery.  A transfer lands in pieces (at most 16 KiB,
+// or whole rows); each piece should be fully visible at the modelled arrival
+// of its last byte, so its copy starts as long before as the copies before it
+// took (a running estimate per byte) - but never before the modelled arrival
+// of its first byte: no byte is visible early.  The caller's notification
+// follows at the modelled end, whatever the copies took.
+std::atomic<int64_t> g_copy_ps_per_byte{200};  // 5 GB/s to start with
+
+Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, int64_t earliest, int64_t visible_at) {
+    const uint64_t bytes = part.width * part.height;
+    const int64_t lead = static_cast<int64_t>(bytes) * g_copy_ps_per_byte.load(std::memory_order_relaxed) / 1000;
+    spin_until_ns(std::max(earliest, visible_at - lead));
+    const int64_t t0 = now_ns();
+    const Result r = w.write(dst, part);
+    if (bytes >= 4096) {  // small copies say more about the call than the copy
+        const int64_t ps = std::clamp<int64_t>((now_ns() - t0) * 1000 / static_cast<int64_t>(bytes), 20, 5000);
+        const int64_t est = g_copy_ps_per_byte.load(std::memory_order_relaxed);
+        g_copy_ps_per_byte.store((7 * est + ps) / 8, std::memory_order_relaxed);
+    }
+    return r;
+}
+
+Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, ChainClock::Window win) {
+    constexpr uint64_t kPiece = 16 * 1024;
+    const uint64_t total = c.width * c.height;
+    const double span = static_cast<double>(win.done_ns - win.first_byte_ns);
+    auto arrived = [&](uint64_t bytes) {  // the modelled time the first `bytes` have landed
+        return win.first_byte_ns + static_cast<int64_t>(span * static_cast<double>(bytes) / static_cast<double>(total));
+    };
+    if (total == 0) {
+        if (Result r = write_piece(w, dst, c, win.first_byte_ns, win.first_byte_ns); r != tcaSuccess) return r;
+    } else if (c.height <= 1) {
+        for (uint64_t at = 0; at < total; at += kPiece) {
+            const uint64_t n = std::min(kPiece, total - at);
+            const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu};
+            if (Result r = write_piece(w, dst, part, arrived(at), arrived(at + n)); r != tcaSuccess) return r;
+        }
+    } else {
+        const uint64_t rows = std::max<uint64_t>(1, kPiece / c.width);
+        for (uint64_t row = 0; row < c.height; row += rows) {
+            const uint64_t n = std::min(rows, c.height - row);
+            const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,
+                               c.width, n, c.src_on_gpu};
+            if (Result r = write_piece(w, dst, part, arrived(row * c.width), arrived((row + n) * c.width)); r != tcaSuccess) return r;
+        }
+    }
+    spin_until_ns(win.done_ns);
+    return tcaSuccess;
+}
+}  // namespace
+
 DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
                      const TimingModel &timing, SourceResolver resolve)
     : nodes_(nodes), writer_(writer), sender_(sender), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {}
@@ -78,14 +130,26 @@ void DmaEngine::abort(int channel) {
         finish_run(ch, tcaSuccess);
 }
 
-Result DmaEngine::execute(const Descriptor &d) {
+Result DmaEngine::execute(const Descriptor &d, ChainClock *clock) {
     const unsigned char *src = nullptr;
     bool on_gpu = false;
     if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess) return r;
     const RowCopy copy{src, d.height > 1 ? d.src_pitch : d.width, d.dst_off,
                        d.height > 1 ? d.dst_pitch : d.width, d.width, d.height, on_gpu};
-    if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
-    if (timing_.enabled) spin_for_ns(timing_.dma_ns(d.bytes(), topo_.hops(nodes_.self(), d.dst.node)));
+    if (!timing_.enabled) {
+        if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
+    } else {
+        ChainClock own;
+        if (clock == nullptr) {
+            own.start(timing_, now_ns());
+            clock = &own;
+        }
+        const DescriptorCost cost{d.width, d.height,
+                                  d.src.region == tcaMemoryGPU || d.dst.region == tcaMemoryGPU,
+                                  topo_.hops(nodes_.self(), d.dst.node), (d.flags & tcaDMAPipeline) != 0,
+                                  clock->table_mode() && !(d.flags & tcaDMAUseInternal)};
+        if (Result r = paced_write(writer_, d.dst, copy, clock->next(timing_, cost)); r != tcaSuccess) return r;
+    }
     if (d.flags & tcaDMANotify)
         if (Result r = sender_.post(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
     if (d.flags & tcaDMANotifySelf)
@@ -106,7 +170,10 @@ bool DmaEngine::step(Channel &ch) {
     const uint64_t done = ch.completed.load(std::memory_order_relaxed);
     if (ch.started.load(std::memory_order_acquire) == done) return false;
     if (!ch.charged) {
-        spin_for_ns(timing_.chain_start_cost_ns(static_cast<int>(ch.chain.size()), ch.register_mode));
+        // The model's clock starts when the chain is taken up: at once when
+        // the starting thread waits (it drives the engine), after the run
+        // before it when queued.
+        if (timing_.enabled) ch.clock.start(timing_, now_ns(), !ch.register_mode);
         ch.charged = true;
     }
     const Descriptor &d = ch.chain[ch.next];
@@ -116,7 +183,7 @@ bool DmaEngine::step(Channel &ch) {
         const uint64_t threshold = d.wait_value + (done - ch.loaded_at) * d.wait_step;
         if (nodes_.own().counter(d.wait_counter).load(std::memory_order_acquire) < threshold) return false;
     }
-    const Result r = execute(d);
+    const Result r = execute(d, &ch.clock);
     if (r != tcaSuccess) {
         std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), ch.next,
                      result_message(r));

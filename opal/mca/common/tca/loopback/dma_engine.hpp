@@ -48,7 +48,9 @@ public:
     bool register_mode(int channel) const { return channels_[static_cast<size_t>(channel)].register_mode; }
 
     // Execute one descriptor now, on the calling thread (PIO and tests use it).
-    Result execute(const Descriptor &d);
+    // With the timing model on, data and notification wait for the modelled
+    // times of `clock` (the running chain's), or of a chain of their own.
+    Result execute(const Descriptor &d, ChainClock *clock = nullptr);
 
 private:
     struct Channel {
@@ -61,6 +63,7 @@ private:
         size_t next = 0;  // engine thread only
         uint64_t loaded_at = 0;  // runs completed when the chain was loaded: triggers count epochs from there
         bool charged = false;
+        ChainClock clock;  // the timing model's clock of the running chain (engine thread only)
     };
 
     void run();

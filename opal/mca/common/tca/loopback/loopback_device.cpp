@@ -272,7 +272,7 @@ public:
             return tcaErrorInvalidSlot;
         if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
         if (timing_.enabled && !(flags & kPioUntimed))
-            spin_for_ns(timing_.pio_ns(topo_.hops(nodes_.self(), dst.node)));
+            spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
         const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
         if (Result r = writer_.write(dst, copy); r != tcaSuccess) return r;
         if (flags & tcaDMANotify)

@@ -1,7 +1,8 @@
-// timing_model.cpp - PEACH2 costs from the publications: 782 ns adjacent PIO,
-// 200-300 ns per extra hop, 3.3 GB/s DMA, descriptor fetch only in table mode.
+// timing_model.cpp - PEACH2 costs, calibrated against the published figures
+// (see timing_model.hpp; test/unit/model_test.cpp checks every point).
 #include "model/timing_model.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -15,17 +16,42 @@ double env_double(const char *name, double fallback) {
     const double d = std::strtod(v, &end);
     return (end != v && d >= 0) ? d : fallback;
 }
+
+constexpr TimingModel::Parameter kParameters[] = {
+    {"TCA_PIO_LATENCY_NS", "ns", "PIO write one way, adjacent nodes", &TimingModel::pio_latency_ns},
+    {"TCA_HOP_LATENCY_NS", "ns", "each further ring hop (PIO and DMA)", &TimingModel::hop_latency_ns},
+    {"TCA_CHAIN_START_NS", "ns", "DMA start until the first descriptor issues", &TimingModel::chain_start_ns},
+    {"TCA_DMA_LATENCY_NS", "ns", "descriptor issue until its first byte landed", &TimingModel::dma_latency_ns},
+    {"TCA_DESC_NS", "ns", "gap between descriptors of a chain (none with tcaDMAPipeline)", &TimingModel::desc_gap_ns},
+    {"TCA_DESC_FETCH_NS", "ns", "per descriptor read from a host table (no tcaDMAUseInternal)",
+     &TimingModel::desc_fetch_ns},
+    {"TCA_ROW_NS", "ns", "least time per row of a 2-D descriptor", &TimingModel::row_ns},
+    {"TCA_HOST_BANDWIDTH_MBS", "MB/s", "host memory to host memory", &TimingModel::host_bandwidth_mb_s},
+    {"TCA_GPU_BANDWIDTH_MBS", "MB/s", "GPU memory at either end", &TimingModel::gpu_bandwidth_mb_s},
+    {"TCA_GPU_SMALL_BYTES", "B", "GPU transfers up to this size stream at the small rate",
+     &TimingModel::gpu_small_bytes},
+    {"TCA_GPU_SMALL_BANDWIDTH_MBS", "MB/s", "GPU small-transfer rate", &TimingModel::gpu_small_bandwidth_mb_s},
+    {"TCA_GPU_LARGE_BYTES", "B", "GPU transfers above this size stream at the large rate",
+     &TimingModel::gpu_large_bytes},
+    {"TCA_GPU_LARGE_BANDWIDTH_MBS", "MB/s", "GPU large-transfer rate", &TimingModel::gpu_large_bandwidth_mb_s},
+    {"TCA_GPU_2D_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor", &TimingModel::gpu_2d_bandwidth_mb_s},
+    {"TCA_GPU_2D_LARGE_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor above the large size",
+     &TimingModel::gpu_2d_large_bandwidth_mb_s},
+    {"TCA_PIO_HANDOFF_NS", "ns", "emulation's own PIO delivery cost, taken off the delay", &TimingModel::pio_handoff_ns},
+    {"TCA_DMA_HANDOFF_NS", "ns", "emulation's own DMA delivery cost, taken off the delay", &TimingModel::dma_handoff_ns},
+};
+
+double ns_for(double bytes, double mb_s) { return mb_s > 0 ? bytes * 1000.0 / mb_s : 0; }
 }  // namespace
+
+std::span<const TimingModel::Parameter> TimingModel::parameters() { return kParameters; }
 
 TimingModel TimingModel::from_environment() {
     TimingModel m;
     const char *on = std::getenv("TCA_TIMING");
     m.enabled = on != nullptr && on[0] != '\0' && on[0] != '0';
-    m.pio_latency_ns = env_double("TCA_PIO_LATENCY_NS", m.pio_latency_ns);
-    m.hop_latency_ns = env_double("TCA_HOP_LATENCY_NS", m.hop_latency_ns);
-    m.bandwidth_mb_s = env_double("TCA_LINK_BANDWIDTH_MBS", m.bandwidth_mb_s);
-    m.desc_fetch_ns = env_double("TCA_DESC_FETCH_NS", m.desc_fetch_ns);
-    m.chain_start_ns = env_double("TCA_CHAIN_START_NS", m.chain_start_ns);
+    m.host_bandwidth_mb_s = env_double("TCA_LINK_BANDWIDTH_MBS", m.host_bandwidth_mb_s);  // the old name
+    for (const Parameter &p : kParameters) m.*p.field = env_double(p.variable, m.*p.field);
     return m;
 }
 
@@ -34,26 +60,79 @@ double TimingModel::pio_ns(int hops) const noexcept {
     return pio_latency_ns + (hops - 1) * hop_latency_ns;
 }
 
-double TimingModel::dma_ns(uint64_t bytes, int hops) const noexcept {
-    if (!enabled) return 0;
-    const double wire = bandwidth_mb_s > 0 ? static_cast<double>(bytes) * 1000.0 / bandwidth_mb_s : 0;
-    return wire + (hops > 0 ? pio_latency_ns + (hops - 1) * hop_latency_ns : 0);
+double TimingModel::pio_delay_ns(int hops) const noexcept { return std::max(0.0, pio_ns(hops) - pio_handoff_ns); }
+
+double TimingModel::transfer_ns(uint64_t width, uint64_t height, bool gpu) const noexcept {
+    const double total = static_cast<double>(width) * static_cast<double>(height);
+    if (height > 1) {  // row by row: each row a read request of its own
+        const double rate = !gpu                        ? host_bandwidth_mb_s
+                            : total > gpu_large_bytes ? gpu_2d_large_bandwidth_mb_s
+                                                      : gpu_2d_bandwidth_mb_s;
+        return static_cast<double>(height) * std::max(row_ns, ns_for(static_cast<double>(width), rate));
+    }
+    if (!gpu) return ns_for(total, host_bandwidth_mb_s);
+    if (total <= gpu_small_bytes) return ns_for(total, gpu_small_bandwidth_mb_s);
+    if (total > gpu_large_bytes) return ns_for(total, gpu_large_bandwidth_mb_s);
+    return ns_for(total, gpu_bandwidth_mb_s);
 }
 
-double TimingModel::chain_start_cost_ns(int descriptors, bool register_mode) const noexcept {
-    if (!enabled) return 0;
-    return chain_start_ns + (register_mode ? 0.0 : descriptors * desc_fetch_ns);
+double TimingModel::one_way_dma_ns(uint64_t width, uint64_t height, bool gpu, int hops) const noexcept {
+    return chain_start_ns + dma_latency_ns + std::max(0, hops - 1) * hop_latency_ns +
+           transfer_ns(width, height, gpu);
 }
 
-void spin_for_ns(double ns) noexcept {
-    if (ns <= 0) return;
-    using clock = std::chrono::steady_clock;
-    const auto until = clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(ns));
-    while (clock::now() < until) {
+double TimingModel::chain_ns(int n, uint64_t bytes_each, bool gpu, int hops, bool pipeline,
+                             bool fetched) const noexcept {
+    ChainClock c;
+    TimingModel m = *this;
+    m.enabled = true;
+    m.dma_handoff_ns = 0;  // the hardware's time
+    c.start(m, 0);
+    int64_t done = 0;
+    for (int i = 0; i < n; ++i) done = c.next(m, DescriptorCost{bytes_each, 1, gpu, hops, pipeline, fetched}).done_ns;
+    return static_cast<double>(done);
+}
+
+void ChainClock::start(const TimingModel &m, int64_t now, bool table_mode) noexcept {
+    table_mode_ = table_mode;
+    now -= static_cast<int64_t>(m.dma_handoff_ns);
+    issue_ns_ = now + static_cast<int64_t>(m.chain_start_ns);
+    last_done_ns_ = now;
+    first_ = true;
+}
+
+// Descriptors issue one after the other (the next once the previous one's
+// bytes have left); each lands a latency after it issued; data of a chain
+// land in order.
+ChainClock::Window ChainClock::next(const TimingModel &m, const DescriptorCost &d) noexcept {
+    if (!first_ && !d.pipeline) issue_ns_ += static_cast<int64_t>(m.desc_gap_ns);
+    if (d.fetched) issue_ns_ += static_cast<int64_t>(m.desc_fetch_ns);
+    first_ = false;
+    const auto xfer = static_cast<int64_t>(m.transfer_ns(d.width, d.height, d.gpu));
+    const int64_t first_byte =
+        issue_ns_ + static_cast<int64_t>(m.dma_latency_ns + std::max(0, d.hops - 1) * m.hop_latency_ns);
+    const int64_t done = std::max(first_byte + xfer, last_done_ns_);
+    issue_ns_ += xfer;
+    last_done_ns_ = done;
+    return {std::min(first_byte, done), done};
+}
+
+int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+void spin_until_ns(int64_t deadline) noexcept {
+    while (now_ns() < deadline) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
+}
+
+void spin_for_ns(double ns) noexcept {
+    if (ns <= 0) return;
+    spin_until_ns(now_ns() + static_cast<int64_t>(ns));
 }
 
 }  // namespace tca

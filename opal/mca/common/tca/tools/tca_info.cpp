@@ -94,12 +94,10 @@ void print_resources() {
 }
 
 void print_timing(const tca::TimingModel &tm) {
-    std::printf("# Timing model (TCA_TIMING=%d)\n", tm.enabled ? 1 : 0);
-    std::printf("#   PIO latency      : %.0f ns adjacent (TCA_PIO_LATENCY_NS)\n", tm.pio_latency_ns);
-    std::printf("#   per extra hop    : %.0f ns (TCA_HOP_LATENCY_NS)\n", tm.hop_latency_ns);
-    std::printf("#   link bandwidth   : %.0f MB/s (TCA_LINK_BANDWIDTH_MBS)\n", tm.bandwidth_mb_s);
-    std::printf("#   descriptor fetch : %.0f ns each in table mode (TCA_DESC_FETCH_NS)\n", tm.desc_fetch_ns);
-    std::printf("#   chain start      : %.0f ns (TCA_CHAIN_START_NS)\n", tm.chain_start_ns);
+    std::printf("# Timing model (TCA_TIMING=%d; deadline based, calibrated to PEACH2's published figures)\n",
+                tm.enabled ? 1 : 0);
+    for (const tca::TimingModel::Parameter &p : tca::TimingModel::parameters())
+        std::printf("#   %-31s: %8.0f %-4s  %s\n", p.variable, tm.*p.field, p.unit, p.meaning);
 }
 
 void print_locality() {
