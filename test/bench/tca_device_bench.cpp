@@ -3,7 +3,8 @@
 //   2. raw PIO store latency through tcaPioMap (the floor: no library call per store)
 //   2b. DMA ping-pong in the published style (B1): a chain loaded once, one
 //       8 B descriptor with Notify + NotifySelf, restarted every iteration
-//       without tcaWaitDMAC; only blocking waits (tcaWaitDMARecvDesc), no tcaProgress
+//       without tcaWaitDMAC; only blocking waits (tcaWaitDMARecvDesc), no
+//       tcaProgress; and the same with a tcaWaitDMAC after each start (R5/R6)
 //   3. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain
 //   4. memcpy bandwidth in one process (the physical limit) and the ratio
 //
@@ -301,16 +302,20 @@ void load_dma_ping(Node &n) {
     TCA_CHECK(tcaDescFree(d));
 }
 
-double dma_wait_pingpong(Node &n, int iters) {
+// wait_dmac: also tcaWaitDMAC after each start, as R5/R6 do (and as
+// releases before channels queued their starts needed).
+double dma_wait_pingpong(Node &n, int iters, bool wait_dmac) {
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
         if (n.id == 0) {
             TCA_CHECK(tcaStartDMADesc(kDmaPingChannel));
+            if (wait_dmac) TCA_CHECK(tcaWaitDMAC(kDmaPingChannel));
             TCA_CHECK(tcaWaitDMARecvDesc(&n.mine.host_small, kSlotPingDma, kPublishedTag));
             TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_small, kSlotPingDma, kPublishedTag));
         } else {
             TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_small, kSlotPingDma, kPublishedTag));
             TCA_CHECK(tcaStartDMADesc(kDmaPingChannel));
+            if (wait_dmac) TCA_CHECK(tcaWaitDMAC(kDmaPingChannel));
             TCA_CHECK(tcaWaitDMARecvDesc(&n.mine.host_small, kSlotPingDma, kPublishedTag));
         }
     }
@@ -462,8 +467,10 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
     lat.push_back({"pio_map_store_8B_internal_us",
                    measure_latency(n, [&](int k) { return raw_store_pingpong(n, k); })});
     load_dma_ping(n);
+    lat.push_back({"dma_wait_dmac_8B_host_us",
+                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k, true); })});
     lat.push_back({"dma_published_wait_8B_host_us",
-                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k); })});
+                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k, false); })});
 
     std::vector<BandwidthRow> bw;
     for (const size_t size : kDmaSizes) {
