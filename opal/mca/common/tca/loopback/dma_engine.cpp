@@ -94,8 +94,9 @@ Result DmaEngine::wait(int channel, bool block) {
     auto done = [&] { return ch.completed.load(std::memory_order_acquire) >= target; };
     if (!done()) {
         if (!block) return tcaErrorNotReady;
-        // Drive the engine while we wait: no hand-off to a napping engine thread.
-        auto driven = [&] { return done() || (assist(), done()); };
+        // Drive the engine while we wait: no hand-off to a napping engine
+        // thread.  With the timing model on, its delays stay on the engine thread.
+        auto driven = [&] { return done() || (!timing_.enabled && (assist(), done())); };
         if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1); r != tcaSuccess) return r;
     }
     return static_cast<Result>(ch.error.exchange(tcaSuccess, std::memory_order_acq_rel));
