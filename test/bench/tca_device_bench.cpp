@@ -1,6 +1,10 @@
 // tca_device_bench.cpp - device benchmark of the TCA loopback (not a test):
 //   1. PIO put + notification one-way latency, 8 B, into internal and host memory
 //   2. raw PIO store latency through tcaPioMap (the floor: no library call per store)
+//   2b. DMA ping-pong in the published style (B1): a chain loaded once, one
+//       8 B descriptor with Notify + NotifySelf, restarted every iteration
+//       without tcaWaitDMAC; only blocking waits (tcaWaitDMARecvDesc), no
+//       tcaProgress; and the same with a tcaWaitDMAC after each start (R5/R6)
 //   3. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain
 //   4. memcpy bandwidth in one process (the physical limit) and the ratio
 //
@@ -53,7 +57,10 @@ constexpr int kTag = 0;
 
 // One notification slot per phase, so a stray notification of one phase can
 // never satisfy a wait of another.
-enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kSlotDmaDone = 4 };
+enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kSlotDmaDone = 4, kSlotPingDma = 5 };
+constexpr off_t kDmaPingOff = 256;  // in host_small, away from the PIO test's bytes
+constexpr int kDmaPingChannel = 1;
+constexpr int kPublishedTag = 0x100;
 
 struct Options {
     int repeats = 5;
@@ -283,6 +290,38 @@ double raw_store_pingpong(Node &n, int iters) {
     return seconds_since(t0);
 }
 
+// ---- 2b. published-style DMA ping-pong ----
+
+void load_dma_ping(Node &n) {
+    tcaDesc *d = tcaDescNew();
+    if (d == nullptr) die("tcaDescNew failed");
+    TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_small, kDmaPingOff, &n.mine.host_small, kDmaPingOff + kPayload,
+                               kPayload, tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf,
+                               kSlotPingDma, kPublishedTag));
+    TCA_CHECK(tcaDescSet(d, kDmaPingChannel));
+    TCA_CHECK(tcaDescFree(d));
+}
+
+// wait_dmac: also tcaWaitDMAC after each start, as R5/R6 do (and as
+// releases before channels queued their starts needed).
+double dma_wait_pingpong(Node &n, int iters, bool wait_dmac) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        if (n.id == 0) {
+            TCA_CHECK(tcaStartDMADesc(kDmaPingChannel));
+            if (wait_dmac) TCA_CHECK(tcaWaitDMAC(kDmaPingChannel));
+            TCA_CHECK(tcaWaitDMARecvDesc(&n.mine.host_small, kSlotPingDma, kPublishedTag));
+            TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_small, kSlotPingDma, kPublishedTag));
+        } else {
+            TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_small, kSlotPingDma, kPublishedTag));
+            TCA_CHECK(tcaStartDMADesc(kDmaPingChannel));
+            if (wait_dmac) TCA_CHECK(tcaWaitDMAC(kDmaPingChannel));
+            TCA_CHECK(tcaWaitDMARecvDesc(&n.mine.host_small, kSlotPingDma, kPublishedTag));
+        }
+    }
+    return seconds_since(t0);
+}
+
 // Warm-up, then `repeats` timed runs of a ping-pong; one-way latency in us.
 template <class PingPong>
 Stat measure_latency(Node &n, PingPong &&run) {
@@ -427,6 +466,11 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
                    measure_latency(n, [&](int k) { return pio_notify_pingpong(n, host, k); })});
     lat.push_back({"pio_map_store_8B_internal_us",
                    measure_latency(n, [&](int k) { return raw_store_pingpong(n, k); })});
+    load_dma_ping(n);
+    lat.push_back({"dma_wait_dmac_8B_host_us",
+                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k, true); })});
+    lat.push_back({"dma_published_wait_8B_host_us",
+                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k, false); })});
 
     std::vector<BandwidthRow> bw;
     for (const size_t size : kDmaSizes) {

@@ -357,7 +357,7 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaDescSet(channel -1)", IC, [&] { return tcaDescSet(d, -1); }},
         {"tcaDescSet(channel 4)", IC, [&] { return tcaDescSet(d, TCA_NUM_DMA_CHANNELS); }},
         {"tcaDescSet(channel INT_MAX)", IC, [&] { return tcaDescSet(d, INT_MAX); }},
-        {"tcaDescSet(empty chain)", tcaErrorEmptyChain, [&] { return tcaDescSet(empty, 0); }},
+        {"tcaDescSet(empty chain)", OK, [&] { return tcaDescSet(empty, 0); }},  // a run that completes at once
         {"tcaStartDMADesc(-1)", IC, [] { return tcaStartDMADesc(-1); }},
         {"tcaStartDMADesc(INT_MIN)", IC, [] { return tcaStartDMADesc(INT_MIN); }},
         {"tcaStartDMADesc(nothing loaded)", tcaErrorEmptyChain, [] { return tcaStartDMADesc(3); }},

@@ -27,7 +27,7 @@ struct DeviceInfo {
     int64_t timeout_ns = 0;
     int registrations = 0;
     int max_registrations = 0;
-    int notify_depth = 0;  // outstanding notifications per (source, slot)
+    int notify_depth = 0;  // tags with unconsumed notifications per (source, slot); counts per tag are not limited
 };
 
 class Device {

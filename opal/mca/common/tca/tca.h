@@ -49,14 +49,14 @@ typedef enum tcaresult {
     tcaErrorNoMemory = 12,
     tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device, or an unrecognised launcher */
     tcaErrorSystem = 14,           /* an operating-system call failed (see the log line) */
-    tcaErrorChannelBusy = 15,      /* loading or starting a channel that is still running */
+    tcaErrorChannelBusy = 15,      /* unused since channels queue their starts (kept for the ABI) */
     tcaErrorInvalidSlot = 16,      /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
     tcaErrorInvalidCounter = 17,   /* counter index outside 0..TCA_NUM_COUNTERS-1 */
     tcaErrorJobConflict = 18,      /* another live process already is this node of this job */
     tcaErrorNotReady = 19,         /* non-blocking test: the event has not happened yet */
-    tcaErrorEmptyChain = 20,       /* starting a channel with no descriptors loaded */
+    tcaErrorEmptyChain = 20,       /* starting a channel on which no chain was ever loaded (an empty chain is fine) */
     tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
-    tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire) */
+    tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire), or a notification with more than TCA_NOTIFY_TAGS tags outstanding on one (source, slot) */
     tcaErrorNotAcquired = 23,      /* releasing a channel / counter / slot that is not held (double release) */
     tcaErrorResultCount
 } tcaresult;
@@ -82,6 +82,12 @@ enum {
 #define TCA_MAX_DESCRIPTORS 255     /* chain held in a host descriptor table */
 #define TCA_MAX_REG_DESCRIPTORS 16  /* chain held in channel registers: no fetch cost */
 #define TCA_NOTIFY_SLOTS 64
+/* Distinct tags with notifications not yet consumed that one source node may
+ * have on one slot of one destination at a time (the count per tag is
+ * unbounded for practical purposes: 2^31 outstanding); a post with one tag
+ * more fails with tcaErrorNoResource and a message naming this limit.  A tag
+ * whose notifications have all been consumed no longer counts. */
+#define TCA_NOTIFY_TAGS 32
 #define TCA_NUM_COUNTERS 256
 #define TCA_MAX_NODES 64
 
@@ -162,18 +168,36 @@ TCA_API tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, 
 TCA_API tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add);
 TCA_API tcaResult tcaDescGetLength(const tcaDesc *desc, int *count); /* extension */
 
+/* A channel runs its starts in order, each to its end, descriptor after
+ * descriptor: descriptor k's data is visible before descriptor k+1's and
+ * before its notifications.  tcaDescSet and tcaStartDMADesc never wait and
+ * never refuse a busy channel: a start queues behind the runs started before
+ * it; a load applies to the starts made after it (runs already started keep
+ * their chain).  An empty chain loads and starts fine (a run that completes
+ * at once); tcaErrorEmptyChain only for a start on a channel where no chain
+ * was ever loaded.  A short chain (<= 64 KiB, no tcaDescSetTrigger) started
+ * on an idle channel may run on the calling thread before the start returns.
+ * tcaWaitDMAC waits for every run started before it (success on a channel
+ * never used) and returns the first error of a run since the last wait. */
 TCA_API tcaResult tcaDescSet(tcaDesc *desc, int dma_channel);
 TCA_API tcaResult tcaStartDMADesc(int dma_channel);
 TCA_API tcaResult tcaWaitDMAC(int dma_channel);
 TCA_API tcaResult tcaTestDMAC(int dma_channel, int *done); /* extension */
 /* Extension: stop the channel's running chain after the descriptor in flight
- * (a channel reset); descriptors not yet issued never are, and the run counts
- * as completed.  The chain stays loaded.  For programs whose triggered
- * descriptors wait for epochs that will never come (a freed request). */
+ * (a channel reset) and drop the runs queued behind it; descriptors not yet
+ * issued never are, and every dropped run counts as completed (later starts
+ * number their trigger epochs on from there).  The chain stays loaded.  For
+ * programs whose triggered descriptors wait for epochs that will never come
+ * (a freed request). */
 TCA_API tcaResult tcaAbortDMAC(int dma_channel);
 
 /* ---- notifications ---- */
-/* Wait for a notification (slot, tag) sent by the node that owns `handle`.
+/* Notifications are counted per (source node, slot, tag): each one posted is
+ * consumed by exactly one wait or successful test, in any order of tags, and
+ * unconsumed ones never hold up a sender (see TCA_NOTIFY_TAGS for the limit).
+ * A blocking wait drives the loopback device itself (pending DMA of this
+ * node runs on the waiting thread): no tcaProgress is needed.
+ * Wait for a notification (slot, tag) sent by the node that owns `handle`.
  * tcaErrorNotRegistered at once (not after the timeout) if the handle's
  * registration is gone and nothing is queued; tcaErrorPeerGone if its node is. */
 TCA_API tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag);
@@ -246,7 +270,7 @@ typedef struct tcaDeviceAttr {
     int free_counters;       /* not acquired */
     int notify_slots;        /* TCA_NOTIFY_SLOTS */
     int free_notify_slots;   /* not acquired */
-    int notify_depth;        /* notifications one (source, slot) may have outstanding */
+    int notify_depth;        /* TCA_NOTIFY_TAGS: tags with unconsumed notifications per (source, slot); counts per tag are not limited */
     int max_descriptors;     /* TCA_MAX_DESCRIPTORS per chain */
     int max_reg_descriptors; /* TCA_MAX_REG_DESCRIPTORS: chains held in channel registers */
     int max_registrations;   /* live handles (tcaCreateHandle) per node */

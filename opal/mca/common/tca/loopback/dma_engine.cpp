@@ -90,35 +90,67 @@ void DmaEngine::stop_thread() {
 }
 
 Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
+    auto c = std::make_shared<Chain>();
+    c->descs.assign(chain.begin(), chain.end());
+    c->register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
+    uint64_t bytes = 0;
+    bool triggered = false;
+    for (const Descriptor &d : chain) {
+        bytes += std::min<uint64_t>(d.bytes(), kInlineMaxBytes + 1);  // no overflow over 255 descriptors
+        triggered |= d.wait_counter >= 0;
+    }
+    c->run_inline = !triggered && bytes <= kInlineMaxBytes;
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
-    if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire))
-        return tcaErrorChannelBusy;
-    ch.chain.assign(chain.begin(), chain.end());
-    ch.loaded_at = ch.completed.load(std::memory_order_acquire);
-    ch.register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
+    ch.loaded = std::move(c);  // queued runs keep the chain they were started with
+    ch.starts_since_load = 0;
     return tcaSuccess;
 }
 
 Result DmaEngine::start(int channel) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
-    if (ch.chain.empty()) return tcaErrorEmptyChain;
-    if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire))
-        return tcaErrorChannelBusy;
-    ch.error.store(tcaSuccess, std::memory_order_relaxed);
-    ch.started.fetch_add(1, std::memory_order_release);  // publishes the chain to the engine
+    if (!ch.loaded) return tcaErrorEmptyChain;  // nothing was ever loaded here
+    const uint64_t epoch = ch.starts_since_load++;
+    // Idle: nothing queued, and no other starter (app_lock), so nothing can
+    // overtake an inline run.  The timing model delays runs on the engine thread.
+    const bool idle = ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_acquire);
+    if (idle && ch.loaded->run_inline && !timing_.enabled) {
+        run_inline(ch, *ch.loaded);
+        return tcaSuccess;
+    }
+    {
+        std::lock_guard q(ch.queue_lock);
+        ch.queue.push_back(Run{ch.loaded, epoch});
+    }
+    ch.started.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->engine_event.notify();
     return tcaSuccess;
 }
 
+// Counted as a run (a wait of another thread waits for it) but never queued:
+// the scanner finds the queue empty and leaves the channel alone.
+void DmaEngine::run_inline(Channel &ch, const Chain &chain) {
+    ch.started.fetch_add(1, std::memory_order_relaxed);
+    Result r = tcaSuccess;
+    for (size_t i = 0; i < chain.descs.size() && r == tcaSuccess; ++i) r = run_descriptor(chain.descs[i], i);
+    if (r != tcaSuccess) ch.error.store(r, std::memory_order_relaxed);
+    ch.completed.fetch_add(1, std::memory_order_release);
+    nodes_.own().header()->app_event.notify();
+}
+
 Result DmaEngine::wait(int channel, bool block) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
-    auto done = [&] {
-        return ch.completed.load(std::memory_order_acquire) == ch.started.load(std::memory_order_acquire);
-    };
-    if (!block && !done()) return tcaErrorNotReady;
-    if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, done, -1); r != tcaSuccess) return r;
+    // Runs started later (by another thread) are not ours to wait for.
+    const uint64_t target = ch.started.load(std::memory_order_acquire);
+    auto done = [&] { return ch.completed.load(std::memory_order_acquire) >= target; };
+    if (!done()) {
+        if (!block) return tcaErrorNotReady;
+        // Drive the engine while we wait: no hand-off to a napping engine
+        // thread.  With the timing model on, its delays stay on the engine thread.
+        auto driven = [&] { return done() || (!timing_.enabled && (assist(), done())); };
+        if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1); r != tcaSuccess) return r;
+    }
     return static_cast<Result>(ch.error.exchange(tcaSuccess, std::memory_order_acq_rel));
 }
 
@@ -126,8 +158,24 @@ void DmaEngine::abort(int channel) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
     std::lock_guard scanning(scan_lock_);  // no descriptor of it is executing now
-    if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_relaxed))
-        finish_run(ch, tcaSuccess);
+    size_t dropped = 0;
+    {
+        std::lock_guard q(ch.queue_lock);
+        dropped = ch.queue.size();
+        ch.queue.clear();
+    }
+    if (dropped == 0) return;
+    ch.next = 0;
+    ch.charged = false;
+    ch.completed.fetch_add(dropped, std::memory_order_release);
+    nodes_.own().header()->app_event.notify();
+}
+
+Result DmaEngine::run_descriptor(const Descriptor &d, size_t index, ChainClock *clock) {
+    const Result r = execute(d, clock);
+    if (r != tcaSuccess)
+        std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), index, result_message(r));
+    return r;
 }
 
 Result DmaEngine::execute(const Descriptor &d, ChainClock *clock) {
@@ -162,35 +210,48 @@ void DmaEngine::finish_run(Channel &ch, Result r) {
     if (r != tcaSuccess) ch.error.store(r, std::memory_order_relaxed);
     ch.next = 0;
     ch.charged = false;
+    {
+        std::lock_guard q(ch.queue_lock);
+        ch.queue.pop_front();
+    }
     ch.completed.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->app_event.notify();
 }
 
 bool DmaEngine::step(Channel &ch) {
-    const uint64_t done = ch.completed.load(std::memory_order_relaxed);
-    if (ch.started.load(std::memory_order_acquire) == done) return false;
+    if (ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_relaxed)) return false;
+    const Run *run = nullptr;
+    {
+        // The front stays put while we use it: only the scanner (or abort,
+        // which excludes it) pops, and a push does not move elements.
+        std::lock_guard q(ch.queue_lock);
+        if (ch.queue.empty()) return false;  // an inline run on the starting thread
+        run = &ch.queue.front();
+    }
+    const Chain &chain = *run->chain;
     if (!ch.charged) {
         // The model's clock starts when the chain is taken up: at once when
         // the starting thread waits (it drives the engine), after the run
         // before it when queued.
-        if (timing_.enabled) ch.clock.start(timing_, now_ns(), !ch.register_mode);
+        if (timing_.enabled) ch.clock.start(timing_, now_ns(), !chain.register_mode);
         ch.charged = true;
     }
-    const Descriptor &d = ch.chain[ch.next];
+    if (ch.next == chain.descs.size()) {  // an empty chain
+        finish_run(ch, tcaSuccess);
+        return true;
+    }
+    const Descriptor &d = chain.descs[ch.next];
     if (d.wait_counter >= 0) {
         // Triggered descriptor: thresholds move by `step` every run of this
         // chain, so monotonic counters serve every epoch without re-arming.
-        const uint64_t threshold = d.wait_value + (done - ch.loaded_at) * d.wait_step;
+        const uint64_t threshold = d.wait_value + run->epoch * d.wait_step;
         if (nodes_.own().counter(d.wait_counter).load(std::memory_order_acquire) < threshold) return false;
     }
-    const Result r = execute(d, &ch.clock);
-    if (r != tcaSuccess) {
-        std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), ch.next,
-                     result_message(r));
+    if (const Result r = run_descriptor(d, ch.next, &ch.clock); r != tcaSuccess) {
         finish_run(ch, r);
         return true;
     }
-    if (++ch.next == ch.chain.size()) finish_run(ch, tcaSuccess);
+    if (++ch.next == chain.descs.size()) finish_run(ch, tcaSuccess);
     return true;
 }
 

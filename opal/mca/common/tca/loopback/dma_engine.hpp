@@ -1,13 +1,17 @@
 // dma_engine.hpp - the emulated PEACH2 DMA controller: 4 channels, each runs
-// its loaded chain in order on one engine thread per process, which naps
+// its started chains in order on one engine thread per process, which naps
 // while chains run and sleeps on a futex when there are none (no spinning
-// helper threads); application threads that wait lend their cycles.
+// helper threads); application threads that wait lend their cycles, and a
+// short untriggered chain started on an idle channel runs on the starting
+// thread itself.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -37,15 +41,27 @@ public:
     Result start_thread();
     void stop_thread();
 
+    // As the hardware's channel: a load replaces the chain that later starts
+    // run (runs already started keep theirs); a start on a busy channel
+    // queues behind the runs before it.  An empty chain is a run that
+    // completes at once.
     Result load(int channel, std::span<const Descriptor> chain);
     Result start(int channel);
-    Result wait(int channel, bool block);  // block = false: tcaErrorNotReady while running
-    void abort(int channel);               // end the running chain between two descriptors
+    // Until every run started before the call has completed (block = false:
+    // tcaErrorNotReady while one has not).  The first error of a run since
+    // the last wait, else tcaSuccess.  A blocking wait drives the engine.
+    Result wait(int channel, bool block);
+    // End the running chain between two descriptors and drop the queued runs.
+    void abort(int channel);
     // Do pending engine work on the calling thread if the engine is not busy
     // itself (a thread that waits anyway lends its cycles: no wake-up needed).
     bool assist();
     static constexpr int kAssistBurst = 8;  // descriptors per channel per assist()
-    bool register_mode(int channel) const { return channels_[static_cast<size_t>(channel)].register_mode; }
+    // Chains of at most this many bytes, without triggered descriptors, run
+    // on the starting thread when the channel is idle (timing model off):
+    // no hand-off to the engine thread on the latency path, while a larger
+    // DMA still overlaps with the caller.
+    static constexpr uint64_t kInlineMaxBytes = 64 * 1024;
 
     // Execute one descriptor now, on the calling thread (PIO and tests use it).
     // With the timing model on, data and notification wait for the modelled
@@ -53,15 +69,25 @@ public:
     Result execute(const Descriptor &d, ChainClock *clock = nullptr);
 
 private:
-    struct Channel {
-        std::mutex app_lock;  // serialises load/start/wait from application threads
-        std::vector<Descriptor> chain;
+    struct Chain {
+        std::vector<Descriptor> descs;
         bool register_mode = true;
+        bool run_inline = false;  // short and untriggered: may run on the starting thread
+    };
+    struct Run {
+        std::shared_ptr<const Chain> chain;
+        uint64_t epoch;  // earlier starts since its chain was loaded: triggers move by epoch * step
+    };
+    struct Channel {
+        std::mutex app_lock;  // serialises load/start/abort from application threads
+        std::shared_ptr<const Chain> loaded;  // under app_lock
+        uint64_t starts_since_load = 0;       // under app_lock
+        std::mutex queue_lock;                // push: starters; pop: the scanner
+        std::deque<Run> queue;                // started runs, front = running
         std::atomic<uint64_t> started{0};
         std::atomic<uint64_t> completed{0};
         std::atomic<int> error{tcaSuccess};
-        size_t next = 0;  // engine thread only
-        uint64_t loaded_at = 0;  // runs completed when the chain was loaded: triggers count epochs from there
+        size_t next = 0;  // scanner only (scan_lock_)
         bool charged = false;
         ChainClock clock;  // the timing model's clock of the running chain (engine thread only)
     };
@@ -70,6 +96,8 @@ private:
     bool chain_running() const noexcept;
     bool step(Channel &ch);
     void finish_run(Channel &ch, Result r);
+    Result run_descriptor(const Descriptor &d, size_t index, ChainClock *clock = nullptr);
+    void run_inline(Channel &ch, const Chain &chain);
 
     NodeSet &nodes_;
     RemoteWriter &writer_;

@@ -60,7 +60,7 @@ public:
           timing_(TimingModel::from_environment()),
           nodes_(std::move(li), settings.policy),
           writer_(nodes_),
-          sender_(nodes_.size()),
+          sender_(),
           inbox_(nodes_.size()),
           engine_(nodes_, writer_, sender_, topo_, timing_,
                   [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
@@ -108,7 +108,7 @@ public:
         std::lock_guard g(reg_lock_);
         i.registrations = static_cast<int>(kMaxRegistrations - free_regs_.size());
         i.max_registrations = static_cast<int>(kMaxRegistrations);
-        i.notify_depth = static_cast<int>(kNotifyDepth);
+        i.notify_depth = static_cast<int>(kNotifyTags);
         return i;
     }
 
@@ -295,7 +295,6 @@ public:
     Result load_chain(int channel, std::span<const Descriptor> chain) override {
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
         if (chain.size() > TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
-        if (chain.empty()) return tcaErrorEmptyChain;
         for (const Descriptor &d : chain)
             if (Result r = validate(d); r != tcaSuccess) return r;
         return engine_.load(channel, chain);
@@ -322,7 +321,14 @@ public:
         // only once nothing is queued, as data-then-destroy is legal.  Its
         // destruction happened after its owner's last post, so a post that
         // preceded it is seen by the take that follows the check.
-        return inbox_.take(nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); });
+        // A blocking wait runs pending DMA itself (published programs wait
+        // only blocking, never call tcaProgress): no hand-off to a napping
+        // engine thread between the peer's notification and our next start.
+        // With the timing model on, its delays stay on the engine thread.
+        std::function<void()> drive;
+        if (!timing_.enabled) drive = [this] { engine_.assist(); };
+        return inbox_.take(
+            nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);
     }
 
     Result counter_read(int idx, uint64_t *value) override {

@@ -158,7 +158,7 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
     l.reg_offset = align_up(sizeof(SegmentHeader), 4096);
     l.notify_offset = align_up(l.reg_offset + kMaxRegistrations * sizeof(RegistrationEntry), 4096);
     l.counter_offset =
-        align_up(l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyRing), 4096);
+        align_up(l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyTable), 4096);
     l.bounce_offset = align_up(l.counter_offset + TCA_NUM_COUNTERS * sizeof(PaddedCounter), 4096);
     l.internal_offset = align_up(l.bounce_offset + sizeof(BounceArea), 4096);
     l.total_size = align_up(l.internal_offset + internal_size, 4096);

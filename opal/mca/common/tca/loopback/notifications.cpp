@@ -1,56 +1,89 @@
-// notifications.cpp - ring protocol: entry = (seq+1) << 32 | tag, published
-// with a release store; the receiver acquires it, so the data written before
-// the post is visible when the notification is.
+// notifications.cpp - count protocol: per (source, slot) a few words, one per
+// tag with notifications outstanding (tag << 32 | claimed | count).  The
+// sender adds to its tag's count by CAS with release after the data is
+// written; the receiver compares the count with what it consumed using an
+// acquire load, so the data is visible when the notification is, and frees
+// the word once it consumed everything in it.  Only the receiver frees a word
+// and only the sender adds, so neither sees a word change under it in any
+// other way (no ABA).  Two threads of one sender may claim two words for one
+// tag at once; the receiver takes from either.
 #include "loopback/notifications.hpp"
 
-#include <algorithm>
+#include <cstdio>
 
 namespace tca::loopback {
 
+namespace {
+constexpr uint64_t kClaimed = NotifyTable::kClaimed, kCountMask = NotifyTable::kCountMask;
+uint64_t tag_bits(int tag) noexcept { return static_cast<uint64_t>(static_cast<uint32_t>(tag)) << 32; }
+bool holds(uint64_t word, int tag) noexcept { return word != 0 && (word & ~(kClaimed | kCountMask)) == tag_bits(tag); }
+uint64_t plus_one(uint64_t word) noexcept { return (word & ~kCountMask) | ((word + 1) & kCountMask); }
+}  // namespace
+
 Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag) {
     const SegmentView dst = nodes.view(target);
-    NotifyRing *ring = dst.ring(static_cast<uint32_t>(nodes.self()), static_cast<uint32_t>(slot));
-    std::lock_guard g(locks_[static_cast<size_t>(target)]);
-    const uint64_t ticket = ring->reserve.load(std::memory_order_relaxed);
-    auto has_room = [&] { return ticket - ring->drained.load(std::memory_order_acquire) < kNotifyDepth; };
-    if (!has_room()) {
-        // The receiver bumps its app_event whenever it drains a ring.
-        const Result r = nodes.wait_until(dst.header()->app_event, has_room, target);
-        if (r != tcaSuccess) return r;
+    NotifyTable *table = dst.notify_table(static_cast<uint32_t>(nodes.self()), static_cast<uint32_t>(slot));
+    for (;;) {
+        std::atomic<uint64_t> *free_word = nullptr;
+        bool raced = false;
+        for (std::atomic<uint64_t> &w : table->words) {
+            uint64_t seen = w.load(std::memory_order_relaxed);
+            if (seen == 0) {
+                if (free_word == nullptr) free_word = &w;
+                continue;
+            }
+            if (!holds(seen, tag)) continue;
+            // Our tag: add one, unless the receiver freed the word meanwhile.
+            while (holds(seen, tag) &&
+                   !w.compare_exchange_weak(seen, plus_one(seen), std::memory_order_release, std::memory_order_relaxed)) {
+            }
+            if (holds(seen, tag)) {
+                dst.header()->app_event.notify();
+                return tcaSuccess;
+            }
+            raced = true;  // freed under us: look again
+            break;
+        }
+        if (raced) continue;
+        if (free_word == nullptr) break;
+        uint64_t expected = 0;
+        if (free_word->compare_exchange_strong(expected, tag_bits(tag) | kClaimed | 1, std::memory_order_release,
+                                               std::memory_order_relaxed)) {
+            dst.header()->app_event.notify();
+            return tcaSuccess;
+        }
+        // Another thread of ours claimed it: look again.
     }
-    const uint64_t entry = ((ticket + 1) << 32) | static_cast<uint32_t>(tag);
-    ring->entries[ticket % kNotifyDepth].store(entry, std::memory_order_release);
-    ring->reserve.store(ticket + 1, std::memory_order_relaxed);
-    dst.header()->app_event.notify();
-    return tcaSuccess;
+    std::fprintf(stderr,
+                 "tca: node %d: notification (slot %d, tag %d) to node %d not posted: node %d already has "
+                 "notifications of TCA_NOTIFY_TAGS = %u other tags unconsumed on that slot there (the limit of "
+                 "tags outstanding per source and slot; counts per tag are not limited)\n",
+                 nodes.self(), slot, tag, target, nodes.self(), kNotifyTags);
+    return tcaErrorNoResource;
 }
 
 bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag) {
-    Queue &q = queues_[static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + static_cast<size_t>(slot)];
-    NotifyRing *ring = nodes.own().ring(static_cast<uint32_t>(src_node), static_cast<uint32_t>(slot));
-    const uint64_t before = q.cursor;
-    for (;;) {
-        const uint64_t e = ring->entries[q.cursor % kNotifyDepth].load(std::memory_order_acquire);
-        if ((e >> 32) != static_cast<uint32_t>(q.cursor + 1)) break;
-        const int t = static_cast<int>(static_cast<uint32_t>(e));
-        auto it = std::find_if(q.tags.begin(), q.tags.end(), [t](const auto &p) { return p.first == t; });
-        if (it == q.tags.end()) q.tags.emplace_back(t, 1);
-        else ++it->second;
-        ++q.cursor;
+    NotifyTable *table = nodes.own().notify_table(static_cast<uint32_t>(src_node), static_cast<uint32_t>(slot));
+    const size_t base = (static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + static_cast<size_t>(slot)) * kNotifyTags;
+    for (uint32_t i = 0; i < kNotifyTags; ++i) {
+        std::atomic<uint64_t> &w = table->words[i];
+        const uint64_t seen = w.load(std::memory_order_acquire);
+        if (!holds(seen, tag)) continue;
+        uint64_t &consumed = consumed_[base + i];
+        if ((seen & kCountMask) == consumed) continue;
+        consumed = (consumed + 1) & kCountMask;
+        // All of it consumed: free the word, unless the sender added meanwhile.
+        uint64_t expected = seen;
+        if (consumed == (seen & kCountMask) &&
+            w.compare_exchange_strong(expected, 0, std::memory_order_relaxed, std::memory_order_relaxed))
+            consumed = 0;
+        return true;
     }
-    if (q.cursor != before) {
-        ring->drained.store(q.cursor, std::memory_order_release);
-        // A producer may be waiting for room on our event word.
-        nodes.own().header()->app_event.notify();
-    }
-    auto it = std::find_if(q.tags.begin(), q.tags.end(), [tag](const auto &p) { return p.first == tag; });
-    if (it == q.tags.end()) return false;
-    if (--it->second == 0) q.tags.erase(it);
-    return true;
+    return false;
 }
 
 Result NotificationInbox::take(NodeSet &nodes, int src_node, int slot, int tag, bool block,
-                               const std::function<Result()> &live) {
+                               const std::function<Result()> &live, const std::function<void()> &drive) {
     auto attempt = [&] {
         std::lock_guard g(lock_);
         return try_take(nodes, src_node, slot, tag);
@@ -60,6 +93,13 @@ Result NotificationInbox::take(NodeSet &nodes, int src_node, int slot, int tag, 
         if (attempt()) {
             outcome = tcaSuccess;
             return true;
+        }
+        if (block && drive) {
+            drive();
+            if (attempt()) {
+                outcome = tcaSuccess;
+                return true;
+            }
         }
         if (const Result r = live ? live() : tcaSuccess; r != tcaSuccess) {
             outcome = attempt() ? tcaSuccess : r;  // once more: a post before the change is visible now

@@ -1,5 +1,5 @@
 // segment_layout.hpp - what one node keeps in its POSIX shared-memory segment:
-// the liveness lock, event words, registration table, notification rings,
+// the liveness lock, event words, registration table, notification counts,
 // counters, the bounce area (fallback when single-copy is refused) and the
 // node's internal memory.  Every process of the sub-cluster maps every segment.
 #pragma once
@@ -16,14 +16,16 @@
 
 namespace tca::loopback {
 
-inline constexpr uint32_t kLayoutVersion = 4;  // 2: padded counters, 3: event words with listener lines, 4: start time
+// 2: padded counters, 3: event words with listener lines, 4: start time,
+// 5: notification counts per (source, slot, tag) instead of rings
+inline constexpr uint32_t kLayoutVersion = 5;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
 // (Until version 3 the magic was the same for every layout.)
 inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f'0000ull | kLayoutVersion;  // "TCALO" + version
 inline constexpr uint32_t kMaxRegistrations = 4096;
-inline constexpr uint32_t kNotifyDepth = 128;  // outstanding notifications per (source, slot)
+inline constexpr uint32_t kNotifyTags = TCA_NOTIFY_TAGS;  // tags with notifications outstanding per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
 
 enum class SegmentState : uint32_t { Creating = 0, Ready = 1, Finalized = 2 };
@@ -45,12 +47,17 @@ struct RegistrationEntry {
     uint32_t pad = 0;
 };
 
-// One per (source node, slot) in the receiver's segment.  Entry value is
-// (sequence+1) << 32 | tag, so the receiver sees exactly which entries are new.
-struct alignas(64) NotifyRing {
-    std::atomic<uint64_t> reserve{0};  // producers (the source node's threads)
-    alignas(64) std::atomic<uint64_t> drained{0};  // consumer: entries taken
-    alignas(64) std::atomic<uint64_t> entries[kNotifyDepth];
+// One per (source node, slot) in the receiver's segment: per tag with
+// notifications outstanding, one word tag << 32 | kClaimed | count.  The
+// source adds to its tag's word by CAS with release (claiming a free word by
+// CAS for a tag that has none); the receiver keeps its consumed counts
+// privately and frees a word by CAS once it has consumed all of it.  Nothing
+// the receiver leaves undone can hold the sender up: streams that are never
+// waited on (published programs have several) cost one word per tag.
+struct alignas(64) NotifyTable {
+    static constexpr uint64_t kClaimed = 1ull << 31;
+    static constexpr uint64_t kCountMask = kClaimed - 1;  // counts wrap at 2^31 outstanding
+    std::atomic<uint64_t> words[kNotifyTags];  // 0 = free
 };
 
 // Single-slot mailbox: a peer copies a chunk here and this node's DMA-engine
@@ -104,9 +111,9 @@ public:
     RegistrationEntry *registrations() const noexcept {
         return reinterpret_cast<RegistrationEntry *>(base_ + header()->reg_offset);
     }
-    NotifyRing *ring(uint32_t src_node, uint32_t slot) const noexcept {
-        auto *rings = reinterpret_cast<NotifyRing *>(base_ + header()->notify_offset);
-        return rings + static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + slot;
+    NotifyTable *notify_table(uint32_t src_node, uint32_t slot) const noexcept {
+        auto *tables = reinterpret_cast<NotifyTable *>(base_ + header()->notify_offset);
+        return tables + static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + slot;
     }
     std::atomic<uint64_t> &counter(int idx) const noexcept {
         return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].value;

@@ -30,7 +30,8 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "not ready yet",
     "no descriptor chain loaded in this channel (call tcaDescSet first)",
     "node id outside the sub-cluster",
-    "no free resource: every DMA channel / counter / notification slot asked for is held (see tcaQueryDevice)",
+    "no free resource: every DMA channel / counter / notification slot asked for is held, or a source has "
+    "notifications of more than TCA_NOTIFY_TAGS tags unconsumed on one slot (see tcaQueryDevice)",
     "releasing a DMA channel / counter / notification slot that is not acquired (released twice?)",
 };
 }  // namespace

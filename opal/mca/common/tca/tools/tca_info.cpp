@@ -85,7 +85,7 @@ void print_resources() {
     std::printf("# Resources of this node (tcaQueryDevice; acquired through tca*Acquire)\n");
     std::printf("#   DMA channels     : %d free of %d\n", a.free_dma_channels, a.dma_channels);
     std::printf("#   counters         : %d free of %d\n", a.free_counters, a.counters);
-    std::printf("#   notify slots     : %d free of %d, %d outstanding per (source, slot)\n", a.free_notify_slots,
+    std::printf("#   notify slots     : %d free of %d, %d tags outstanding per (source, slot)\n", a.free_notify_slots,
                 a.notify_slots, a.notify_depth);
     std::printf("#   registrations    : %d live of %d\n", a.registrations, a.max_registrations);
     std::printf("#   internal memory  : %llu of %llu KiB used\n", static_cast<unsigned long long>(a.internal_used >> 10),
