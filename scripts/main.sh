@@ -9,3 +9,4 @@ echo
 ./tca_info | sed -n '1,/^# DMA engine/p' | head -n -1
 echo
 sh scripts/bench.sh "${1:-3}"
+sh scripts/bench-device.sh "${1:-3}"
