@@ -3,6 +3,8 @@
 // and owns registrations and allocations of this process.
 #include <sys/prctl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -279,7 +281,9 @@ public:
                    (global_next_[static_cast<int>(region)] % map.region_size());
         global_next_[static_cast<int>(region)] += (size + 4095) / 4096 * 4096;
         RegistrationEntry &e = nodes_.own().registrations()[idx];
-        // The key is 0 here: peers that read the fields meanwhile discard them.
+        // The key is 0 here: peers that read the fields meanwhile discard
+        // them (the fence keeps the new fields behind the zeroed key).
+        std::atomic_thread_fence(std::memory_order_release);
         e.base = h.addr;
         e.size = h.size;
         e.region = h.region;
