@@ -29,13 +29,11 @@ struct DeviceInfo {
     int max_registrations = 0;
     int notify_depth = 0;  // outstanding notifications per (source, slot)
     // Shared heap (tcaMalloc CPU memory): this node's arenas and the bytes
-    // allocated in them; other nodes' arenas this node has mapped; puts into
-    // other nodes' host memory by plain stores (mapped) and otherwise.
+    // allocated in them; other nodes' arenas this node has mapped (its puts
+    // into them are plain stores).
     uint64_t heap_arenas = 0;
     uint64_t heap_bytes = 0;
     uint64_t peer_arenas_mapped = 0;
-    uint64_t mapped_puts = 0;
-    uint64_t other_puts = 0;
 };
 
 class Device {

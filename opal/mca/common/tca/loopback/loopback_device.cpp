@@ -118,8 +118,6 @@ public:
         i.heap_arenas = shared_heap_.arenas();
         i.heap_bytes = shared_heap_.bytes_in_use();
         i.peer_arenas_mapped = writer_.arenas_mapped();
-        i.mapped_puts = writer_.mapped_puts();
-        i.other_puts = writer_.other_puts();
         i.internal_size = heap_.size();
         i.internal_used = heap_.used();
         i.spin_ns = nodes_.policy().spin_ns;

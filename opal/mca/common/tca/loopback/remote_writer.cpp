@@ -70,11 +70,9 @@ Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c) {
         // catch finished peers (whose memory may already be gone).
         if (nodes_.known_gone(node)) return tcaErrorPeerGone;
         if (reg.arena != 0) {  // tcaMalloc'd: plain stores into our mapping of the owner's arena
-            mapped_puts_.fetch_add(1, std::memory_order_relaxed);
             return arenas_.with(node, reg.arena - 1, reg.arena_serial, reg.arena_off, dst.size,
                                 [&](unsigned char *p) { return write_local(p, c); });
         }
-        other_puts_.fetch_add(1, std::memory_order_relaxed);
         if (single_copy()) {
             const Result r = write_cma(node, dst.addr, c);
             if (r != tcaErrorNotSupported) return r;  // NotSupported: just refused, fall through

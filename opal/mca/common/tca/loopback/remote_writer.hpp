@@ -45,10 +45,7 @@ public:
     const char *mechanism() const noexcept {
         return single_copy() ? "process_vm_writev (single copy)" : "bounce through the target's engine thread";
     }
-    // Puts into other nodes' host memory so far, by plain stores into a
-    // mapped arena (tcaMalloc'd memory) and by the other paths (CMA, bounce).
-    uint64_t mapped_puts() const noexcept { return mapped_puts_.load(std::memory_order_relaxed); }
-    uint64_t other_puts() const noexcept { return other_puts_.load(std::memory_order_relaxed); }
+    // Other nodes' arenas mapped so far: puts into them were plain stores.
     uint64_t arenas_mapped() const noexcept { return arenas_.mapped(); }
 
 private:
@@ -67,7 +64,6 @@ private:
 
     NodeSet &nodes_;
     PeerArenas arenas_;
-    std::atomic<uint64_t> mapped_puts_{0}, other_puts_{0};
     std::atomic<bool> cma_refused_{false};
     std::mutex service_lock_;
     std::mutex ipc_lock_;
