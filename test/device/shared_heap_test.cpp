@@ -18,6 +18,14 @@
 namespace tca::test {
 namespace {
 
+// These tests are about the shared heap: on whatever the outer environment
+// says (the bounce passes turn it off).
+NodeOptions heap_on() {
+    NodeOptions o;
+    o.env = "TCA_SHARED_HEAP=1";
+    return o;
+}
+
 // The state letter of /proc/<pid>/stat ('T' = stopped).
 char state_of(pid_t pid) {
     char path[64], buf[512];
@@ -54,7 +62,7 @@ void dma(tcaHandle *dst, off_t dst_off, tcaHandle *src, off_t src_off, size_t n,
 // stores into node 0's mapping of node 1's arena can complete.
 TEST(SharedHeap, PeersPutByPlainStoresIntoAStoppedOwner) {
     NodeOptions opt;
-    opt.env = "TCA_SINGLE_COPY=0";
+    opt.env = "TCA_SINGLE_COPY=0;TCA_SHARED_HEAP=1";
     opt.timeout_s = 60;
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t n = (1u << 20) + 4096;
@@ -133,7 +141,7 @@ TEST(SharedHeap, InteriorPointerHandlesAreExact) {
         board.barrier();
         NODE_OK(tcaFree(buf, tcaMemoryCPU));
         return 0;
-    }));
+    }, heap_on()));
 }
 
 // tcaFree ends the registrations of the block (small blocks and blocks with
@@ -189,13 +197,13 @@ TEST(SharedHeap, FreeEndsRegistrationsAndTheMemoryIsReused) {
             if (node == 0) NODE_OK(tcaFree(buf, tcaMemoryCPU));
         }
         return 0;
-    }));
+    }, heap_on()));
 }
 
 // Published programs never call tcaFinalize: a node that returns from main
 // (static destructors run) removes its arenas with its segment.
 TEST(SharedHeap, ArenasGoneAfterExitWithoutFinalize) {
-    NodeOptions opt;
+    NodeOptions opt = heap_on();
     opt.init = false;
     opt.job_key = unique_job_key("heapexit");
     const std::string key = opt.job_key;
@@ -224,7 +232,7 @@ TEST(SharedHeap, ArenasGoneAfterExitWithoutFinalize) {
 // removes its segment and its arenas, and so does the next start.
 TEST(SharedHeap, ArenasOfAKilledNodeAreSwept) {
     for (const bool survivor : {true, false}) {
-        NodeOptions opt;
+        NodeOptions opt = heap_on();
         opt.job_key = unique_job_key("heapkill");
         opt.killed_node = 1;
         const std::string key = opt.job_key;
@@ -299,7 +307,7 @@ TEST(SharedHeap, SizeZeroAllocationsAndHandles) {
             NODE_OK(tcaFree(s, t));
         }
         return 0;
-    }));
+    }, heap_on()));
 }
 
 }  // namespace
