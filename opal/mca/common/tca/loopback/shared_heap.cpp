@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,6 +78,10 @@ void SharedHeap::drop_arena(Arena *a) noexcept {
 // The block's pages exist from here on: a full /dev/shm is an error now,
 // never a SIGBUS at a later store (ours or a peer's).
 Result SharedHeap::reserve(Arena *a, uint64_t off, uint64_t len) {
+    // More than /dev/shm has free fails at once: fallocate would first fill
+    // it (everyone's shared memory) and only then give up.
+    struct statvfs fs {};
+    if (fstatvfs(a->fd, &fs) == 0 && len / fs.f_frsize >= fs.f_bavail) return tcaErrorNoMemory;
     const int rc = posix_fallocate(a->fd, static_cast<off_t>(off), static_cast<off_t>(len));
     return rc == 0 ? tcaSuccess : tcaErrorNoMemory;
 }
