@@ -546,6 +546,9 @@ TEST(HostileInput, EnvironmentVariables) {
         {"TCA_TIMEOUT_MS", "1e3", false, 0},
         {"TCA_TIMEOUT_MS", "99999999999999999999", false, 0},
         {"TCA_TIMEOUT_MS", "1500", true, 64},
+        {"TCA_SHARED_HEAP", "2", false, 0},
+        {"TCA_SHARED_HEAP", "no", false, 0},
+        {"TCA_SHARED_HEAP", "0", true, 64},
     };
     for (const EnvCase &c : cases) {
         NodeOptions opt;

@@ -35,13 +35,21 @@ using namespace loopback;
 // small job need, at most what fits a node's internal region of the address map.
 constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
 
+// TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
+// it take process_vm_writev or the bounce path (their tests, locked-down hosts).
+constexpr EnvRange kSharedHeap{1, 0, 1, false};
+
 // What the environment configures, checked before anything is created.
 struct Settings {
     uint64_t internal_size = 0;
+    bool shared_heap = true;
     WaitPolicy policy;
     static Result from_environment(Settings *out) {
         Settings s;
         if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
+        uint64_t heap = 1;
+        if (Result r = env_number("TCA_SHARED_HEAP", kSharedHeap, &heap); r != tcaSuccess) return r;
+        s.shared_heap = heap != 0;
         if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
         *out = s;
         return tcaSuccess;
@@ -56,12 +64,6 @@ bool s_links_from_env() {
     return v != nullptr && v[0] == '1';
 }
 
-// TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
-// it take process_vm_writev or the bounce path (their tests, locked-down hosts).
-bool shared_heap_from_env() {
-    const char *v = std::getenv("TCA_SHARED_HEAP");
-    return v == nullptr || v[0] != '0';
-}
 
 class LoopbackDevice final : public Device {
 public:
@@ -78,7 +80,7 @@ public:
                   }),
           heap_(settings.internal_size),
           shared_heap_(nodes_),
-          use_shared_heap_(shared_heap_from_env()) {
+          use_shared_heap_(settings.shared_heap) {
         std::random_device rd;
         next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
         for (uint32_t i = kMaxRegistrations; i-- > 0;) free_regs_.push_back(i);
