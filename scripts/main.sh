@@ -9,6 +9,7 @@ echo
 ./tca_info | sed -n '1,/^# DMA engine/p' | head -n -1
 echo
 sh scripts/bench.sh "${1:-3}"
+sh scripts/bench-device.sh "${1:-3}"
 echo
 make -s tca_model_bench >/dev/null
 ./tca_model_bench -q -r 3

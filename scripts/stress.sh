@@ -66,7 +66,8 @@ echo "stress: $runs runs of [$suites], both copy paths, $load load processes, ni
 n=1
 while [ "$n" -le "$runs" ]; do
     for copy in single bounce; do
-        if [ "$copy" = bounce ]; then export TCA_SINGLE_COPY=0; else unset TCA_SINGLE_COPY; fi
+        # (the shared heap off too, so tcaMalloc'd memory bounces as well)
+        if [ "$copy" = bounce ]; then export TCA_SINGLE_COPY=0 TCA_SHARED_HEAP=0; else unset TCA_SINGLE_COPY TCA_SHARED_HEAP; fi
         for suite in $suites; do
             case $suite in
                 device)

@@ -5,4 +5,4 @@
 exec timeout 900 ./libtool --mode=execute valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
     --suppressions="${srcdir:-.}/test/valgrind.supp" \
     ./tca_device_tests \
-    --gtest_filter='DataPath.Chain*:DataPath.BlockStride:DataPath.SelfNotify*:Notify.ManyTags*:Notify.TestVariants*:Counters.*:Offload.*:Errors.DescriptorValidation:Errors.BusyChannel*:ChannelReuse.EmptyChains*:NotifyStreams.TagLimit*:Errors.StaleHandle*:Errors.JobKeyInUse:Lifecycle.NoSegments*:HostileInput.EveryEntryPoint*:HostileInput.ZeroSize*'
+    --gtest_filter='DataPath.Chain*:DataPath.BlockStride:DataPath.SelfNotify*:Notify.ManyTags*:Notify.TestVariants*:Counters.*:Offload.*:Errors.DescriptorValidation:Errors.BusyChannel*:ChannelReuse.EmptyChains*:NotifyStreams.TagLimit*:Errors.StaleHandle*:Errors.JobKeyInUse:Lifecycle.NoSegments*:HostileInput.EveryEntryPoint*:HostileInput.ZeroSize*:SharedHeap.InteriorPointer*:SharedHeap.SizeZero*'

@@ -1,6 +1,8 @@
 /*
  * mpi_bench.c - OSU-style point-to-point benchmarks between ranks 0 and 1:
  *   latency     one-way latency of a ping-pong (warm-up, then many iterations)
+ *   latency8    the same, 8 B only (scripts/bench-device.sh: the reference of
+ *               the device's published-style ping-pong)
  *   bw          bandwidth, window of 64 non-blocking sends, one ack per window
  *   bibw        bidirectional bandwidth, both sides post windows at once
  *   plat        persistent latency: MPI_Send_init/MPI_Recv_init + MPI_Start
@@ -23,8 +25,9 @@ static char *sbuf, *rbuf;
 
 static int iterations(size_t n, int small, int large) { return n <= 4096 ? small : n <= 65536 ? small / 5 : large; }
 
-static void latency(int persistent) {
+static void latency(int persistent, int only8) {
     for (int s = 0; s < NSIZES; s++) {
+        if (only8 && sizes[s] != 8) continue;
         const size_t n = sizes[s];
         const int iters = iterations(n, 20000, n >= 1048576 ? 100 : 500), warm = iters / 10;
         MPI_Request req[2];
@@ -146,8 +149,9 @@ int main(int argc, char **argv) {
     const char **which = argc > 1 ? (const char **) argv + 1 : all;
     const int count = argc > 1 ? argc - 1 : 4;
     for (int i = 0; i < count; i++) {
-        if (!strcmp(which[i], "latency")) latency(0);
-        else if (!strcmp(which[i], "plat")) latency(1);
+        if (!strcmp(which[i], "latency")) latency(0, 0);
+        else if (!strcmp(which[i], "latency8")) latency(0, 1);
+        else if (!strcmp(which[i], "plat")) latency(1, 0);
         else if (!strcmp(which[i], "bw")) bandwidth(0);
         else if (!strcmp(which[i], "bibw")) bandwidth(1);
         else if (!strcmp(which[i], "overlap")) overlap();

@@ -1,12 +1,13 @@
 // tca_device_bench.cpp - device benchmark of the TCA loopback (not a test):
 //   1. PIO put + notification one-way latency, 8 B, into internal and host memory
 //   2. raw PIO store latency through tcaPioMap (the floor: no library call per store)
-//   2b. DMA ping-pong in the published style (B1): a chain loaded once, one
-//       8 B descriptor with Notify + NotifySelf, restarted every iteration
-//       without tcaWaitDMAC; only blocking waits (tcaWaitDMARecvDesc), no
-//       tcaProgress; and the same with a tcaWaitDMAC after each start (R5/R6)
-//   3. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain
-//   4. memcpy bandwidth in one process (the physical limit) and the ratio
+//   3. published-style 8 B DMA ping-pong into tcaMalloc'd host memory: both
+//      sides load a one-descriptor chain (data + notification) and use only
+//      tcaStartDMADesc, tcaWaitDMAC and tcaWaitDMARecvDesc, as published TCA
+//      programs do; and the same polling with tcaTestDMARecvDesc + tcaProgress
+//   4. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain
+//   5. memcpy bandwidth in one process (the physical limit) and the ratio
+// scripts/bench-device.sh puts 3 beside an MPI 8 B ping-pong over vader.
 //
 // Forks two nodes of a fresh sub-cluster; they swap handles through pipes.
 // Node 0 measures and prints; node 1 mirrors every step.
@@ -46,8 +47,12 @@ constexpr size_t kPayload = 8;
 // the tcaPioWrite test uses at offset 0 of the same internal buffer.
 constexpr size_t kRawPayloadOff = 128;
 constexpr size_t kRawFlagOff = kRawPayloadOff + kPayload;
-constexpr size_t kDmaSizes[] = {4u << 10, 64u << 10, 1u << 20, 4u << 20, 16u << 20};
-constexpr size_t kMaxDmaBytes = 16u << 20;
+constexpr size_t kDmaSizes[] = {4u << 10, 64u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
+constexpr size_t kMaxDmaBytes = 64u << 20;
+// Published-style ping-pong: each node sends from offset 0 of its buffer to
+// offset kPingDstOff of the peer's (the value arrives where it is checked).
+constexpr size_t kPingDstOff = 64;
+constexpr int kPingChannel = 1;
 // Large transfers are split into 1 MiB descriptors, as a driver would; 16 MiB
 // then takes 16 descriptors, which still fit the channel registers (no
 // per-descriptor fetch from a host table).
@@ -57,10 +62,7 @@ constexpr int kTag = 0;
 
 // One notification slot per phase, so a stray notification of one phase can
 // never satisfy a wait of another.
-enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kSlotDmaDone = 4, kSlotPingDma = 5 };
-constexpr off_t kDmaPingOff = 256;  // in host_small, away from the PIO test's bytes
-constexpr int kDmaPingChannel = 1;
-constexpr int kPublishedTag = 0x100;
+enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kSlotDmaDone = 4, kSlotDmaPing = 5 };
 
 struct Options {
     int repeats = 5;
@@ -150,8 +152,9 @@ void sync_peers(const Link &l, int node) {
 
 struct Handles {
     tcaHandle internal;    // PIO target (tcaMemoryInternal)
-    tcaHandle host_small;  // PIO target (tcaMemoryCPU, process_vm_writev path)
+    tcaHandle host_small;  // PIO target (tcaMemoryCPU)
     tcaHandle host_big;    // DMA source on node 0, destination on node 1
+    tcaHandle host_ping;   // published-style DMA ping-pong, both ways
 };
 
 struct Node {
@@ -161,6 +164,7 @@ struct Node {
     unsigned char *internal = nullptr;
     unsigned char *host_small = nullptr;
     unsigned char *host_big = nullptr;
+    unsigned char *host_ping = nullptr;
     Handles mine{};
     Handles peer{};
     unsigned char *peer_window = nullptr;  // tcaPioMap of peer.internal: stores only
@@ -179,6 +183,7 @@ void setup(Node &n) {
     n.internal = alloc_registered(kSmallBytes, tcaMemoryInternal, &n.mine.internal);
     n.host_small = alloc_registered(kSmallBytes, tcaMemoryCPU, &n.mine.host_small);
     n.host_big = alloc_registered(kMaxDmaBytes, tcaMemoryCPU, &n.mine.host_big);
+    n.host_ping = alloc_registered(kSmallBytes, tcaMemoryCPU, &n.mine.host_ping);
     // Handles are plain values: send the bytes.  The pipe buffer holds a
     // whole Handles, so both sides can write before they read.
     write_all(n.link.out, &n.mine, sizeof n.mine);
@@ -192,9 +197,11 @@ void teardown(Node &n) {
     TCA_CHECK(tcaDestroyHandle(&n.mine.internal));
     TCA_CHECK(tcaDestroyHandle(&n.mine.host_small));
     TCA_CHECK(tcaDestroyHandle(&n.mine.host_big));
+    TCA_CHECK(tcaDestroyHandle(&n.mine.host_ping));
     TCA_CHECK(tcaFree(n.internal, tcaMemoryInternal));
     TCA_CHECK(tcaFree(n.host_small, tcaMemoryCPU));
     TCA_CHECK(tcaFree(n.host_big, tcaMemoryCPU));
+    TCA_CHECK(tcaFree(n.host_ping, tcaMemoryCPU));
 }
 
 // ---- statistics ----
@@ -290,45 +297,79 @@ double raw_store_pingpong(Node &n, int iters) {
     return seconds_since(t0);
 }
 
-// ---- 2b. published-style DMA ping-pong ----
+// ---- 3. published-style DMA ping-pong ----
 
-void load_dma_ping(Node &n) {
+// One descriptor, loaded once: 8 B from our buffer to the peer's, notifying it.
+void load_ping_chain(Node &n) {
     tcaDesc *d = tcaDescNew();
-    if (d == nullptr) die("tcaDescNew failed");
-    TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_small, kDmaPingOff, &n.mine.host_small, kDmaPingOff + kPayload,
-                               kPayload, tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf,
-                               kSlotPingDma, kPublishedTag));
-    TCA_CHECK(tcaDescSet(d, kDmaPingChannel));
-    TCA_CHECK(tcaDescFree(d));
+    if (d == nullptr) die("tcaDescNew returned NULL");
+    TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_ping, kPingDstOff, &n.mine.host_ping, 0, kPayload, tcaDMANotify,
+                               kSlotDmaPing, kTag));
+    TCA_CHECK(tcaDescSet(d, kPingChannel));
+    TCA_CHECK(tcaDescFree(d));  // the loaded chain is the channel's copy
 }
 
-// wait_dmac: also tcaWaitDMAC after each start, as R5/R6 do (and as
-// releases before channels queued their starts needed).
-double dma_wait_pingpong(Node &n, int iters, bool wait_dmac) {
+void check_ping(const Node &n, uint64_t v) {
+    uint64_t got = 0;
+    std::memcpy(&got, n.host_ping + kPingDstOff, sizeof got);
+    if (got != v) die("DMA payload not there when its notification was");
+}
+
+// Blocking calls only, as published programs: start, wait for our channel,
+// wait for the peer's notification.
+void dma_send_blocking(Node &n, uint64_t v) {
+    std::memcpy(n.host_ping, &v, sizeof v);
+    TCA_CHECK(tcaStartDMADesc(kPingChannel));
+    TCA_CHECK(tcaWaitDMAC(kPingChannel));
+}
+void dma_recv_blocking(Node &n, uint64_t v) {
+    TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_ping, kSlotDmaPing, kTag));
+    check_ping(n, v);
+}
+
+// The same, polling: tcaTest* and tcaProgress lend this thread to the engine.
+void dma_send_polling(Node &n, uint64_t v) {
+    std::memcpy(n.host_ping, &v, sizeof v);
+    TCA_CHECK(tcaStartDMADesc(kPingChannel));
+    for (int done = 0;;) {
+        TCA_CHECK(tcaTestDMAC(kPingChannel, &done));
+        if (done) break;
+        TCA_CHECK(tcaProgress(nullptr));
+    }
+}
+void dma_recv_polling(Node &n, uint64_t v) {
+    for (int flag = 0;;) {
+        TCA_CHECK(tcaTestDMARecvDesc(&n.peer.host_ping, kSlotDmaPing, kTag, &flag));
+        if (flag) break;
+        TCA_CHECK(tcaProgress(nullptr));
+    }
+    check_ping(n, v);
+}
+
+template <class Send, class Recv>
+double dma_pingpong(Node &n, int iters, Send &&send, Recv &&recv) {
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
+        const uint64_t v = ++n.seq;
         if (n.id == 0) {
-            TCA_CHECK(tcaStartDMADesc(kDmaPingChannel));
-            if (wait_dmac) TCA_CHECK(tcaWaitDMAC(kDmaPingChannel));
-            TCA_CHECK(tcaWaitDMARecvDesc(&n.mine.host_small, kSlotPingDma, kPublishedTag));
-            TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_small, kSlotPingDma, kPublishedTag));
+            send(n, v);
+            recv(n, v);
         } else {
-            TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_small, kSlotPingDma, kPublishedTag));
-            TCA_CHECK(tcaStartDMADesc(kDmaPingChannel));
-            if (wait_dmac) TCA_CHECK(tcaWaitDMAC(kDmaPingChannel));
-            TCA_CHECK(tcaWaitDMARecvDesc(&n.mine.host_small, kSlotPingDma, kPublishedTag));
+            recv(n, v);
+            send(n, v);
         }
     }
     return seconds_since(t0);
 }
 
 // Warm-up, then `repeats` timed runs of a ping-pong; one-way latency in us.
+// (DMA round trips can cost tens of us where waits sleep: fewer of them.)
 template <class PingPong>
-Stat measure_latency(Node &n, PingPong &&run) {
+Stat measure_latency(Node &n, PingPong &&run, int divide = 1) {
     sync_peers(n.link, n.id);
-    run(n.opt.warmup());
+    run(n.opt.warmup() / divide);
     std::vector<double> us;
-    const int iters = n.opt.latency_iters();
+    const int iters = n.opt.latency_iters() / divide;
     for (int r = 0; r < n.opt.repeats; ++r) us.push_back(run(iters) / iters / 2 * 1e6);
     return summarize(us);
 }
@@ -368,37 +409,36 @@ double dma_stream(Node &n, int iters) {
     return seconds_since(t0);
 }
 
-// Elapsed seconds per repeat (node 1's are meaningless).
-std::vector<double> measure_dma(Node &n, size_t size, int iters) {
+// ---- 5. memcpy bandwidth ----
+
+double memcpy_run(unsigned char *dst, const unsigned char *src, size_t size, int iters) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        std::memcpy(dst, src, size);
+        asm volatile("" ::: "memory");  // keep every copy: dst counts as read
+    }
+    return seconds_since(t0);
+}
+
+// Elapsed seconds per repeat of the DMA stream and, on node 0, of memcpy of
+// the same bytes right before it (while node 1 sleeps in the pipe), so both
+// see the same load on a shared host.  Node 1's numbers are meaningless.
+void measure_dma(Node &n, size_t size, int iters, unsigned char *memcpy_dst, std::vector<double> *dma_s,
+                 std::vector<double> *memcpy_s) {
     tcaDesc *chain = nullptr;
     if (n.id == 0) {
         chain = build_chain(n, size);
         TCA_CHECK(tcaDescSet(chain, kDmaChannel));
+        memcpy_run(memcpy_dst, n.host_big, size, 2);  // warm-up
     }
     sync_peers(n.link, n.id);
     dma_stream(n, 2);  // warm-up
-    std::vector<double> s;
-    for (int r = 0; r < n.opt.repeats; ++r) s.push_back(dma_stream(n, iters));
+    for (int r = 0; r < n.opt.repeats; ++r) {
+        if (n.id == 0) memcpy_s->push_back(memcpy_run(memcpy_dst, n.host_big, size, iters));
+        sync_peers(n.link, n.id);
+        dma_s->push_back(dma_stream(n, iters));
+    }
     if (chain != nullptr) TCA_CHECK(tcaDescFree(chain));
-    return s;
-}
-
-// ---- 4. memcpy bandwidth ----
-
-std::vector<double> measure_memcpy(const Options &opt, unsigned char *dst, const unsigned char *src, size_t size,
-                                   int iters) {
-    auto run = [&](int k) {
-        const auto t0 = Clock::now();
-        for (int i = 0; i < k; ++i) {
-            std::memcpy(dst, src, size);
-            asm volatile("" ::: "memory");  // keep every copy: dst counts as read
-        }
-        return seconds_since(t0);
-    };
-    run(2);  // warm-up
-    std::vector<double> s;
-    for (int r = 0; r < opt.repeats; ++r) s.push_back(run(iters));
-    return s;
 }
 
 // ---- report (node 0) ----
@@ -443,6 +483,13 @@ void print_report(const Options &opt, const std::vector<LatencyRow> &lat, const 
                     gbps(r.size, r.iters, r.dma_s.min), dma, gbps(r.size, r.iters, r.memcpy_s.min), mem, dma / mem);
     }
     std::printf("RESULT pio_put_notify_8B_us %.3f\n", lat.front().us.median);
+    for (const LatencyRow &r : lat)
+        if (std::strncmp(r.name, "dma_pingpong", 12) == 0)
+            std::printf("RESULT %s %.3f %.3f\n", r.name, r.us.min, r.us.median);
+    for (const BandwidthRow &r : bw)
+        std::printf("RESULT dma_bw_%s %.3f %.3f %.3f\n", size_name(r.size).c_str(),
+                    gbps(r.size, r.iters, r.dma_s.median), gbps(r.size, r.iters, r.memcpy_s.median),
+                    gbps(r.size, r.iters, r.dma_s.median) / gbps(r.size, r.iters, r.memcpy_s.median));
     std::fflush(stdout);
 }
 
@@ -466,27 +513,29 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
                    measure_latency(n, [&](int k) { return pio_notify_pingpong(n, host, k); })});
     lat.push_back({"pio_map_store_8B_internal_us",
                    measure_latency(n, [&](int k) { return raw_store_pingpong(n, k); })});
-    load_dma_ping(n);
-    lat.push_back({"dma_wait_dmac_8B_host_us",
-                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k, true); })});
-    lat.push_back({"dma_published_wait_8B_host_us",
-                   measure_latency(n, [&](int k) { return dma_wait_pingpong(n, k, false); })});
+    load_ping_chain(n);
+    lat.push_back({"dma_pingpong_8B_blocking_us", measure_latency(n, [&](int k) {
+                       return dma_pingpong(n, k, dma_send_blocking, dma_recv_blocking);
+                   }, 4)});
+    lat.push_back({"dma_pingpong_8B_polling_us", measure_latency(n, [&](int k) {
+                       return dma_pingpong(n, k, dma_send_polling, dma_recv_polling);
+                   }, 4)});
 
+    // memcpy on node 0 only: plain private memory, as an application has.
+    unsigned char *dst = nullptr;
+    if (id == 0) {
+        dst = static_cast<unsigned char *>(std::aligned_alloc(4096, kMaxDmaBytes));
+        if (dst == nullptr) die("out of memory for the memcpy buffer");
+        std::memset(dst, 0, kMaxDmaBytes);
+    }
     std::vector<BandwidthRow> bw;
     for (const size_t size : kDmaSizes) {
         const int iters = opt.dma_iters(size);
-        bw.push_back({size, iters, summarize(measure_dma(n, size, iters)), {}});
+        std::vector<double> dma_s, memcpy_s;
+        measure_dma(n, size, iters, dst, &dma_s, &memcpy_s);
+        if (id == 0) bw.push_back({size, iters, summarize(dma_s), summarize(memcpy_s)});
     }
-
-    // memcpy on node 0 only, while node 1 sleeps in the final sync and leaves
-    // the CPU alone.
-    if (id == 0) {
-        auto *dst = static_cast<unsigned char *>(std::aligned_alloc(4096, kMaxDmaBytes));
-        if (dst == nullptr) die("out of memory for the memcpy buffer");
-        std::memset(dst, 0, kMaxDmaBytes);
-        for (BandwidthRow &r : bw) r.memcpy_s = summarize(measure_memcpy(opt, dst, n.host_big, r.size, r.iters));
-        std::free(dst);
-    }
+    std::free(dst);
     sync_peers(n.link, n.id);  // the peer is done with our memory after this
 
     if (id == 0) print_report(opt, lat, bw);

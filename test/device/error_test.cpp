@@ -92,7 +92,7 @@ TEST(Errors, DescriptorValidation) {
         NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaWaitDMARecvDesc(&corrupt, 0, 0));
         // memory
         void *p = nullptr;
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaMalloc(&p, 0, tcaMemoryCPU));
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaMalloc(nullptr, 8, tcaMemoryCPU));  // (size 0 is valid)
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaFree(buf.data(), tcaMemoryCPU));  // not from tcaMalloc
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaCreateHandle(&zero, nullptr, 8, tcaMemoryCPU));
         NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaCreateHandle(&zero, buf.data(), 8, tcaMemoryInternal));

@@ -251,7 +251,6 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaGetHopCount(NULL)", IV, [&] { return tcaGetHopCount(0, 1, nullptr); }},
         // ---- memory
         {"tcaMalloc(NULL)", IV, [&] { return tcaMalloc(nullptr, 64, tcaMemoryCPU); }},
-        {"tcaMalloc(0)", IV, [&] { return tcaMalloc(&p, 0, tcaMemoryCPU); }},
         {"tcaMalloc(SIZE_MAX) wraps", NM, [&] { return tcaMalloc(&p, SIZE_MAX, tcaMemoryCPU); }},
         {"tcaMalloc(SIZE_MAX - 4094) wraps", NM, [&] { return tcaMalloc(&p, SIZE_MAX - 4094, tcaMemoryCPU); }},
         {"tcaMalloc(internal SIZE_MAX)", NM, [&] { return tcaMalloc(&p, SIZE_MAX, tcaMemoryInternal); }},
@@ -266,7 +265,7 @@ int table_node(int node, Board &board, const std::string &key) {
          [&] { return tcaFree(static_cast<char *>(int_buf) + 64, tcaMemoryInternal); }},
         {"tcaCreateHandle(NULL handle)", IH, [&] { return tcaCreateHandle(nullptr, src, 64, tcaMemoryCPU); }},
         {"tcaCreateHandle(NULL addr)", IV, [&] { return tcaCreateHandle(&out, nullptr, 64, tcaMemoryCPU); }},
-        {"tcaCreateHandle(size 0)", IV, [&] { return tcaCreateHandle(&out, src, 0, tcaMemoryCPU); }},
+        {"tcaCreateHandle(size 0, NULL addr)", IV, [&] { return tcaCreateHandle(&out, nullptr, 0, tcaMemoryCPU); }},
         {"tcaCreateHandle(SIZE_MAX) wraps", OR, [&] { return tcaCreateHandle(&out, src, SIZE_MAX, tcaMemoryCPU); }},
         {"tcaCreateHandle(top of address space)", OR,
          [&] { return tcaCreateHandle(&out, reinterpret_cast<void *>(UINTPTR_MAX - 4095), 8192, tcaMemoryCPU); }},
@@ -547,6 +546,9 @@ TEST(HostileInput, EnvironmentVariables) {
         {"TCA_TIMEOUT_MS", "1e3", false, 0},
         {"TCA_TIMEOUT_MS", "99999999999999999999", false, 0},
         {"TCA_TIMEOUT_MS", "1500", true, 64},
+        {"TCA_SHARED_HEAP", "2", false, 0},
+        {"TCA_SHARED_HEAP", "no", false, 0},
+        {"TCA_SHARED_HEAP", "0", true, 64},
     };
     for (const EnvCase &c : cases) {
         NodeOptions opt;

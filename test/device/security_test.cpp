@@ -1,6 +1,6 @@
 // security_test.cpp - /dev/shm is shared by every user: files another user
 // plants under this user's segment names (the names an earlier release used,
-// names of the current form, hard links, a file whose size keeps changing, a
+// names of the current form, shared-heap arena names, hard links, a file whose size keeps changing, a
 // header claiming its owner died) must never be mapped, written or removed,
 // and the job must run as if they were not there.  That user cannot open our
 // segments either.  Needs root (to act as a second, unprivileged user: it is
@@ -83,8 +83,10 @@ std::string planted_name(const std::string &key, int node, const char *suffix) {
     if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) std::_Exit(20);
     std::vector<int> toggles;
     for (int node = 0; node < 2; ++node) {
-        // The exact names an earlier release used, and names of today's form.
-        for (const char *suffix : {"", "-0123456789abcdef"}) {
+        // The exact names an earlier release used, and names of today's form
+        // (segments, and shared-heap arenas of a planted segment and of none).
+        for (const char *suffix : {"", "-0123456789abcdef", "-0123456789abcdef-h0123456789abcdef",
+                                   "-1111111111111111-h2222222222222222"}) {
             const std::string path = planted_name(key, node, suffix);
             const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
             if (fd < 0) std::_Exit(21);
@@ -148,7 +150,9 @@ TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
     ASSERT_EQ(sh->probe.load(), -1) << "the second user could not plant its files";
     std::vector<std::string> planted;
     for (int node = 0; node < 2; ++node)
-        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210"}) planted.push_back(planted_name(key, node, s));
+        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210", "-0123456789abcdef-h0123456789abcdef",
+                              "-1111111111111111-h2222222222222222"})
+            planted.push_back(planted_name(key, node, s));
     std::vector<std::string> before;
     for (auto &p : planted) before.push_back(read_file(p));
 
@@ -179,7 +183,8 @@ TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
         EXPECT_TRUE(read_file(planted[i]) == before[i]) << planted[i] << " was written";
     }
     for (int node = 0; node < 2; ++node)
-        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210", "-00000000deadbeef"})
+        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210", "-00000000deadbeef",
+                              "-0123456789abcdef-h0123456789abcdef", "-1111111111111111-h2222222222222222"})
             unlink(planted_name(key, node, s).c_str());
     munmap(mem, sizeof(Shared));
 }

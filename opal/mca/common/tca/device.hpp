@@ -28,6 +28,12 @@ struct DeviceInfo {
     int registrations = 0;
     int max_registrations = 0;
     int notify_depth = 0;  // tags with unconsumed notifications per (source, slot); counts per tag are not limited
+    // Shared heap (tcaMalloc CPU memory): this node's arenas and the bytes
+    // allocated in them; other nodes' arenas this node has mapped (its puts
+    // into them are plain stores).
+    uint64_t heap_arenas = 0;
+    uint64_t heap_bytes = 0;
+    uint64_t peer_arenas_mapped = 0;
 };
 
 class Device {

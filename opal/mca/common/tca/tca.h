@@ -140,7 +140,15 @@ TCA_API tcaResult tcaGetNodeId(int *node_id);    /* extension */
 TCA_API tcaResult tcaGetNumNodes(int *num_nodes); /* extension */
 TCA_API tcaResult tcaGetHopCount(int from_node, int to_node, int *hops); /* extension */
 
-/* ---- memory ---- */
+/* ---- memory ----
+ * tcaMalloc(tcaMemoryCPU) memory is shared memory that the other nodes map
+ * once: their puts into it (DMA or PIO) are plain stores, no system call.
+ * Other host memory can be registered too; puts into it are single copies
+ * by the kernel (process_vm_writev).  Size 0 is valid: tcaMalloc gives a
+ * distinct pointer to free as usual, tcaCreateHandle a handle of 0 bytes
+ * (0-byte copies to or from it are no-ops, notifications included as
+ * asked; anything larger is out of range).  tcaFree ends every handle of
+ * the memory: later puts into it fail with tcaErrorNotRegistered. */
 TCA_API tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
 TCA_API tcaResult tcaFree(void *ptr, tcaMemoryType type);
 TCA_API tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type);
@@ -277,7 +285,9 @@ typedef struct tcaDeviceAttr {
     int registrations;       /* live handles of this node now */
     uint64_t internal_size;  /* internal memory of this node (TCA_INTERNAL_SIZE) */
     uint64_t internal_used;  /* of it, allocated with tcaMalloc(tcaMemoryInternal) */
-    int reserved[8];         /* zero; room for later limits */
+    int heap_arenas;         /* shared-memory arenas holding this node's tcaMalloc(tcaMemoryCPU) memory */
+    int peer_arenas_mapped;  /* other nodes' arenas this node has mapped: its puts into them are plain stores */
+    int reserved[6];         /* zero; room for later limits */
 } tcaDeviceAttr;
 
 TCA_API tcaResult tcaQueryDevice(tcaDeviceAttr *attr);

@@ -423,6 +423,8 @@ tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {
         a.registrations = info.registrations;
         a.internal_size = info.internal_size;
         a.internal_used = info.internal_used;
+        a.heap_arenas = static_cast<int>(info.heap_arenas);
+        a.peer_arenas_mapped = static_cast<int>(info.peer_arenas_mapped);
         *attr = a;
         return tcaSuccess;
     });

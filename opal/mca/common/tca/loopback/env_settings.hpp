@@ -1,5 +1,5 @@
 // env_settings.hpp - libtca's numeric environment variables (TCA_INTERNAL_SIZE,
-// TCA_SPIN_NS, TCA_TIMEOUT_MS), read through the one size parser (tca_units.h)
+// TCA_SPIN_NS, TCA_TIMEOUT_MS, TCA_SHARED_HEAP), read through the one size parser (tca_units.h)
 // and range-checked: a bad value fails tcaInit with a line that names the
 // variable, its value and what is allowed - never a silent default.
 #pragma once

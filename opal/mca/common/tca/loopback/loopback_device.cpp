@@ -3,6 +3,8 @@
 // and owns registrations and allocations of this process.
 #include <sys/prctl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +24,7 @@
 #include "loopback/node_set.hpp"
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
+#include "loopback/shared_heap.hpp"
 
 namespace tca {
 
@@ -32,13 +35,21 @@ using namespace loopback;
 // small job need, at most what fits a node's internal region of the address map.
 constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
 
+// TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
+// it take process_vm_writev or the bounce path (their tests, locked-down hosts).
+constexpr EnvRange kSharedHeap{1, 0, 1, false};
+
 // What the environment configures, checked before anything is created.
 struct Settings {
     uint64_t internal_size = 0;
+    bool shared_heap = true;
     WaitPolicy policy;
     static Result from_environment(Settings *out) {
         Settings s;
         if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
+        uint64_t heap = 1;
+        if (Result r = env_number("TCA_SHARED_HEAP", kSharedHeap, &heap); r != tcaSuccess) return r;
+        s.shared_heap = heap != 0;
         if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
         *out = s;
         return tcaSuccess;
@@ -53,6 +64,7 @@ bool s_links_from_env() {
     return v != nullptr && v[0] == '1';
 }
 
+
 class LoopbackDevice final : public Device {
 public:
     LoopbackDevice(LaunchInfo li, const Settings &settings)
@@ -66,7 +78,9 @@ public:
                   [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
                       return resolve_source(h, off, p, gpu);
                   }),
-          heap_(settings.internal_size) {
+          heap_(settings.internal_size),
+          shared_heap_(nodes_),
+          use_shared_heap_(settings.shared_heap) {
         std::random_device rd;
         next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
         for (uint32_t i = kMaxRegistrations; i-- > 0;) free_regs_.push_back(i);
@@ -77,6 +91,7 @@ public:
         // or peers would take the clean exit for a crash.
         nodes_.finalize(started_);
         engine_.stop_thread();
+        shared_heap_.shutdown();  // names gone; memory still held by the application stays mapped
     }
 
     Result start() {
@@ -100,7 +115,11 @@ public:
         i.backend = "loopback";
         i.job_key = nodes_.info().job_key;
         i.launch_source = nodes_.info().source;
-        i.put_mechanism = writer_.mechanism();
+        i.put_mechanism = std::string(use_shared_heap_ ? "plain stores into tcaMalloc'd memory (shared heap); " : "") +
+                          writer_.mechanism() + (use_shared_heap_ ? " for other memory" : "");
+        i.heap_arenas = shared_heap_.arenas();
+        i.heap_bytes = shared_heap_.bytes_in_use();
+        i.peer_arenas_mapped = writer_.arenas_mapped();
         i.internal_size = heap_.size();
         i.internal_used = heap_.used();
         i.spin_ns = nodes_.policy().spin_ns;
@@ -114,12 +133,17 @@ public:
 
     ResourceTable &resources() noexcept override { return resources_; }
 
+    // Size 0 is valid (programs with zero shadow widths allocate it): a
+    // distinct pointer of at least one byte, freed as any other.
     Result allocate(void **ptr, size_t size, tcaMemoryType type) override {
-        if (ptr == nullptr || size == 0) return tcaErrorInvalidValue;
+        if (ptr == nullptr) return tcaErrorInvalidValue;
         *ptr = nullptr;
         switch (type) {
         case tcaMemoryCPU: {
-            const size_t rounded = page_rounded(size);
+            if (use_shared_heap_ && shared_heap_.allocate(size, ptr) == tcaSuccess) return tcaSuccess;
+            // No shared memory left (/dev/shm full, every arena slot taken):
+            // private memory, which peers reach by process_vm_writev.
+            const size_t rounded = page_rounded(std::max<size_t>(size, 1));
             if (rounded == 0) return tcaErrorNoMemory;  // near SIZE_MAX: would wrap to 0 bytes
             void *p = std::aligned_alloc(4096, rounded);
             if (p == nullptr) return tcaErrorNoMemory;
@@ -130,14 +154,15 @@ public:
         }
         case tcaMemoryGPU: {
             void *p = nullptr;
-            if (Result r = gpu::CudaRuntime::instance().allocate(&p, size); r != tcaSuccess) return r;
+            if (Result r = gpu::CudaRuntime::instance().allocate(&p, std::max<size_t>(size, 1)); r != tcaSuccess)
+                return r;
             std::lock_guard g(alloc_lock_);
             gpu_allocs_[p] = size;
             *ptr = p;
             return tcaSuccess;
         }
         case tcaMemoryInternal: {
-            const auto off = heap_.allocate(size);
+            const auto off = heap_.allocate(std::max<size_t>(size, 1));
             if (!off) return tcaErrorNoMemory;
             *ptr = nodes_.own().internal() + *off;
             return tcaSuccess;
@@ -150,6 +175,13 @@ public:
         if (ptr == nullptr) return tcaErrorInvalidValue;
         switch (type) {
         case tcaMemoryCPU:
+            // Registrations end before the memory can be reused: a peer's
+            // later put fails (tcaErrorNotRegistered) instead of landing in it.
+            if (const auto length = shared_heap_.block_length(ptr)) {
+                drop_registrations(reinterpret_cast<uint64_t>(ptr), *length, type);
+                return shared_heap_.release(ptr) ? tcaSuccess : tcaErrorInvalidValue;
+            }
+            [[fallthrough]];
         case tcaMemoryGPU: {
             size_t size = 0;
             {
@@ -160,7 +192,7 @@ public:
                 size = it->second;
                 map.erase(it);
             }
-            drop_registrations(reinterpret_cast<uint64_t>(ptr), size, type);
+            drop_registrations(reinterpret_cast<uint64_t>(ptr), std::max<size_t>(size, 1), type);
             if (type == tcaMemoryCPU) {
                 std::free(ptr);
                 return tcaSuccess;
@@ -181,8 +213,12 @@ public:
         return tcaErrorInvalidValue;
     }
 
+    // Size 0 gives a valid handle of 0 bytes: 0-byte descriptors on it are
+    // no-ops, anything else is out of range.
     Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) override {
-        if (out == nullptr || addr == nullptr || size == 0) return tcaErrorInvalidValue;
+        if (out == nullptr || addr == nullptr) return tcaErrorInvalidValue;
+        uint32_t arena = 0;
+        uint64_t arena_off = 0, arena_serial = 0;
         tcaHandle h{};
         h.magic = TCA_HANDLE_MAGIC;
         h.node = static_cast<uint16_t>(nodes_.self());
@@ -194,6 +230,13 @@ public:
             h.addr = reinterpret_cast<uint64_t>(addr);
             // [addr, addr + size) must not wrap around the address space.
             if (size > UINT64_MAX - h.addr) return tcaErrorOutOfRange;
+            // Inside one tcaMalloc'd block (an interior pointer too): peers
+            // write it with plain stores into their mapping of the arena.
+            if (const auto loc = shared_heap_.locate(h.addr, size)) {
+                arena = loc->slot + 1;
+                arena_off = loc->offset;
+                arena_serial = loc->serial;
+            }
             break;
         case tcaMemoryInternal: {
             const auto *p = static_cast<unsigned char *>(addr);
@@ -238,9 +281,15 @@ public:
                    (global_next_[static_cast<int>(region)] % map.region_size());
         global_next_[static_cast<int>(region)] += (size + 4095) / 4096 * 4096;
         RegistrationEntry &e = nodes_.own().registrations()[idx];
+        // The key is 0 here: peers that read the fields meanwhile discard
+        // them (the fence keeps the new fields behind the zeroed key).
+        std::atomic_thread_fence(std::memory_order_release);
         e.base = h.addr;
         e.size = h.size;
         e.region = h.region;
+        e.arena = arena;
+        e.arena_off = arena_off;
+        e.arena_serial = arena_serial;
         e.key.store(h.key, std::memory_order_release);
         *out = h;
         return tcaSuccess;
@@ -429,6 +478,8 @@ private:
     NotificationInbox inbox_;
     DmaEngine engine_;
     InternalHeap heap_;
+    SharedHeap shared_heap_;  // after nodes_: its arenas are named in our segment
+    bool use_shared_heap_;
     ResourceTable resources_;
 
     mutable std::mutex reg_lock_;

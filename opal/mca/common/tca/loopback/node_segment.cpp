@@ -9,6 +9,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -88,13 +90,18 @@ void warn_foreign(const std::string &name, const std::string &why) {
 // Calls f(name, fd, st) for every /dev/shm file under prefix (a shm name,
 // "/..."), that open_own_segment_file accepts; the descriptor is closed after
 // f returns.  The rest is never mapped (and named once on stderr if warn).
+// Arena files (shared heap, names <segment>-h<hex>) hold user data, never a
+// header: the segment visitors skip them (Files::Segments).
 using OwnFileVisitor = std::function<void(const std::string &name, int fd, const struct stat &st)>;
-void for_each_own_file(const std::string &prefix, bool warn, const OwnFileVisitor &f) {
+enum class Files { Segments, Arenas };
+void for_each_own_file(const std::string &prefix, bool warn, const OwnFileVisitor &f,
+                       Files which = Files::Segments) {
     DIR *d = opendir("/dev/shm");
     if (d == nullptr) return;
     while (dirent *e = readdir(d)) {
         if (std::strncmp(e->d_name, prefix.c_str() + 1, prefix.size() - 1) != 0) continue;
         const std::string name = std::string("/") + e->d_name;
+        if (is_arena_name(name) != (which == Files::Arenas)) continue;
         struct stat st {};
         std::string why;
         const int fd = open_own_segment_file(name, &st, &why);
@@ -160,7 +167,8 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
     l.counter_offset =
         align_up(l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyTable), 4096);
     l.bounce_offset = align_up(l.counter_offset + TCA_NUM_COUNTERS * sizeof(PaddedCounter), 4096);
-    l.internal_offset = align_up(l.bounce_offset + sizeof(BounceArea), 4096);
+    l.arena_offset = align_up(l.bounce_offset + sizeof(BounceArea), 4096);
+    l.internal_offset = align_up(l.arena_offset + kMaxArenas * sizeof(ArenaSlot), 4096);
     l.total_size = align_up(l.internal_offset + internal_size, 4096);
     return l;
 }
@@ -259,6 +267,7 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     h->bounce_offset = layout.bounce_offset;
     h->internal_offset = layout.internal_offset;
     h->total_size = layout.total_size;
+    h->arena_offset = layout.arena_offset;
     init_robust_mutex(&h->alive_lock);
     auto *b = new (view().bounce()) BounceArea{};
     init_robust_mutex(&b->lock);
@@ -290,7 +299,7 @@ Result MappedSegment::check_no_live_twin(const std::string &job_key, int node) {
         if (h->magic == kSegmentMagic && h->node_id == static_cast<uint32_t>(node) &&
             std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) == 0) {
             if (is_stale(h)) {
-                shm_unlink(name.c_str());
+                unlink_segment(name);
             } else if (check_liveness(h) != Liveness::Finalized) {
                 std::fprintf(stderr,
                              "tca: /dev/shm%s belongs to a live process (pid %d) that already is node %d of job "
@@ -322,7 +331,7 @@ Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes
                                              static_cast<uint32_t>(SegmentState::Ready)) {
             const bool stale = h->magic == kSegmentMagic && is_stale(h);
             drop();
-            if (stale) shm_unlink(name.c_str());  // left by a killed job: clean it
+            if (stale) unlink_segment(name);  // left by a killed job: clean it
             return;
         }
         if (h->version != kLayoutVersion || h->uid != geteuid() || h->num_nodes != static_cast<uint32_t>(num_nodes) ||
@@ -365,8 +374,40 @@ int remove_stale_segments() noexcept {
         } else if (st.st_size == 0 && st.st_mtime + 60 < time(nullptr)) {
             stale = true;  // never sized: its creator died between open and ftruncate
         }
-        if (stale && shm_unlink(name.c_str()) == 0) ++removed;
+        if (stale) removed += unlink_segment(name);
     });
+    // Arenas whose segment is gone: the node died after its segment was
+    // removed (a survivor removes only what it saw), or it finished and died
+    // before it removed its arenas.  An arena is made after its segment and
+    // a live node's segment keeps its name, so this never hits a live one.
+    for_each_own_file("/" + user_prefix(), false, [&](const std::string &name, int, const struct stat &) {
+        struct stat seg {};
+        const std::string owner = "/dev/shm" + arena_segment_name(name);
+        if (stat(owner.c_str(), &seg) != 0 && errno == ENOENT && shm_unlink(name.c_str()) == 0) ++removed;
+    }, Files::Arenas);
+    return removed;
+}
+
+bool is_arena_name(const std::string &name) {
+    // <segment: /tca-uid-key-node-16hex>-h<16hex>; job keys hold no '-'.
+    const size_t h = name.rfind("-h");
+    if (h == std::string::npos || name.size() != h + 2 + 16) return false;
+    if (std::count(name.begin(), name.end(), '-') != 5) return false;
+    return std::all_of(name.begin() + static_cast<long>(h) + 2, name.end(), [](char c) { return std::isxdigit(c); });
+}
+
+std::string arena_segment_name(const std::string &arena) { return arena.substr(0, arena.rfind("-h")); }
+
+std::string new_arena_name(const std::string &segment) { return segment + "-h" + random_suffix(); }
+
+int unlink_segment(const std::string &name) noexcept {
+    int removed = shm_unlink(name.c_str()) == 0 ? 1 : 0;
+    try {
+        for_each_own_file(name + "-h", false, [&](const std::string &arena, int, const struct stat &) {
+            if (shm_unlink(arena.c_str()) == 0) ++removed;
+        }, Files::Arenas);
+    } catch (...) {  // out of memory for a name: the next start's sweep removes them
+    }
     return removed;
 }
 

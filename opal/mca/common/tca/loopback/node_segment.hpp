@@ -69,8 +69,19 @@ private:
     std::string name_;
 };
 
-// Remove segments of this user whose owner is dead (left by killed jobs);
-// files of other users are never opened for mapping nor removed.
+// Shared-heap arenas of a node are files named <segment name>-h<16 random
+// hex digits>, made exclusively, mode 0600, like the segment, and checked
+// with open_own_segment_file before a peer maps them.  They live and die
+// with the segment: every place that removes a segment removes them too.
+bool is_arena_name(const std::string &name);
+std::string arena_segment_name(const std::string &arena);  // the segment an arena belongs to
+std::string new_arena_name(const std::string &segment);
+// shm_unlink the segment and its arenas; returns how many files went.
+int unlink_segment(const std::string &name) noexcept;
+
+// Remove segments of this user whose owner is dead (left by killed jobs),
+// with their arenas, and arenas whose segment is gone; files of other users
+// are never opened for mapping nor removed.
 // Returns how many were removed.
 int remove_stale_segments() noexcept;
 

@@ -84,8 +84,7 @@ void NodeSet::finalize(bool wait_for_peers) {
     }
     h->state.store(static_cast<uint32_t>(SegmentState::Finalized), std::memory_order_release);
     h->app_event.notify();
-    const std::string name = segments_[static_cast<size_t>(self())].name();
-    shm_unlink(name.c_str());
+    unlink_segment(segments_[static_cast<size_t>(self())].name());  // with our arenas
 }
 
 Liveness NodeSet::liveness(int node) {
@@ -96,7 +95,7 @@ Liveness NodeSet::liveness(int node) {
         std::lock_guard g(cleanup_lock_);
         if (!unlinked_[static_cast<size_t>(node)]) {
             unlinked_[static_cast<size_t>(node)] = 1;
-            shm_unlink(seg.name().c_str());
+            unlink_segment(seg.name());  // and its shared-heap arenas
             std::fprintf(stderr, "tca: node %d: node %d (pid %d) died; removed its segment\n", self(), node,
                          static_cast<int>(seg.view().header()->pid));
         }

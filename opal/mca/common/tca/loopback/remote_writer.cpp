@@ -27,7 +27,7 @@ void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src,
 }
 }  // namespace
 
-RemoteWriter::RemoteWriter(NodeSet &nodes) : nodes_(nodes) {
+RemoteWriter::RemoteWriter(NodeSet &nodes) : nodes_(nodes), arenas_(nodes) {
     const char *v = std::getenv("TCA_SINGLE_COPY");
     if (v != nullptr && v[0] == '0') cma_refused_ = true;  // forced bounce (tests, locked-down hosts)
 }
@@ -46,23 +46,45 @@ Result RemoteWriter::check_registration(const tcaHandle &h) const noexcept {
     return tcaSuccess;
 }
 
+// The entry's fields between two loads of its key: the owner zeroes the key
+// before it reuses the entry, so fields read under one unchanged key belong
+// to that registration.
+Result RemoteWriter::read_registration(const tcaHandle &h, Registration *out) const noexcept {
+    if (h.reg_index >= kMaxRegistrations) return tcaErrorInvalidHandle;
+    const RegistrationEntry &e = nodes_.view(h.node).registrations()[h.reg_index];
+    if (e.key.load(std::memory_order_acquire) != h.key) return tcaErrorNotRegistered;
+    const bool same = e.base == h.addr && e.size == h.size && e.region == h.region;
+    *out = Registration{e.arena, e.arena_off, e.arena_serial};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (e.key.load(std::memory_order_relaxed) != h.key) return tcaErrorNotRegistered;
+    return same ? tcaSuccess : tcaErrorInvalidHandle;
+}
+
 Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c) {
     if (c.width == 0 || c.height == 0) return tcaSuccess;
-    if (Result r = check_registration(dst); r != tcaSuccess) return r;
     const int node = dst.node;
-    switch (static_cast<tcaMemoryType>(dst.region)) {
-    case tcaMemoryInternal:
-        return write_local(nodes_.view(node).internal() + dst.addr, c);
-    case tcaMemoryCPU:
-        if (node == nodes_.self()) return write_local(reinterpret_cast<unsigned char *>(dst.addr), c);
+    if (dst.region == tcaMemoryCPU && node != nodes_.self()) {
+        Registration reg{};
+        if (Result r = read_registration(dst, &reg); r != tcaSuccess) return r;
         // A killed peer shows up as ESRCH from process_vm_writev; the flags
         // catch finished peers (whose memory may already be gone).
         if (nodes_.known_gone(node)) return tcaErrorPeerGone;
+        if (reg.arena != 0) {  // tcaMalloc'd: plain stores into our mapping of the owner's arena
+            return arenas_.with(node, reg.arena - 1, reg.arena_serial, reg.arena_off, dst.size,
+                                [&](unsigned char *p) { return write_local(p, c); });
+        }
         if (single_copy()) {
             const Result r = write_cma(node, dst.addr, c);
             if (r != tcaErrorNotSupported) return r;  // NotSupported: just refused, fall through
         }
         return write_bounce(node, dst, dst.addr, c);
+    }
+    if (Result r = check_registration(dst); r != tcaSuccess) return r;
+    switch (static_cast<tcaMemoryType>(dst.region)) {
+    case tcaMemoryInternal:
+        return write_local(nodes_.view(node).internal() + dst.addr, c);
+    case tcaMemoryCPU:
+        return write_local(reinterpret_cast<unsigned char *>(dst.addr), c);
     case tcaMemoryGPU:
         return write_gpu(dst, c);
     }

@@ -1,8 +1,10 @@
 // remote_writer.hpp - moves bytes from local memory into a destination handle
-// of any node: plain stores into internal memory (every segment is mapped),
-// process_vm_writev into another process's host memory (single copy, as
-// vader's CMA), CUDA copies for GPU memory, and a bounce path through the
-// target's DMA-engine thread when the kernel refuses process_vm_writev.
+// of any node: plain stores into internal memory (every segment is mapped)
+// and into tcaMalloc'd host memory (the owner's shared-heap arena, mapped on
+// first use), process_vm_writev into other host memory of another process
+// (single copy, as vader's CMA), CUDA copies for GPU memory, and a bounce
+// path through the target's DMA-engine thread when the kernel refuses
+// process_vm_writev.
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <utility>
 
 #include "loopback/node_set.hpp"
+#include "loopback/peer_arenas.hpp"
 #include "tca.h"
 
 namespace tca::loopback {
@@ -42,8 +45,15 @@ public:
     const char *mechanism() const noexcept {
         return single_copy() ? "process_vm_writev (single copy)" : "bounce through the target's engine thread";
     }
+    // Other nodes' arenas mapped so far: puts into them were plain stores.
+    uint64_t arenas_mapped() const noexcept { return arenas_.mapped(); }
 
 private:
+    struct Registration {  // a consistent copy of the owner's entry
+        uint32_t arena;
+        uint64_t arena_off, arena_serial;
+    };
+    Result read_registration(const tcaHandle &h, Registration *out) const noexcept;
     Result write_local(unsigned char *dst_base, const RowCopy &c);
     Result write_cma(int node, uint64_t dst_addr, const RowCopy &c);
     Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c);
@@ -53,6 +63,7 @@ private:
     void refuse_cma(int err);
 
     NodeSet &nodes_;
+    PeerArenas arenas_;
     std::atomic<bool> cma_refused_{false};
     std::mutex service_lock_;
     std::mutex ipc_lock_;

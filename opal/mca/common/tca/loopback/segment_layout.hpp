@@ -1,7 +1,9 @@
 // segment_layout.hpp - what one node keeps in its POSIX shared-memory segment:
 // the liveness lock, event words, registration table, notification counts,
-// counters, the bounce area (fallback when single-copy is refused) and the
-// node's internal memory.  Every process of the sub-cluster maps every segment.
+// counters, the bounce area (fallback when single-copy is refused), the table
+// of the node's shared-heap arenas and the node's internal memory.  Every
+// process of the sub-cluster maps every segment (and, on first use, the
+// arenas named in its table).
 #pragma once
 
 #include <pthread.h>
@@ -17,8 +19,9 @@
 namespace tca::loopback {
 
 // 2: padded counters, 3: event words with listener lines, 4: start time,
-// 5: notification counts per (source, slot, tag) instead of rings
-inline constexpr uint32_t kLayoutVersion = 5;
+// 5: notification counts per (source, slot, tag) instead of rings,
+// 6: shared-heap arena table, arena fields in registrations
+inline constexpr uint32_t kLayoutVersion = 6;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
@@ -27,6 +30,7 @@ inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f'0000ull | kLayoutVersion
 inline constexpr uint32_t kMaxRegistrations = 4096;
 inline constexpr uint32_t kNotifyTags = TCA_NOTIFY_TAGS;  // tags with notifications outstanding per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
+inline constexpr uint32_t kMaxArenas = 64;  // shared-heap files per node (tcaMalloc CPU memory)
 
 enum class SegmentState : uint32_t { Creating = 0, Ready = 1, Finalized = 2 };
 
@@ -39,12 +43,29 @@ struct alignas(64) PaddedCounter {
 };
 static_assert(sizeof(PaddedCounter) == 64);
 
+// Peers read the fields between two loads of key (a seqlock: the owner
+// zeroes key before it reuses an entry), so a torn read is never used.
 struct RegistrationEntry {
     std::atomic<uint64_t> key{0};  // 0 = free
     uint64_t base = 0;
     uint64_t size = 0;
     uint32_t region = 0;
-    uint32_t pad = 0;
+    // Host memory inside a shared-heap arena: arena slot + 1 (0 = private
+    // memory, reached by process_vm_writev), the offset of base in the arena
+    // file and the arena's serial (a slot reused by a new file is not it).
+    uint32_t arena = 0;
+    uint64_t arena_off = 0;
+    uint64_t arena_serial = 0;
+};
+
+// One shared-heap arena of the node: a POSIX shm file the owner made
+// (named <segment name>-h<16 hex digits>) that peers map once and then write
+// with plain stores.  serial 0 = slot empty; the owner writes name and size,
+// then the serial (release); a slot that gets a new file gets a new serial.
+struct ArenaSlot {
+    std::atomic<uint64_t> serial{0};
+    uint64_t size = 0;
+    char name[176] = {};
 };
 
 // One per (source node, slot) in the receiver's segment: per tag with
@@ -93,11 +114,13 @@ struct alignas(64) SegmentHeader {
     EventWord engine_event;  // work for the DMA engine: chain starts, bounce requests
     uint64_t internal_size;
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
+    uint64_t arena_offset;  // kMaxArenas ArenaSlots
 };
 
 // Offsets of every part for a given node count and internal-memory size.
 struct SegmentLayout {
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
+    uint64_t arena_offset;
     static SegmentLayout compute(uint32_t num_nodes, uint64_t internal_size) noexcept;
 };
 
@@ -119,6 +142,7 @@ public:
         return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].value;
     }
     BounceArea *bounce() const noexcept { return reinterpret_cast<BounceArea *>(base_ + header()->bounce_offset); }
+    ArenaSlot *arenas() const noexcept { return reinterpret_cast<ArenaSlot *>(base_ + header()->arena_offset); }
     unsigned char *internal() const noexcept { return base_ + header()->internal_offset; }
     unsigned char *base() const noexcept { return base_; }
 

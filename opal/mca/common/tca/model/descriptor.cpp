@@ -12,7 +12,7 @@ Result check_handle(const tcaHandle *h, int num_nodes) noexcept {
     if (h == nullptr || h->magic != TCA_HANDLE_MAGIC) return tcaErrorInvalidHandle;
     if (h->region > static_cast<uint8_t>(tcaMemoryInternal)) return tcaErrorInvalidHandle;
     if (static_cast<int>(h->node) >= num_nodes) return tcaErrorInvalidHandle;
-    if (h->size == 0 || h->key == 0) return tcaErrorInvalidHandle;
+    if (h->key == 0) return tcaErrorInvalidHandle;  // size 0 is valid (a handle of 0 bytes)
     return tcaSuccess;
 }
 
