@@ -147,8 +147,14 @@ Result DmaEngine::wait(int channel, bool block) {
     if (!done()) {
         if (!block) return tcaErrorNotReady;
         // Drive the engine while we wait: no hand-off to a napping engine
-        // thread.  With the timing model on, its delays stay on the engine thread.
-        auto driven = [&] { return done() || (!timing_.enabled && (assist(), done())); };
+        // thread.  As long as there is work (a long chain), keep at it past
+        // the spin budget: the wait could only sleep until the engine thread
+        // looked in.  With the timing model on this thread pays the model's
+        // delays; they are deadlines from the chain's start, so who runs the
+        // chain does not change when its data and notifications land.
+        while (!done() && assist()) {
+        }
+        auto driven = [&] { return done() || (assist(), done()); };
         if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1); r != tcaSuccess) return r;
     }
     return static_cast<Result>(ch.error.exchange(tcaSuccess, std::memory_order_acq_rel));

@@ -373,9 +373,7 @@ public:
         // A blocking wait runs pending DMA itself (published programs wait
         // only blocking, never call tcaProgress): no hand-off to a napping
         // engine thread between the peer's notification and our next start.
-        // With the timing model on, its delays stay on the engine thread.
-        std::function<void()> drive;
-        if (!timing_.enabled) drive = [this] { engine_.assist(); };
+        const std::function<void()> drive = [this] { engine_.assist(); };
         return inbox_.take(
             nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);
     }

@@ -44,8 +44,8 @@ struct TimingModel {
     // dependent: tca_model_bench prints the emulation's one-way costs with the
     // model off; the model-on path (deadline spin, queued run) adds ~50 /
     // ~250 ns to those here (2 cores, shared).
-    double pio_handoff_ns = 300;
-    double dma_handoff_ns = 550;
+    double pio_handoff_ns = 150;
+    double dma_handoff_ns = 330;
 
     // One parameter: its environment variable, unit and meaning (tca_info,
     // README and from_environment all use this table).
