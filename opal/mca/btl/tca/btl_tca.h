@@ -154,6 +154,12 @@ void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t t
                              size_t size);
 size_t mca_btl_tca_get_request_bytes(void);
 
+#if OPAL_CUDA_SUPPORT
+/* cuda.c: the application's CUDA context for the progress thread */
+void mca_btl_tca_cuda_note_app_context(void); /* application thread, progress lock held */
+void mca_btl_tca_cuda_bind_thread(void);      /* progress thread, progress lock held */
+#endif
+
 /* component.c */
 int mca_btl_tca_poll(void);
 void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *what, tcaResult r);

@@ -307,6 +307,9 @@ static int publish_modex(mca_btl_tca_component_t *c) {
 static int thread_poll(void *ctx) {
     (void) ctx;
     if (opal_atomic_swap_32(&mca_btl_tca_component.progress_lock, 1)) return 0;
+#if OPAL_CUDA_SUPPORT
+    mca_btl_tca_cuda_bind_thread(); /* upcalls may unpack into GPU buffers */
+#endif
     const int n = mca_btl_tca_poll();
     opal_atomic_wmb();
     mca_btl_tca_component.progress_lock = 0;
@@ -513,6 +516,9 @@ static int tca_component_progress(void) {
     } else {
         c->progress_lock = 1;
     }
+#if OPAL_CUDA_SUPPORT
+    if (NULL != c->thread) mca_btl_tca_cuda_note_app_context();
+#endif
     count = mca_btl_tca_poll();
     opal_atomic_wmb();
     c->progress_lock = 0;
