@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int rank, size;
 
@@ -624,6 +625,27 @@ static void test_mixed(void) {
     mixed_mode = 0;
 }
 
+/* ---- the data owner dies while a get from it is pending ----
+ * (run with btl_tca_get_emulation=all): rank 1 starts a large send (ob1: RGET,
+ * rank 0 sends its put request) and is killed before its progress serves it.
+ * Rank 0 must not hang on the get that is never answered. */
+static void test_kill_get(void) {
+    const size_t n = 4u << 20;
+    unsigned char *b = xmalloc(n);
+    fill(b, n, 5);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        MPI_Request r;
+        MPI_Isend(b, (int) n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &r);
+        const struct timespec pause = {0, 200000000};
+        nanosleep(&pause, NULL); /* rank 0's put request arrives; nobody serves it */
+        fflush(stdout);
+        raise(9); /* SIGKILL */
+    }
+    if (rank == 0) MPI_Recv(b, (int) n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    free(b);
+}
+
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "";
     int provided;
@@ -654,7 +676,8 @@ int main(int argc, char **argv) {
                  {"flood", test_flood, 2},       {"modes", test_modes, 2},         {"persistent", test_persistent, 2},
                  {"waitmix", test_waitmix, 2},   {"threads", test_threads, 2},     {"comms", test_comms, 2},
                  {"allpairs", test_allpairs, 2}, {"overlap", test_overlap, 2},     {"kill", test_kill, 2},
-                 {"bidir", test_bidir, 2},       {"mixed", test_mixed, 2}};
+                 {"bidir", test_bidir, 2},       {"mixed", test_mixed, 2},
+                 {"kill_get", test_kill_get, 2}};
     static const char *const gpu_tests[] = {"pingpong", "mixed", "bidir", "persistent", "threads"};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (strcmp(name, tests[i].name)) continue;
