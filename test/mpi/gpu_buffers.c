@@ -2,6 +2,7 @@
 #include "gpu_buffers.h"
 
 #include <dlfcn.h>
+#include <hwloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ typedef int (*free_fn)(void *);
 typedef int (*memcpy_fn)(void *, const void *, size_t, int);
 typedef int (*memset_fn)(void *, int, size_t);
 typedef int (*sync_fn)(void);
+typedef int (*busid_fn)(char *, int, int);
 
 static struct {
     count_fn count;
@@ -23,6 +25,7 @@ static struct {
     memcpy_fn memcpy;
     memset_fn memset;
     sync_fn sync;
+    busid_fn bus_id;
 } cuda;
 
 enum { CUDA_MEMCPY_DEFAULT = 4, INTERIOR_OFFSET = 512 };
@@ -45,6 +48,32 @@ static void fail(const char *what, int err) {
     abort();
 }
 
+/* The rule tca_info prints: a GPU is "nearest" when it hangs below a NUMA
+ * node (non-I/O ancestor) whose CPUs intersect this process's binding.  The
+ * local ranks share the nearest GPUs round robin; with none near (or no
+ * hwloc answer), all GPUs. */
+static int nearest_device(int n, int local_rank) {
+    int near[64], nnear = 0;
+    hwloc_topology_t topo;
+    if (cuda.bus_id != NULL && 0 == hwloc_topology_init(&topo)) {
+        hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+        if (0 == hwloc_topology_load(topo) && NULL != bound && 0 == hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS)) {
+            for (int d = 0; d < n && nnear < 64; d++) {
+                char busid[32];
+                if (cuda.bus_id(busid, (int) sizeof(busid), d) != 0) continue;
+                hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(topo, busid);
+                hwloc_obj_t parent = pci != NULL ? hwloc_get_non_io_ancestor_obj(topo, pci) : NULL;
+                if (parent != NULL && parent->cpuset != NULL && hwloc_bitmap_intersects(parent->cpuset, bound))
+                    near[nnear++] = d;
+            }
+        }
+        if (NULL != bound) hwloc_bitmap_free(bound);
+        hwloc_topology_destroy(topo);
+    }
+    return nnear > 0 ? near[local_rank % nnear] : local_rank % n;
+}
+
 int tca_test_gpu_open(char *why, size_t why_len) {
     static const char *const names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
                                         NULL};
@@ -61,6 +90,7 @@ int tca_test_gpu_open(char *why, size_t why_len) {
     cuda.memcpy = (memcpy_fn) dlsym(lib, "cudaMemcpy");
     cuda.memset = (memset_fn) dlsym(lib, "cudaMemset");
     cuda.sync = (sync_fn) dlsym(lib, "cudaDeviceSynchronize");
+    cuda.bus_id = (busid_fn) dlsym(lib, "cudaDeviceGetPCIBusId"); /* optional: nearest GPU */
     if (!cuda.count || !cuda.set_device || !cuda.malloc || !cuda.free || !cuda.memcpy || !cuda.memset || !cuda.sync) {
         snprintf(why, why_len, "the CUDA runtime lacks a needed symbol");
         return 0;
@@ -70,13 +100,14 @@ int tca_test_gpu_open(char *why, size_t why_len) {
         snprintf(why, why_len, "no CUDA device");
         return 0;
     }
-    /* Open MPI's and Slurm's local rank; one process per GPU as far as they go */
+    /* Open MPI's and Slurm's local rank */
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (lr == NULL) lr = getenv("SLURM_LOCALID");
     const int local_rank = lr != NULL ? atoi(lr) : 0;
-    const int err = cuda.set_device(local_rank % n);
+    const int device = nearest_device(n, local_rank);
+    const int err = cuda.set_device(device);
     if (err != 0) {
-        snprintf(why, why_len, "cudaSetDevice(%d) failed (error %d)", local_rank % n, err);
+        snprintf(why, why_len, "cudaSetDevice(%d) failed (error %d)", device, err);
         return 0;
     }
     return 1;

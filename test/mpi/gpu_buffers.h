@@ -15,9 +15,10 @@
 
 /* Whether GPU buffers were asked for: TCA_TEST_GPU=1 in the environment. */
 int tca_test_gpu_requested(void);
-/* Load the CUDA runtime and select this process's device (local rank modulo
- * the device count, from the launcher's environment).  1 when a GPU is usable;
- * 0 with the reason in why. */
+/* Load the CUDA runtime and select this process's device: the nearest GPUs
+ * by hwloc (the rule tca_info prints), shared round robin by local rank, else
+ * local rank modulo the device count.  1 when a GPU is usable; 0 with the
+ * reason in why. */
 int tca_test_gpu_open(char *why, size_t why_len);
 /* Device memory; interior: return a pointer 512 bytes into a larger
  * allocation (what registration must handle as base + offset). */
