@@ -96,8 +96,12 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
     (void) flags;
     (void) order;
-    return mca_btl_tca_put_ex(btl, ep, local_address, remote_address, local_handle, remote_handle, size, 0, cbfunc,
-                              cbcontext, cbdata);
+    /* A PIO write reads its source with CPU loads: GPU memory goes by DMA
+     * (ob1 puts from GPU buffers when an emulated get failed and it falls
+     * back to its PUT protocol). */
+    const int need_dma = NULL != local_handle && tcaMemoryGPU == local_handle->h.region;
+    return mca_btl_tca_put_ex(btl, ep, local_address, remote_address, local_handle, remote_handle, size, need_dma,
+                              cbfunc, cbcontext, cbdata);
 }
 
 /* need_dma: the source is GPU memory or the put must otherwise not be a PIO
