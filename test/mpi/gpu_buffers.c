@@ -36,6 +36,7 @@ typedef struct alloc_entry {
     struct alloc_entry *next;
 } alloc_entry;
 static alloc_entry *allocs;
+static int selected_device; /* cudaSetDevice is per thread: every thread allocating selects it too */
 static pthread_mutex_t allocs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int tca_test_gpu_requested(void) {
@@ -110,13 +111,15 @@ int tca_test_gpu_open(char *why, size_t why_len) {
         snprintf(why, why_len, "cudaSetDevice(%d) failed (error %d)", device, err);
         return 0;
     }
+    selected_device = device;
     return 1;
 }
 
 void *tca_test_gpu_alloc(size_t n, int interior) {
     void *base = NULL;
     const size_t extra = interior ? 2 * INTERIOR_OFFSET : 0;
-    const int err = cuda.malloc(&base, (n ? n : 1) + extra);
+    int err = cuda.set_device(selected_device);
+    if (err == 0) err = cuda.malloc(&base, (n ? n : 1) + extra);
     if (err != 0) fail("cudaMalloc", err);
     if (!interior) return base;
     alloc_entry *e = malloc(sizeof(*e));
