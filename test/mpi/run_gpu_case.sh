@@ -6,5 +6,8 @@
 # (tca_p2p_test, tca_bcast_test) read: their buffers are cudaMalloc'd, and a
 # sub-test without a GPU variant exits 77 instead of running on host memory.
 srcdir=${srcdir:-.}
-./tca_gpu_probe || exit 77
+./tca_gpu_probe
+probe=$?
+[ $probe -eq 77 ] && exit 77
+[ $probe -eq 0 ] || { echo "FAIL: tca_gpu_probe exited with $probe"; exit 1; }
 TCA_TEST_GPU=1 exec "${SHELL:-/bin/sh}" "$srcdir/test/mpi/run_case.sh" "$1"
