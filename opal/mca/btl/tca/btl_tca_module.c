@@ -134,12 +134,12 @@ static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_
 /* ob1 enables its GPU zero copy (CUDA_GET) per peer when a BTL reports
  * MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC for it (smcuda, after its IPC handshake).
  * Every peer of the sub-cluster runs the same btl tca and serves gets, so we
- * announce them all when ob1 registers its callback, right after its first
- * add_procs: Open MPI adds every local process then (add_procs_cutoff only
- * defers remote ones).  Not from add_procs itself: ob1's handler looks up
- * the proc's bml endpoint, which a lazily added proc gets only after the BTLs'
- * add_procs returned.  Processes added later (spawn, connect) therefore move
- * GPU buffers by copies through the rings, not by get. */
+ * announce them when ob1 registers its callback, which it does after each of
+ * its add_procs (MPI_Init: every local process, add_procs_cutoff only defers
+ * remote ones; spawn and connect: the new ones, announced then).  Not from
+ * our add_procs itself: ob1's handler looks up the proc's bml endpoint, which
+ * exists only after the BTLs' add_procs returned.  A process the bml adds
+ * lazily on first contact (a remote one: never a TCA peer) is not announced. */
 static void announce_cuda_get(mca_btl_tca_module_t *m, mca_btl_tca_endpoint_t *ep) {
     if (NULL == m->error_cb || NULL == ep || NULL == ep->proc || ep->cuda_get_announced) return;
     if (!(m->super.btl_flags & MCA_BTL_FLAGS_CUDA_GET)) return;
@@ -227,7 +227,6 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
         free(modex);
         peers[i] = ep;
         if (NULL != reachable) opal_bitmap_set_bit(reachable, (int) i);
-
     }
     return OPAL_SUCCESS;
 }
