@@ -1,18 +1,26 @@
 /*
  * p2p_test.c - point-to-point correctness over btl tca, one sub-test per
- * invocation: p2p_test <name>.  Every test checks the data it receives and
+ * invocation: p2p_test <name> [--gpu].  Every test checks the data it receives and
  * aborts with a message naming the first wrong byte.  Runs under
  * test/mpi/run_case.sh (mpirun --mca pml ob1 --mca btl tca,self ...).
+ *
+ * GPU buffers (--gpu or TCA_TEST_GPU=1; test/mpi/run_gpu_case.sh): pingpong,
+ * mixed, bidir, persistent and threads send from and receive into cudaMalloc'd
+ * memory, every other buffer 512 bytes into its allocation; "mixed" keeps
+ * the even ranks' buffers in host memory (host <-> GPU both ways).  Without
+ * a GPU it prints "SKIP: no GPU" and exits 77.
  */
 #include <mpi.h>
 
 #include "../common/compute.h"
+#include "gpu_buffers.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int rank, size;
 
@@ -35,6 +43,44 @@ static void *xmalloc(size_t n) {
     return p;
 }
 
+/* ---- message buffers: host memory, or GPU memory in GPU runs ---- */
+static int gpu_mode;   /* --gpu / TCA_TEST_GPU=1 */
+static int mixed_mode; /* "mixed": even ranks keep host buffers */
+static int buffers_on_gpu(void) { return gpu_mode && !(mixed_mode && rank % 2 == 0); }
+static void *dbuf_alloc(size_t n) {
+    static int count;
+    if (!buffers_on_gpu()) return xmalloc(n);
+    return tca_test_gpu_alloc(n, __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED) % 2);
+}
+static void dbuf_free(void *p) {
+    if (buffers_on_gpu()) tca_test_gpu_free(p);
+    else free(p);
+}
+static void dfill(void *buf, size_t n, unsigned seed) {
+    if (!buffers_on_gpu()) {
+        fill(buf, n, seed);
+        return;
+    }
+    unsigned char *host = xmalloc(n);
+    fill(host, n, seed);
+    tca_test_gpu_copy(buf, host, n);
+    free(host);
+}
+static void dcheck(const void *buf, size_t n, unsigned seed, const char *what) {
+    if (!buffers_on_gpu()) {
+        check(buf, n, seed, what);
+        return;
+    }
+    unsigned char *host = xmalloc(n);
+    tca_test_gpu_copy(host, buf, n);
+    check(host, n, seed, what);
+    free(host);
+}
+static void dzero(void *buf, size_t n) {
+    if (buffers_on_gpu()) tca_test_gpu_memset(buf, 0, n);
+    else memset(buf, 0, n);
+}
+
 /* ---- ping-pong over every size class and protocol boundary ---- */
 static void test_pingpong(void) {
     /* eager limit 16384 by default and 4096 in the eager4k case (ob1 subtracts its
@@ -51,27 +97,27 @@ static void test_pingpong(void) {
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         const size_t n = sizes[s];
         const int iters = n > (8u << 20) ? 2 : n > 65536 ? 5 : 20;
-        unsigned char *buf = xmalloc(n);
+        unsigned char *buf = dbuf_alloc(n);
         for (int it = 0; it < iters; it++) {
             const unsigned seed = (unsigned) (s * 100 + it);
             if (rank < peer) {
-                fill(buf, n, seed);
+                dfill(buf, n, seed);
                 MPI_Send(buf, (int) n, MPI_BYTE, peer, it, MPI_COMM_WORLD);
-                memset(buf, 0, n);
+                dzero(buf, n);
                 MPI_Status st;
                 MPI_Recv(buf, (int) n, MPI_BYTE, peer, it, MPI_COMM_WORLD, &st);
                 int count;
                 MPI_Get_count(&st, MPI_BYTE, &count);
                 if ((size_t) count != n) FAIL("pingpong %zu: got %d bytes", n, count);
-                check(buf, n, seed + 1, "pingpong echo");
+                dcheck(buf, n, seed + 1, "pingpong echo");
             } else {
                 MPI_Recv(buf, (int) n, MPI_BYTE, peer, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                check(buf, n, seed, "pingpong");
-                fill(buf, n, seed + 1);
+                dcheck(buf, n, seed, "pingpong");
+                dfill(buf, n, seed + 1);
                 MPI_Send(buf, (int) n, MPI_BYTE, peer, it, MPI_COMM_WORLD);
             }
         }
-        free(buf);
+        dbuf_free(buf);
     }
 }
 
@@ -84,15 +130,15 @@ static void test_pingpong(void) {
 static void test_bidir(void) {
     const size_t n = (4u << 20) + 12345; /* 17 bounce chunks, the last one partial */
     const int rounds = 300;
-    unsigned char *out = xmalloc(n), *in = xmalloc(n);
+    unsigned char *out = dbuf_alloc(n), *in = dbuf_alloc(n);
     const int peer = rank ^ 1;
     if (peer < size) {
         for (int r = 0; r < rounds; r++) {
-            fill(out, n, (unsigned) (rank * 1000 + r));
-            memset(in, 0, n);
+            dfill(out, n, (unsigned) (rank * 1000 + r));
+            dzero(in, n);
             MPI_Sendrecv(out, (int) n, MPI_BYTE, peer, r, in, (int) n, MPI_BYTE, peer, r, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE);
-            check(in, n, (unsigned) (peer * 1000 + r), "bidirectional sendrecv");
+            dcheck(in, n, (unsigned) (peer * 1000 + r), "bidirectional sendrecv");
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -103,15 +149,15 @@ static void test_bidir(void) {
             for (int k = 1; k < size; k++) {
                 MPI_Status st;
                 MPI_Recv(in, (int) m, MPI_BYTE, MPI_ANY_SOURCE, r, MPI_COMM_WORLD, &st);
-                check(in, m, (unsigned) (st.MPI_SOURCE * 77 + r), "many-to-one");
+                dcheck(in, m, (unsigned) (st.MPI_SOURCE * 77 + r), "many-to-one");
             }
         } else {
-            fill(out, m, (unsigned) (rank * 77 + r));
+            dfill(out, m, (unsigned) (rank * 77 + r));
             MPI_Send(out, (int) m, MPI_BYTE, 0, r, MPI_COMM_WORLD);
         }
     }
-    free(out);
-    free(in);
+    dbuf_free(out);
+    dbuf_free(in);
 }
 
 /* ---- non-contiguous datatypes, both directions ---- */
@@ -342,7 +388,7 @@ static void test_persistent(void) {
     for (int k = 0; k < 4; k++) {
         const size_t n = sizes[k];
         const int starts = n > 100000 ? 200 : 1000;
-        unsigned char *sb = xmalloc(n), *rb = xmalloc(n);
+        unsigned char *sb = dbuf_alloc(n), *rb = dbuf_alloc(n);
         MPI_Request req[2];
         if (rank == 0) {
             MPI_Send_init(sb, (int) n, MPI_BYTE, peer, k, MPI_COMM_WORLD, &req[0]);
@@ -352,10 +398,10 @@ static void test_persistent(void) {
             MPI_Send_init(sb, (int) n, MPI_BYTE, peer, k, MPI_COMM_WORLD, &req[0]);
         }
         for (int s = 0; s < starts; s++) {
-            fill(sb, n, (unsigned) (s * 2 + rank));
+            dfill(sb, n, (unsigned) (s * 2 + rank));
             MPI_Startall(2, req);
             MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-            check(rb, n, (unsigned) (s * 2 + peer), "persistent Send_init/Recv_init");
+            dcheck(rb, n, (unsigned) (s * 2 + peer), "persistent Send_init/Recv_init");
         }
         MPI_Request_free(&req[0]);
         MPI_Request_free(&req[1]);
@@ -370,7 +416,7 @@ static void test_persistent(void) {
                 if (mode == 0) MPI_Ssend_init(sb, (int) n, MPI_BYTE, peer, 50 + mode, MPI_COMM_WORLD, &ps);
                 else MPI_Bsend_init(sb, (int) n, MPI_BYTE, peer, 50 + mode, MPI_COMM_WORLD, &ps);
                 for (int s = 0; s < starts / 4; s++) {
-                    fill(sb, n, (unsigned) (s + 1000 * mode));
+                    dfill(sb, n, (unsigned) (s + 1000 * mode));
                     MPI_Start(&ps);
                     MPI_Wait(&ps, MPI_STATUS_IGNORE);
                 }
@@ -380,15 +426,15 @@ static void test_persistent(void) {
                 for (int s = 0; s < starts / 4; s++) {
                     MPI_Start(&pr);
                     MPI_Wait(&pr, MPI_STATUS_IGNORE);
-                    check(rb, n, (unsigned) (s + 1000 * mode), mode ? "Bsend_init" : "Ssend_init");
+                    dcheck(rb, n, (unsigned) (s + 1000 * mode), mode ? "Bsend_init" : "Ssend_init");
                 }
                 MPI_Request_free(&pr);
             }
         }
         MPI_Buffer_detach(&attach, &bsize);
         free(attach);
-        free(sb);
-        free(rb);
+        dbuf_free(sb);
+        dbuf_free(rb);
     }
 }
 
@@ -450,15 +496,15 @@ static void *thread_body(void *arg) {
     const int t = (int) (intptr_t) arg, peer = rank ^ 1;
     for (int i = 0; i < THREAD_MSGS; i++) {
         const size_t n = (size_t) ((i * 37 + t * 1000) % 9000) + 1 + (i % 50 == 0 ? 200000 : 0);
-        unsigned char *sb = xmalloc(n), *rb = xmalloc(n);
-        fill(sb, n, (unsigned) (t * 100000 + i + rank));
+        unsigned char *sb = dbuf_alloc(n), *rb = dbuf_alloc(n);
+        dfill(sb, n, (unsigned) (t * 100000 + i + rank));
         MPI_Request r[2];
         MPI_Irecv(rb, (int) n, MPI_BYTE, peer, t, MPI_COMM_WORLD, &r[0]);
         MPI_Isend(sb, (int) n, MPI_BYTE, peer, t, MPI_COMM_WORLD, &r[1]);
         MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
-        check(rb, n, (unsigned) (t * 100000 + i + peer), "thread multiple");
-        free(sb);
-        free(rb);
+        dcheck(rb, n, (unsigned) (t * 100000 + i + peer), "thread multiple");
+        dbuf_free(sb);
+        dbuf_free(rb);
     }
     return NULL;
 }
@@ -572,9 +618,45 @@ static void test_kill(void) {
         MPI_Recv(c, 64, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
+/* host <-> GPU: the ping-pong sweep with the even ranks' buffers in host memory */
+static void test_mixed(void) {
+    mixed_mode = 1;
+    test_pingpong();
+    mixed_mode = 0;
+}
+
+/* ---- the data owner dies while a get from it is pending ----
+ * (run with btl_tca_get_emulation=all): rank 1 starts a large send (ob1: RGET,
+ * rank 0 sends its put request) and is killed before its progress serves it.
+ * Rank 0 must not hang on the get that is never answered. */
+static void test_kill_get(void) {
+    const size_t n = 4u << 20;
+    unsigned char *b = xmalloc(n);
+    fill(b, n, 5);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        MPI_Request r;
+        MPI_Isend(b, (int) n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &r);
+        const struct timespec pause = {0, 200000000};
+        nanosleep(&pause, NULL); /* rank 0's put request arrives; nobody serves it */
+        fflush(stdout);
+        raise(9); /* SIGKILL */
+    }
+    if (rank == 0) MPI_Recv(b, (int) n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    free(b);
+}
+
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "";
     int provided;
+    gpu_mode = tca_test_gpu_requested() || (argc > 2 && !strcmp(argv[2], "--gpu"));
+    if (gpu_mode) { /* before MPI_Init: Open MPI's CUDA support uses the device selected here */
+        char why[160];
+        if (!tca_test_gpu_open(why, sizeof(why))) {
+            printf("%s (%s)\n", TCA_TEST_GPU_SKIP_LINE, why);
+            return TCA_TEST_GPU_SKIP_STATUS;
+        }
+    }
     if (!strcmp(name, "threads")) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         if (provided != MPI_THREAD_MULTIPLE) {
@@ -594,14 +676,25 @@ int main(int argc, char **argv) {
                  {"flood", test_flood, 2},       {"modes", test_modes, 2},         {"persistent", test_persistent, 2},
                  {"waitmix", test_waitmix, 2},   {"threads", test_threads, 2},     {"comms", test_comms, 2},
                  {"allpairs", test_allpairs, 2}, {"overlap", test_overlap, 2},     {"kill", test_kill, 2},
-                 {"bidir", test_bidir, 2}};
+                 {"bidir", test_bidir, 2},       {"mixed", test_mixed, 2},
+                 {"kill_get", test_kill_get, 2}};
+    static const char *const gpu_tests[] = {"pingpong", "mixed", "bidir", "persistent", "threads"};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (strcmp(name, tests[i].name)) continue;
         if (size < tests[i].min_ranks) FAIL("%s needs %d ranks", name, tests[i].min_ranks);
+        int gpu_variant = 0;
+        for (size_t g = 0; g < sizeof(gpu_tests) / sizeof(gpu_tests[0]); g++) gpu_variant |= !strcmp(name, gpu_tests[g]);
+        if (gpu_mode && !gpu_variant) { /* never a host-memory run passed off as a GPU one */
+            if (rank == 0) printf("%s: no GPU variant of this sub-test\n", name);
+            MPI_Finalize();
+            return TCA_TEST_GPU_SKIP_STATUS;
+        }
         const double t0 = MPI_Wtime();
         tests[i].fn();
         MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 0) printf("%s: passed on %d ranks in %.2f s\n", name, size, MPI_Wtime() - t0);
+        if (rank == 0)
+            printf("%s: passed on %d ranks in %.2f s%s\n", name, size, MPI_Wtime() - t0,
+                   gpu_mode ? " with GPU buffers" : "");
         MPI_Finalize();
         return 0;
     }

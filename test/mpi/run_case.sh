@@ -18,11 +18,12 @@ if [ "$OMPI_INFO" = 1 ]; then
     out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param btl tca --level 9)
     status=0
     for p in subcluster_size ring_slots progress_thread progress_thread_check_us progress_thread_check_max_us progress_thread_sleep_us \
-             put_dma_min dma_channels poll_batch eager_limit rndv_eager_limit max_send_size exclusivity flags; do
+             put_dma_min dma_channels poll_batch get_emulation eager_limit rndv_eager_limit max_send_size exclusivity flags; do
         help=$(echo "$out" | sed -n "s/^mca:btl:tca:param:btl_tca_$p:help://p")
         if [ -z "$help" ]; then echo "FAIL: btl_tca_$p missing or without help"; status=1; else echo "ok btl_tca_$p"; fi
     done
     echo "$out" | grep -q 'btl_tca_progress_thread:enumerator:value:1:on' || { echo "FAIL: thread modes not listed"; status=1; }
+    echo "$out" | grep -q 'btl_tca_get_emulation:enumerator:value:2:all' || { echo "FAIL: get emulation modes not listed"; status=1; }
     # And every coll tca parameter.
     out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param coll tca --level 9)
     for p in priority engine segment_size chain_threshold staging_size min_bytes; do

@@ -32,6 +32,18 @@ enum {
 };
 
 
+/* get emulation (MCA parameter btl_tca_get_emulation, btl_tca_get.c). */
+enum {
+    MCA_BTL_TCA_GET_OFF = 0, /* no btl_get: ob1 uses its PUT rendezvous (and copies GPU buffers) */
+    MCA_BTL_TCA_GET_GPU = 1, /* only ob1's GPU zero copy (MCA_BTL_FLAGS_CUDA_GET; CUDA-aware builds) */
+    MCA_BTL_TCA_GET_ALL = 2  /* also host buffers: MCA_BTL_FLAGS_GET, ob1's RGET protocol */
+};
+
+/* The btl's own messages, handled in progress before ob1's tag table (the
+ * BTL-private tag range, like MCA_BTL_TAG_SMCUDA). */
+#define MCA_BTL_TCA_TAG_GET_REQ (MCA_BTL_TAG_BTL + 0x10)
+#define MCA_BTL_TCA_TAG_GET_DONE (MCA_BTL_TAG_BTL + 0x11)
+
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key). */
 struct mca_btl_base_registration_handle_t {
@@ -59,6 +71,7 @@ typedef struct mca_btl_tca_component_t {
     size_t put_dma_min;       /* puts of at least this size go through the DMA engine */
     int dma_channels;         /* at most this many DMA channels for puts */
     int poll_batch;           /* messages taken from one peer per progress pass */
+    int get_emulation;        /* MCA_BTL_TCA_GET_* */
 
     /* state */
     int subcluster, node, num_nodes;
@@ -81,6 +94,13 @@ typedef struct mca_btl_tca_component_t {
     int dma_none_reported;                       /* "no free channel" was logged */
     struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS]; /* by index into dma_channel_ids */
     volatile int32_t dma_in_flight;
+
+    /* emulated gets */
+    volatile int32_t gets_pending;  /* ours, waiting for GET_DONE */
+    volatile int64_t gets_served;   /* puts run for peers' gets (reported at finalize, verbose) */
+#if OPAL_CUDA_SUPPORT
+    int cuda_initialized;           /* mca_common_cuda_stage_one_init ran (and needs its fini) */
+#endif
 } mca_btl_tca_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;
@@ -116,8 +136,29 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_tca_put_ex(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int need_dma,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 int mca_btl_tca_put_progress(void);
 void mca_btl_tca_put_fini(void);
+
+/* get.c */
+int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag, const void *payload,
+                             size_t size);
+size_t mca_btl_tca_get_request_bytes(void);
+
+#if OPAL_CUDA_SUPPORT
+/* cuda.c: the application's CUDA context for the progress thread */
+void mca_btl_tca_cuda_note_app_context(void); /* application thread, progress lock held */
+void mca_btl_tca_cuda_bind_thread(void);      /* progress thread, progress lock held */
+#endif
 
 /* component.c */
 int mca_btl_tca_poll(void);

@@ -17,12 +17,38 @@
 #include "opal/util/show_help.h"
 #include "tca_cuda_abi.h"
 #include "tca_mca_check.h"
+#if OPAL_CUDA_SUPPORT
+#include "opal/mca/common/cuda/common_cuda.h"
+#endif
 
 #define HELP_FILE "help-btl-tca.txt"
 
 static int tca_component_register(void);
 static int tca_component_open(void);
 static int tca_component_close(void);
+/* What ob1 may do with btl_get.  The GET_REQ message must fit a ring slot
+ * (eager limits of a few hundred bytes leave no room: no get then). */
+static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
+    int mode = c->get_emulation;
+    m->super.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
+#if OPAL_CUDA_SUPPORT
+    m->super.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_CUDA_GET;
+#endif
+    if (MCA_BTL_TCA_GET_OFF != mode && mca_btl_tca_get_request_bytes() > c->slot_payload) {
+        opal_output_verbose(1, opal_btl_base_framework.framework_output,
+                            "btl:tca: eager slots of %u bytes cannot hold a get request (%zu bytes): no get",
+                            (unsigned) c->slot_payload, mca_btl_tca_get_request_bytes());
+        mode = MCA_BTL_TCA_GET_OFF;
+    }
+    if (MCA_BTL_TCA_GET_ALL == mode) m->super.btl_flags |= MCA_BTL_FLAGS_GET;
+#if OPAL_CUDA_SUPPORT
+    /* ob1 turns CUDA_GET on per peer when we announce it (tca_register_error,
+     * MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC), as smcuda does after its handshake. */
+    if (MCA_BTL_TCA_GET_OFF != mode) m->super.btl_flags |= MCA_BTL_FLAGS_CUDA_GET;
+#endif
+    c->get_emulation = mode;
+}
+
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads);
 static int tca_component_progress(void);
@@ -45,6 +71,13 @@ static mca_base_var_enum_value_t thread_modes[] = {
     {MCA_BTL_TCA_THREAD_OFF, "off"},
     {MCA_BTL_TCA_THREAD_ON, "on"},
     {MCA_BTL_TCA_THREAD_AUTO, "auto"},
+    {0, NULL},
+};
+
+static mca_base_var_enum_value_t get_modes[] = {
+    {MCA_BTL_TCA_GET_OFF, "off"},
+    {MCA_BTL_TCA_GET_GPU, "gpu"},
+    {MCA_BTL_TCA_GET_ALL, "all"},
     {0, NULL},
 };
 
@@ -129,6 +162,19 @@ static int tca_component_register(void) {
     register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
                  OPAL_INFO_LVL_6, &c->poll_batch);
 
+    c->get_emulation = MCA_BTL_TCA_GET_GPU;
+    (void) mca_base_var_enum_create("btl_tca_get_emulation_modes", get_modes, &mode_enum);
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "get_emulation",
+        "RDMA get on the put-only device: the requester sends a put request to the data owner, whose side "
+        "runs the put (DMA for GPU memory: CUDA IPC on the loopback, GPUDirect on PEACH2) and answers once the "
+        "data is visible. 'gpu' (default): only for ob1's zero-copy protocol of GPU buffers (CUDA_GET, in a "
+        "CUDA-aware Open MPI; no effect in others); 'all': host buffers too (ob1's RGET protocol replaces its "
+        "PUT rendezvous for contiguous messages); 'off': no get (GPU buffers are copied through the rings). "
+        "Must be the same on every process.",
+        MCA_BASE_VAR_TYPE_INT, mode_enum, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->get_emulation);
+    OBJ_RELEASE(mode_enum);
+
     /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
      * btl_put must be set before mca_btl_base_param_register or it strips PUT. */
     mca_btl_tca_module_t *m = &mca_btl_tca_module;
@@ -146,7 +192,9 @@ static int tca_component_register(void) {
     m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
     m->super.btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t);
     m->super.btl_put = mca_btl_tca_put;
-    m->super.btl_get = NULL; /* the device cannot read remote memory */
+    /* The device cannot read remote memory: get is a put request (btl_tca_get.c);
+     * init advertises it as btl_tca_get_emulation says. */
+    m->super.btl_get = mca_btl_tca_get;
     return mca_btl_base_param_register(&c->super.btl_version, &m->super);
 }
 
@@ -163,14 +211,11 @@ static int tca_component_open(void) {
     memset(c->dma_active, 0, sizeof(c->dma_active));
     c->dma_nchannels = 0;
     c->dma_none_reported = 0;
-    return OPAL_SUCCESS;
-}
-
-static int tca_component_close(void) {
-    mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    OBJ_DESTRUCT(&c->dma_pending);
-    OBJ_DESTRUCT(&c->dma_lock);
-    OBJ_DESTRUCT(&c->frags);
+    c->gets_pending = 0;
+    c->gets_served = 0;
+#if OPAL_CUDA_SUPPORT
+    c->cuda_initialized = 0;
+#endif
     return OPAL_SUCCESS;
 }
 
@@ -262,6 +307,9 @@ static int publish_modex(mca_btl_tca_component_t *c) {
 static int thread_poll(void *ctx) {
     (void) ctx;
     if (opal_atomic_swap_32(&mca_btl_tca_component.progress_lock, 1)) return 0;
+#if OPAL_CUDA_SUPPORT
+    mca_btl_tca_cuda_bind_thread(); /* upcalls may unpack into GPU buffers */
+#endif
     const int n = mca_btl_tca_poll();
     opal_atomic_wmb();
     mca_btl_tca_component.progress_lock = 0;
@@ -313,6 +361,8 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
                             "0 (no DMA puts) .. 1T bytes (k, M, G suffixes allowed)") && ok;
     ok = tca_mca_check_int(f, "btl_tca_dma_channels", c->dma_channels, 1, TCA_NUM_DMA_CHANNELS, "1..4") && ok;
     ok = tca_mca_check_int(f, "btl_tca_poll_batch", c->poll_batch, 1, 65536, "1..65536") && ok;
+    static const char *const get_names[] = {"off", "gpu", "all"}; /* MCA_BTL_TCA_GET_* order */
+    ok = tca_mca_check_enum(f, "btl_tca_get_emulation", get_names, 3, "off, gpu or all") && ok;
     /* the common BTL parameters, registered by mca_btl_base_param_register */
     ok = tca_mca_check_size(f, "btl_tca_exclusivity", b->btl_exclusivity, 0, UINT32_MAX, "0..4294967295") && ok;
     if (!(b->btl_flags & MCA_BTL_FLAGS_SEND)) {
@@ -356,6 +406,16 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     (void) enable_progress_threads;
     *num_btls = 0;
 
+#if OPAL_CUDA_SUPPORT
+    /* The convertor recognises GPU buffers (and packs them with CUDA copies)
+     * only once Open MPI's CUDA support is initialised; smcuda does this from
+     * its init too.  Without libcuda (opal_warn_on_missing_libcuda=0 on GPU-less
+     * machines) it leaves CUDA off and every buffer is host memory. */
+    if (!c->cuda_initialized) {
+        (void) mca_common_cuda_stage_one_init();
+        c->cuda_initialized = 1;
+    }
+#endif
     if (0 == opal_process_info.num_local_peers) return NULL; /* nobody to reach */
     if (!params_valid(c, m)) return NULL;
     place_in_subcluster(c);
@@ -365,6 +425,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     if (m->super.btl_rndv_eager_limit > max_payload) max_payload = m->super.btl_rndv_eager_limit;
     if (m->super.btl_max_send_size > max_payload) max_payload = m->super.btl_max_send_size;
     c->slot_payload = tca_btl_slot_payload((uint32_t) max_payload);
+
+    set_get_flags(c, m);
 
     if (OPAL_SUCCESS != start_device(c)) {
         stop_device(c);
@@ -415,7 +477,9 @@ static int poll_endpoint(mca_btl_base_endpoint_t *ep) {
         const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
         mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
         mca_btl_base_descriptor_t desc = {.des_segments = &segment, .des_segment_count = 1};
-        if (OPAL_LIKELY(NULL != reg->cbfunc)) {
+        if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag)) {
+            mca_btl_tca_get_control(ep, tag, payload, size);
+        } else if (OPAL_LIKELY(NULL != reg->cbfunc)) {
             reg->cbfunc(&mca_btl_tca_module.super, tag, &desc, reg->cbdata);
         } else {
             tca_show_help(HELP_FILE, "dropped-message", tag, ep->node);
@@ -452,6 +516,9 @@ static int tca_component_progress(void) {
     } else {
         c->progress_lock = 1;
     }
+#if OPAL_CUDA_SUPPORT
+    if (NULL != c->thread) mca_btl_tca_cuda_note_app_context();
+#endif
     count = mca_btl_tca_poll();
     opal_atomic_wmb();
     c->progress_lock = 0;
@@ -470,10 +537,27 @@ void mca_btl_tca_component_stop_thread(void) {
 
 void mca_btl_tca_component_shutdown(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    /* The MPI cases check this line: the get path really ran. */
+    opal_output_verbose(5, opal_btl_base_framework.framework_output,
+                        "btl:tca: node %d served %lld emulated gets, %d of its own unanswered", c->node,
+                        (long long) c->gets_served, (int) c->gets_pending);
     mca_btl_tca_put_fini();
     for (int n = 0; n < TCA_MAX_NODES; ++n) {
         if (NULL != c->endpoints[n]) OBJ_RELEASE(c->endpoints[n]);
         c->endpoints[n] = NULL;
     }
     stop_device(c);
+}
+
+static int tca_component_close(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+#if OPAL_CUDA_SUPPORT
+    /* reference counted in common_cuda: smcuda's fini may run too */
+    if (c->cuda_initialized) mca_common_cuda_fini();
+    c->cuda_initialized = 0;
+#endif
+    OBJ_DESTRUCT(&c->dma_pending);
+    OBJ_DESTRUCT(&c->dma_lock);
+    OBJ_DESTRUCT(&c->frags);
+    return OPAL_SUCCESS;
 }

@@ -37,6 +37,7 @@ mca_btl_tca_module_t mca_btl_tca_module = {
         .btl_send = mca_btl_tca_send,
         .btl_sendi = mca_btl_tca_sendi,
         .btl_put = mca_btl_tca_put,
+        .btl_get = mca_btl_tca_get,
         .btl_dump = mca_btl_base_dump,
         .btl_register_error = tca_register_error,
         .btl_register_mem = tca_register_mem,
@@ -49,6 +50,9 @@ static void endpoint_construct(mca_btl_tca_endpoint_t *ep) {
     ep->node = -1;
     ep->peer = NULL;
     ep->pending_count = 0;
+#if OPAL_CUDA_SUPPORT
+    ep->cuda_get_announced = 0;
+#endif
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->pending, opal_list_t);
 }
@@ -63,8 +67,15 @@ OBJ_CLASS_INSTANCE(mca_btl_tca_endpoint_t, opal_list_item_t, endpoint_construct,
 
 static int rcache_register(void *reg_data, void *base, size_t size, mca_rcache_base_registration_t *reg) {
     mca_btl_tca_reg_t *r = (mca_btl_tca_reg_t *) reg;
+    tcaMemoryType type = tcaMemoryCPU; /* libtca still asks CUDA about pointers of processes that loaded it */
     (void) reg_data;
-    const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, tcaMemoryCPU);
+#if OPAL_CUDA_GDR_SUPPORT
+    /* grdma handed us the whole allocation (cuMemGetAddressRange): base is what
+     * a CUDA IPC handle names, and put/get address the user's pointer as
+     * an offset into it. */
+    if (reg->flags & MCA_RCACHE_FLAGS_CUDA_GPU_MEM) type = tcaMemoryGPU;
+#endif
+    const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, type);
     if (tcaSuccess == rc) return OPAL_SUCCESS;
     return tcaErrorNoMemory == rc ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERROR; /* grdma evicts and retries */
 }
@@ -98,9 +109,15 @@ static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_bt
                                                                    void *base, size_t size, uint32_t flags) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
     mca_btl_tca_reg_t *reg = NULL;
+    uint32_t rcache_flags = 0;
     (void) endpoint;
     const int access = (int) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
-    if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, 0, access,
+#if OPAL_CUDA_GDR_SUPPORT
+    /* ob1 marks GPU buffers; grdma then registers the whole CUDA allocation
+     * (page rounding could leave it) and drops entries of freed GPU memory. */
+    if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM) rcache_flags |= MCA_RCACHE_FLAGS_CUDA_GPU_MEM;
+#endif
+    if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, rcache_flags, access,
                                                    (mca_rcache_base_registration_t **) &reg))
         return NULL;
     return &reg->handle;
@@ -113,8 +130,31 @@ static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_
     return OPAL_SUCCESS;
 }
 
+#if OPAL_CUDA_SUPPORT
+/* ob1 enables its GPU zero copy (CUDA_GET) per peer when a BTL reports
+ * MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC for it (smcuda, after its IPC handshake).
+ * Every peer of the sub-cluster runs the same btl tca and serves gets, so we
+ * announce them when ob1 registers its callback, which it does after each of
+ * its add_procs (MPI_Init: every local process, add_procs_cutoff only defers
+ * remote ones; spawn and connect: the new ones, announced then).  Not from
+ * our add_procs itself: ob1's handler looks up the proc's bml endpoint, which
+ * exists only after the BTLs' add_procs returned.  A process the bml adds
+ * lazily on first contact (a remote one: never a TCA peer) is not announced. */
+static void announce_cuda_get(mca_btl_tca_module_t *m, mca_btl_tca_endpoint_t *ep) {
+    if (NULL == m->error_cb || NULL == ep || NULL == ep->proc || ep->cuda_get_announced) return;
+    if (!(m->super.btl_flags & MCA_BTL_FLAGS_CUDA_GET)) return;
+    ep->cuda_get_announced = 1;
+    int stream = opal_btl_base_framework.framework_output;
+    m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC, ep->proc, (char *) &stream);
+}
+#endif
+
 static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cbfunc) {
-    ((mca_btl_tca_module_t *) btl)->error_cb = cbfunc;
+    mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
+    m->error_cb = cbfunc;
+#if OPAL_CUDA_SUPPORT
+    for (int n = 0; n < TCA_MAX_NODES; ++n) announce_cuda_get(m, mca_btl_tca_component.endpoints[n]);
+#endif
     return OPAL_SUCCESS;
 }
 

@@ -94,21 +94,41 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
-    mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    tcaHandle *dst = &remote_handle->h;
     (void) flags;
     (void) order;
+    /* A PIO write reads its source with CPU loads: GPU memory goes by DMA
+     * (ob1 puts from GPU buffers when an emulated get failed and it falls
+     * back to its PUT protocol). */
+    const int need_dma = NULL != local_handle && tcaMemoryGPU == local_handle->h.region;
+    return mca_btl_tca_put_ex(btl, ep, local_address, remote_address, local_handle, remote_handle, size, need_dma,
+                              cbfunc, cbcontext, cbdata);
+}
+
+/* need_dma: the source is GPU memory or the put must otherwise not be a PIO
+ * write (CPU loads of the source); it then waits for a channel of ours and
+ * fails, rather than falling back to PIO, when none can be had. */
+int mca_btl_tca_put_ex(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
+                       uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int need_dma,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    tcaHandle *dst = &remote_handle->h;
     if (OPAL_UNLIKELY(remote_address < dst->addr || size > dst->size || remote_address - dst->addr > dst->size - size))
         return OPAL_ERR_BAD_PARAM;
     const uint64_t dst_off = remote_address - dst->addr;
 
-    if (0 == c->put_dma_min || size < c->put_dma_min || NULL == local_handle)
+    if (need_dma && NULL == local_handle) return OPAL_ERR_BAD_PARAM;
+    if (!need_dma && (0 == c->put_dma_min || size < c->put_dma_min || NULL == local_handle))
         return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
 
     OPAL_THREAD_LOCK(&c->dma_lock);
     const int i = opal_list_is_empty(&c->dma_pending) ? idle_channel_locked() : -1;
     if (i < 0 && 0 == c->dma_nchannels) { /* no channel of ours and none free */
         OPAL_THREAD_UNLOCK(&c->dma_lock);
+        if (need_dma) {
+            mca_btl_tca_fatal(ep, "a GPU put (no free DMA channel)", tcaErrorChannelBusy);
+            return OPAL_ERROR;
+        }
         return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
     }
     mca_btl_tca_put_t *put = OBJ_NEW(mca_btl_tca_put_t);
@@ -138,7 +158,7 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         OBJ_RELEASE(put);
         /* Our channel still runs a chain somebody loaded by number without
          * acquiring it: the data goes by PIO instead. */
-        if (tcaErrorChannelBusy == r)
+        if (tcaErrorChannelBusy == r && !need_dma)
             return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
         mca_btl_tca_fatal(ep, "starting a DMA put", r);
         return OPAL_ERROR;

@@ -1,0 +1,30 @@
+# get_check.sh - sourced by the get_*.mpi cases: each rank's btl tca reports
+# at finalize (btl_base_verbose 5) how many emulated gets it served and how
+# many of its own were never answered.  GET_EXPECT=some (default): all ranks
+# report, none has an unanswered get, and gets were served; none: no get ran.
+# host-default: what the default (get_emulation=gpu) does for host buffers:
+# none in an Open MPI without CUDA support; with it, ob1 runs its RGET
+# protocol for host buffers too over a BTL that has CUDA_GET (it does not
+# tell the two apart), so gets are served there.
+GET_EXPECT=${GET_EXPECT:-some}
+if [ "$GET_EXPECT" = host-default ]; then
+    GET_EXPECT=none
+    ompi_info --parsable --all 2>/dev/null | grep -q 'mpi_built_with_cuda_support:value:true' && GET_EXPECT=some
+fi
+check_output() {
+    awk -v np="$NP" -v expect="$GET_EXPECT" '
+        /btl:tca: node [0-9]+ served [0-9]+ emulated gets/ {
+            for (i = 1; i < NF; i++) {
+                if ($i == "served") served += $(i + 1)
+                if ($i == "of" && $(i + 1) == "its") unanswered += $(i - 1)
+            }
+            ranks++
+        }
+        END {
+            if (ranks != np) { printf "FAIL: %d of %d ranks reported their gets\n", ranks, np; exit 1 }
+            if (unanswered != 0) { printf "FAIL: %d gets never answered\n", unanswered; exit 1 }
+            if (expect == "some" && served == 0) { print "FAIL: no get was emulated"; exit 1 }
+            if (expect == "none" && served != 0) { printf "FAIL: %d gets without get emulation\n", served; exit 1 }
+            printf "ok: %d emulated gets served, none unanswered\n", served
+        }' "$1"
+}
