@@ -4,7 +4,7 @@
  * toolkit and say why they skip where there is no runtime or no GPU.
  *
  *   char why[200];
- *   if (cuda_dl_open(why, sizeof why) != 0) { printf("SKIP: no GPU (%s)\n", why); exit(77); }
+ *   if (cuda_dl_open(why, sizeof why) != 0) { printf("SKIP: %s\n", why); exit(77); }  // "no GPU: ..." 
  *
  * Also decides whether the Open MPI in use can take GPU buffers at all
  * (cuda_dl_mpi_aware): only a CUDA-aware build may see a cudaMalloc'd pointer.
@@ -39,14 +39,14 @@ static cuda_dl_t cuda_dl;
 enum { CUDA_DL_MEMCPY_DEFAULT = 4 }; /* cudaMemcpyDefault: direction from the pointers */
 
 /* 0 when the runtime is loaded and at least one device is there; else a
- * reason in why. */
+ * reason in why, starting "no GPU: ". */
 static inline int cuda_dl_open(char *why, size_t len) {
     static const char *names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
                                   "/usr/local/cuda/lib64/libcudart.so"};
     void *lib = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && lib == NULL; ++i) lib = dlopen(names[i], RTLD_NOW);
     if (lib == NULL) {
-        snprintf(why, len, "no CUDA runtime (libcudart) to load");
+        snprintf(why, len, "no GPU: no CUDA runtime (libcudart) to load");
         return -1;
     }
 #define CUDA_DL_SYM(field, name) cuda_dl.field = (__typeof__(cuda_dl.field)) dlsym(lib, name)
@@ -61,13 +61,13 @@ static inline int cuda_dl_open(char *why, size_t len) {
 #undef CUDA_DL_SYM
     if (!cuda_dl.get_device_count || !cuda_dl.set_device || !cuda_dl.malloc_ || !cuda_dl.free_ || !cuda_dl.memcpy_ ||
         !cuda_dl.memset_ || !cuda_dl.synchronize || !cuda_dl.error_string) {
-        snprintf(why, len, "libcudart lacks a runtime call the test needs");
+        snprintf(why, len, "no GPU: libcudart lacks a runtime call the test needs");
         return -1;
     }
     int n = 0;
     const int rc = cuda_dl.get_device_count(&n);
     if (rc != 0 || n < 1) {
-        snprintf(why, len, "cudaGetDeviceCount: %s", rc != 0 ? cuda_dl.error_string(rc) : "0 devices");
+        snprintf(why, len, "no GPU: cudaGetDeviceCount: %s", rc != 0 ? cuda_dl.error_string(rc) : "0 devices");
         return -1;
     }
     cuda_dl.devices = n;

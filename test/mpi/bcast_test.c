@@ -400,7 +400,7 @@ static void test_dma_share(void) {
 static int gpu_unusable(int after_init, int verbose) {
     char why[240];
     if (cuda_dl_open(why, sizeof why) != 0) {
-        if (verbose) printf("SKIP: no GPU (%s)\n", why);
+        if (verbose) printf("SKIP: %s\n", why);
         return 1;
     }
     if (!after_init) {
