@@ -3,7 +3,8 @@
  * coll tca, one sub-test per run: bcast_test [--gpu] <name>.  Every rank checks
  * the data of every epoch; the root changes it every time.
  *
- * --gpu (or a name gpu_<name>): the buffers are cudaMalloc'd, each rank's at
+ * --gpu (or a name gpu_<name>, or TCA_TEST_GPU=1 in the environment as
+ * test/mpi/run_gpu_case.sh sets it): the buffers are cudaMalloc'd, each rank's at
  * its own offset inside its allocation (coll tca registers allocations, the
  * buffer at base + offset), filled and checked through cudaMemcpy; one round
  * mixes host and GPU buffers.  Without a GPU, a CUDA runtime or a CUDA-aware
@@ -109,22 +110,21 @@ static void test_basic(void) {
     run(MPI_COMM_WORLD, MPI_INT, 300000, size - 1, 3, "int");
     run(MPI_COMM_WORLD, MPI_DOUBLE, 33, 0, 3, "double");
     run(MPI_COMM_WORLD, MPI_BYTE, 64 << 20, 0, 2, "64 MiB");
-    if (mem_mode != MEM_HOST) { /* contiguous types only: the rest goes to libnbc, not coll tca's GPU path */
+    if (mem_mode != MEM_HOST) {
         mem_mode = MEM_MIXED; /* host buffers on even ranks, GPU on odd ones, in one broadcast */
         for (int root = 0; root < size && root < 2; root++)
             for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
                 run(MPI_COMM_WORLD, MPI_BYTE, counts[k], root, 2, "host and GPU");
         mem_mode = MEM_GPU;
-        return;
     }
     MPI_Datatype contig, vec;
     MPI_Type_contiguous(5, MPI_INT, &contig);
     MPI_Type_commit(&contig);
     run(MPI_COMM_WORLD, contig, 20001, 1 % size, 3, "contiguous derived");
-    MPI_Type_vector(1000, 2, 5, MPI_DOUBLE, &vec); /* non-contiguous: libnbc */
+    MPI_Type_vector(1000, 2, 5, MPI_DOUBLE, &vec); /* non-contiguous: libnbc (GPU: through the pml) */
     MPI_Type_commit(&vec);
     run(MPI_COMM_WORLD, vec, 3, 0, 3, "vector (fallback)");
-    /* a derived type freed by the user while the request lives (we retain it) */
+    /* a derived type freed by the user while the request lives (we retain it); host memory */
     MPI_Datatype tmp;
     MPI_Type_contiguous(3, MPI_SHORT, &tmp);
     MPI_Type_commit(&tmp);
@@ -419,6 +419,8 @@ static int gpu_unusable(int after_init, int verbose) {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--gpu-probe")) return gpu_unusable(0, 1) ? 77 : 0;
     const char *name = "";
+    const char *env = getenv("TCA_TEST_GPU");
+    if (env && !strcmp(env, "1")) mem_mode = MEM_GPU;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gpu")) mem_mode = MEM_GPU;
         else name = argv[i];
@@ -438,9 +440,13 @@ int main(int argc, char **argv) {
             MPI_Finalize();
             return 77;
         }
+        if (strcmp(name, "basic") && strcmp(name, "comms") && strcmp(name, "epochs")) {
+            /* never a silent pass on host memory */
+            if (wrank == 0) printf("SKIP: sub-test '%s' has no GPU variant\n", name);
+            MPI_Finalize();
+            return 77;
+        }
         cuda_dl_pick_device();
-        if (strcmp(name, "basic") && strcmp(name, "comms") && strcmp(name, "epochs"))
-            FAIL("test '%s' has no GPU variant", name);
     }
     /* Ranks that took different paths (tca here, libnbc there) hang: end such a
      * run soon, do not leave it to the harness's 10 minutes. */
