@@ -1,11 +1,24 @@
 # bench-common.sh - sourced by bench.sh and bench-bcast.sh (their first
-# argument is the number of rounds): shared set-up and the min/median summary.
+# argument is the number of rounds, after an optional "-d host|cuda"): shared
+# set-up and the min/median summary.
 set -e
 cd "$(dirname "$0")/.."
+device=host
+if [ "${1:-}" = "-d" ]; then
+    device=${2:-}
+    shift 2 || { echo "-d needs host or cuda" >&2; exit 2; }
+fi
+case "$device" in host|cuda) ;; *) echo "unknown device '$device' (-d host or -d cuda)" >&2; exit 2 ;; esac
 repeats=${1:-${BENCH_REPEATS:-3}}
 out=bench-results
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The Open MPI the build is configured against (--with-ompi: the CUDA-aware
+# one of scripts/build-ompi-cuda.sh) runs the Open MPI rows too; a CUDA-aware
+# one on a machine without a GPU stays quiet about the missing libcuda.
+ompi_bindir=$(sed -n 's/^OMPI_BINDIR = //p' Makefile 2>/dev/null || true)
+[ -z "$ompi_bindir" ] || PATH="$ompi_bindir:$PATH"
+export OMPI_MCA_opal_warn_on_missing_libcuda=0
 TCA_COMPONENT_DIR=$(pwd)/.libs
 export TCA_COMPONENT_DIR
 
@@ -19,4 +32,10 @@ summarize() {
         { k = $1; for (i = 2; i <= nk; i++) k = k " " $i
           if (k != key) { flush(); key = k; n = 0 } v[++n] = $(nk + 1) }
         END { flush() }'
+}
+
+# gpu_skip_reason LAUNCHER...: empty where GPU buffers can be measured, else
+# why not (no GPU, no CUDA runtime, an Open MPI that is not CUDA-aware).
+gpu_skip_reason() {
+    "$@" 2>&1 | sed -n 's/^SKIP: //p' | head -1
 }

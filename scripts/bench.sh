@@ -5,16 +5,99 @@
 # for the MPI-over-device overhead.  Prints min/median tables with ratios and,
 # if gnuplot is present, writes PNG plots.  Usage: scripts/bench.sh [repeats]
 # (default 3).  Expects a build (scripts/build.sh); results go to bench-results/.
+#
+# scripts/bench.sh -d cuda [repeats]: the same benchmarks with cudaMalloc'd
+# buffers, btl tca against Open MPI's own CUDA path (smcuda), interleaved in
+# one run, with ratios, the issue's goals and PNG plots (gpu-*.png).  Needs a
+# GPU and a build against a CUDA-aware Open MPI (scripts/build-ompi-cuda.sh,
+# ./configure --with-ompi=...); otherwise it says why and measures nothing.
 . "$(dirname "$0")/bench-common.sh"
-raw="$out/raw.txt"
-: >"$raw"
-make -s tca_mpi_bench tca_device_bench >/dev/null
 common="--bind-to core -np 2"
 
 run() { # config-name command... : appends "config bench size value"
     name=$1; shift
     "$@" 2>&1 | awk -v c="$name" '$1 == "RESULT" { print c, $2, $3, $4 }' >>"$raw"
 }
+
+if [ "$device" = cuda ]; then
+    make -s tca_mpi_bench >/dev/null
+    why=$(gpu_skip_reason scripts/tca-mpirun $common ./tca_mpi_bench -d cuda latency8)
+    if [ -n "$why" ]; then
+        echo "bench.sh -d cuda: no GPU rows: $why"
+        exit 0
+    fi
+    raw="$out/gpu-raw.txt"
+    : >"$raw"
+    for r in $(seq 1 "$repeats"); do
+        echo "GPU round $r of $repeats ..." >&2
+        # shellcheck disable=SC2086
+        run tca scripts/tca-mpirun $common ./tca_mpi_bench -d cuda latency bw bibw plat
+        # shellcheck disable=SC2086
+        run smcuda mpirun --mca pml ob1 --mca btl smcuda,self $common ./tca_mpi_bench -d cuda latency bw bibw plat
+    done
+    stats="$out/gpu-stats.txt"
+    summarize 3 "-k1,1 -k2,2 -k3,3n" "$raw" >"$stats"
+    gtable() { # bench title unit better(lo|hi)
+        awk -v b="$1" -v title="$2" -v unit="$3" -v better="$4" '
+            $2 == b { s[$3] = 1; best[$1, $3] = (better == "lo") ? $4 : $6; med[$1, $3] = $5 }
+            END {
+                printf "\n%s (%s; best / median of the rounds)\n", title, unit
+                printf "%9s %19s %19s %11s\n", "bytes", "tca", "smcuda", "tca/smcuda"
+                n = 0; for (x in s) sz[++n] = x + 0
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
+                for (i = 1; i <= n; i++) {
+                    x = sz[i]; printf "%9d", x
+                    split("tca smcuda", cfg, " ")
+                    for (c = 1; c <= 2; c++)
+                        if ((cfg[c], x) in med) printf " %9.3f/%9.3f", best[cfg[c], x], med[cfg[c], x]; else printf " %19s", "-"
+                    if (("tca", x) in med && ("smcuda", x) in med) printf " %11.2f\n", med["tca", x] / med["smcuda", x]
+                    else printf " %11s\n", "-"
+                }
+            }' "$stats"
+    }
+    {
+        echo "GPU buffers (cudaMalloc, GPU to GPU): btl tca vs smcuda, same run, $repeats interleaved rounds, 2 ranks"
+        gtable latency "one-way latency (ping-pong / 2)" "us, lower is better" lo
+        gtable plat "persistent one-way latency (Send_init/Recv_init + Start)" "us, lower is better" lo
+        gtable bw "bandwidth, window of 64" "MB/s, higher is better" hi
+        gtable bibw "bidirectional bandwidth, window of 64 each way" "MB/s, higher is better" hi
+        awk '$2 == "latency" && $3 == 8 { l[$1] = $5 } $2 == "bw" && $3 == 4194304 { w[$1] = $5 }
+             END {
+                 if (("tca" in l) && ("smcuda" in l) && ("tca" in w) && ("smcuda" in w)) {
+                     printf "\ngoals: 8 B latency %.3f us (<= 2.0 us: %s), %.2fx smcuda (<= 1.0: %s); 4 MiB bandwidth %.2fx smcuda (>= 1.0: %s)\n",
+                         l["tca"], l["tca"] <= 2.0 ? "met" : "MISSED", l["tca"] / l["smcuda"], l["tca"] <= l["smcuda"] ? "met" : "MISSED",
+                         w["tca"] / w["smcuda"], w["tca"] >= w["smcuda"] ? "met" : "MISSED"
+                 } else print "\ngoals: not judged (a configuration produced no rows: see " FILENAME ")"
+             }' "$stats"
+    } | tee "$out/gpu-table.txt"
+    if command -v gnuplot >/dev/null 2>&1; then
+        for b in latency bw bibw; do
+            for c in tca smcuda; do
+                awk -v b=$b -v c=$c '$1 == c && $2 == b { print $3, $5 }' "$stats" >"$out/gpu-$b-$c.dat"
+            done
+        done
+        gnuplot <<GP
+set terminal png size 900,600
+set logscale xy
+set xlabel "message size (bytes)"
+set key left top
+set output "$out/gpu-latency.png"
+set ylabel "GPU-GPU one-way latency (us, median)"
+plot "$out/gpu-latency-tca.dat" w lp t "btl tca", "$out/gpu-latency-smcuda.dat" w lp t "smcuda"
+set output "$out/gpu-bandwidth.png"
+set ylabel "GPU-GPU bandwidth (MB/s, median)"
+plot "$out/gpu-bw-tca.dat" w lp t "btl tca", "$out/gpu-bw-smcuda.dat" w lp t "smcuda", "$out/gpu-bibw-tca.dat" w lp t "btl tca bidirectional", "$out/gpu-bibw-smcuda.dat" w lp t "smcuda bidirectional"
+GP
+        echo "plots: $out/gpu-latency.png $out/gpu-bandwidth.png"
+    else
+        echo "gnuplot not found: no plots (apt-get install gnuplot-nox)"
+    fi
+    exit 0
+fi
+
+raw="$out/raw.txt"
+: >"$raw"
+make -s tca_mpi_bench tca_device_bench >/dev/null
 
 for r in $(seq 1 "$repeats"); do
     echo "round $r of $repeats ..." >&2

@@ -1,10 +1,49 @@
 #!/bin/sh
 # The main job: install dependencies, build, then run MPI over btl tca and over
 # Open MPI's vader side by side on the loopback device and print the table.
+#
+# Where a GPU is present (nvidia-smi -L lists one, or the CUDA runtime counts
+# one) the project is built against a CUDA-aware Open MPI instead - built
+# once by scripts/build-ompi-cuda.sh, cached, reused afterwards - and the GPU
+# rows follow the CPU ones: bench.sh -d cuda and bench-bcast.sh -d cuda (btl
+# tca and coll tca against smcuda).  Without a GPU nothing of that runs: no
+# Open MPI build, the system's Open MPI, the CPU rows only.
 set -e
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh
-sh scripts/build.sh
+
+gpu_present() {
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+        return 0
+    fi
+    # No nvidia-smi (containers): ask the CUDA runtime, if there is one.
+    command -v python3 >/dev/null 2>&1 || return 1
+    python3 - <<'PY' 2>/dev/null
+import ctypes, sys
+for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so"):
+    try:
+        rt = ctypes.CDLL(name)
+    except OSError:
+        continue
+    n = ctypes.c_int(0)
+    sys.exit(0 if rt.cudaGetDeviceCount(ctypes.byref(n)) == 0 and n.value > 0 else 1)
+sys.exit(1)
+PY
+}
+
+gpu=no
+if gpu_present; then
+    gpu=yes
+    echo "GPU present: building against a CUDA-aware Open MPI (scripts/build-ompi-cuda.sh, cached)"
+    sh scripts/build-ompi-cuda.sh
+    # A tree configured against another Open MPI is configured again.
+    if [ -f Makefile ] && ! grep -q '^OMPI_CUDA = yes' Makefile; then
+        ./configure --with-ompi="$(pwd)/ompi-cuda"
+    fi
+    sh scripts/build.sh --with-ompi="$(pwd)/ompi-cuda"
+else
+    sh scripts/build.sh
+fi
 echo
 ./tca_info | sed -n '1,/^# DMA engine/p' | head -n -1
 echo
@@ -13,3 +52,8 @@ sh scripts/bench-device.sh "${1:-3}"
 echo
 make -s tca_model_bench >/dev/null
 ./tca_model_bench -q -r 3
+if [ "$gpu" = yes ]; then
+    echo
+    sh scripts/bench.sh -d cuda "${1:-3}"
+    sh scripts/bench-bcast.sh -d cuda "${1:-3}"
+fi

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bcast_plan.hpp"
+#include "gpu_buffer.hpp"
 #include "tca.h"
 
 namespace tca::coll {
@@ -49,6 +50,7 @@ struct Neighbour {
     int data_counter = -1;  // its counter for "segments landed"
     int ready_counter = -1; // direct: its counter for "my children started"
     int credit_counter = -1;  // staged: the first of its per-child credit counters
+    uint64_t buffer_offset = 0;  // direct: where its buffer starts inside `buffer` (GPU: base + offset)
 };
 
 // Bytes of scratch memory every rank provides (credit landing byte, gate bytes).
@@ -59,6 +61,10 @@ struct EngineSetup {
     int rank = 0;  // in the plan
     unsigned char *buffer = nullptr;
     tcaHandle buffer_handle{};
+    // The buffer inside its registration: 0 for host memory; a GPU buffer is
+    // registered as its whole CUDA allocation (IPC handles name allocations).
+    uint64_t buffer_offset = 0;
+    GpuBuffer gpu;  // gpu.on_gpu: the CPU cannot read `buffer` (the thread engine copies out first)
     unsigned char *staging = nullptr;  // staged non-roots: plan.slots slots, plan.slot_stride apart
     tcaHandle staging_handle{};
     tcaHandle scratch_handle{};  // kScratchBytes

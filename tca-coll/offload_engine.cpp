@@ -85,7 +85,8 @@ private:
             const off_t off = static_cast<off_t>(p.segment_offset(seg));
             for (size_t c = 0; c < nch; ++c) {
                 Neighbour child = s_.children[c];
-                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, off, &mine, off, p.segment_length(seg),
+                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, off + static_cast<off_t>(child.buffer_offset), &mine,
+                                          off + static_cast<off_t>(s_.buffer_offset), p.segment_length(seg),
                                           tcaDMAUseInternal, 0, 0)) != tcaSuccess)
                     return r;
                 if ((r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess) return r;
@@ -129,7 +130,8 @@ private:
                 return r;
             for (size_t c = 0; c < s_.children.size(); ++c) {
                 Neighbour child = s_.children[c];
-                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, root_ ? &mine : &staging, root_ ? 0 : slot, p.bytes,
+                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, root_ ? &mine : &staging,
+                                          root_ ? static_cast<off_t>(s_.buffer_offset) : slot, p.bytes,
                                           tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
                     (r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess ||
                     (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + i + 1, k)) != tcaSuccess)
@@ -144,7 +146,8 @@ private:
             const int credit = parent.credit_counter + index_at_parent(p, s_.rank);
             // Done only after the credit has gone: a request freed right
             // after its last epoch owes its parent nothing.
-            if ((r = tcaDescSetMemcpy(desc_, &mine, 0, &staging, slot, p.bytes, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+            if ((r = tcaDescSetMemcpy(desc_, &mine, static_cast<off_t>(s_.buffer_offset), &staging, slot, p.bytes,
+                                      tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
                 (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + i + 1, k)) != tcaSuccess ||
                 (r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1, tcaDMAUseInternal,
                                       0, 0)) != tcaSuccess ||

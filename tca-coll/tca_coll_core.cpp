@@ -89,7 +89,17 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
         s.staging_handle = b->staging.handle();
     }
     if (p->bytes > 0) {
-        if ((*err = tcaCreateHandle(&s.buffer_handle, p->buffer, p->bytes, tcaMemoryCPU)) != tcaSuccess) {
+        // GPU memory: CUDA IPC exports whole allocations, so register the
+        // allocation up to the buffer's end and address the buffer at its
+        // offset (descriptors then move GPU to GPU; no host staging).
+        if (p->detect_gpu && (*err = locate_buffer(p->buffer, p->bytes, &s.gpu)) != tcaSuccess) {
+            delete b;
+            return nullptr;
+        }
+        s.buffer_offset = s.gpu.on_gpu ? s.gpu.offset : 0;
+        void *start = s.gpu.on_gpu ? s.gpu.base : p->buffer;
+        if ((*err = tcaCreateHandle(&s.buffer_handle, start, s.buffer_offset + p->bytes,
+                                    s.gpu.on_gpu ? tcaMemoryGPU : tcaMemoryCPU)) != tcaSuccess) {
             delete b;
             return nullptr;
         }
@@ -97,8 +107,10 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     }
     int node = -1;
     tcaGetNodeId(&node);
-    *mine = tca_coll_peer_info_t{b->plan.slots > 0 ? s.staging_handle : s.buffer_handle, s.scratch_handle, node,
-                                 s.data.index, s.ready.index, nch > 0 ? s.credits[0].index : -1};
+    const bool staged = b->plan.slots > 0;
+    *mine = tca_coll_peer_info_t{staged ? s.staging_handle : s.buffer_handle, s.scratch_handle, node,
+                                 s.data.index, s.ready.index, nch > 0 ? s.credits[0].index : -1,
+                                 staged ? 0 : s.buffer_offset};
     *err = tcaSuccess;
     return b;
 }
@@ -111,12 +123,14 @@ int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i) {
     return b->plan.roles[static_cast<size_t>(b->setup.rank)].children[static_cast<size_t>(i)];
 }
 int tca_coll_bcast_engine(const tca_coll_bcast_t *b) { return b->engine_kind; }
+int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b) { return b->setup.gpu.on_gpu ? 1 : 0; }
 
 tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
                                  const tca_coll_peer_info_t *children) {
     EngineSetup &s = b->setup;
     auto neighbour = [](const tca_coll_peer_info_t &i) {
-        return Neighbour{i.node, i.buffer, i.scratch, i.data_counter, i.ready_counter, i.credit_counter};
+        return Neighbour{i.node, i.buffer, i.scratch, i.data_counter, i.ready_counter, i.credit_counter,
+                         i.buffer_offset};
     };
     if (tca_coll_bcast_parent(b) >= 0 && parent != nullptr) s.parent = neighbour(*parent);
     s.children.clear();

@@ -27,6 +27,7 @@ typedef struct tca_coll_peer_info {
     int32_t data_counter;
     int32_t ready_counter;
     int32_t credit_counter; /* first of one per child (staged plans) */
+    uint64_t buffer_offset; /* direct plans: the buffer inside `buffer` (GPU: offset in its allocation) */
 } tca_coll_peer_info_t;
 
 typedef struct tca_coll_bcast tca_coll_bcast_t;
@@ -39,6 +40,9 @@ typedef struct tca_coll_bcast_params {
     size_t segment_bytes, chain_threshold;
     size_t staging_bytes; /* messages up to this size are staged (0: never) */
     int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread where no channel can be acquired) */
+    /* 1 (CUDA-aware Open MPI): the buffer may be GPU memory; asked of CUDA and
+     * registered as tcaMemoryGPU (its allocation, buffer at an offset). */
+    int detect_gpu;
 } tca_coll_bcast_params_t;
 
 /* Plans, registers the buffer, acquires counters (and staging memory); *mine is what to send
@@ -50,6 +54,7 @@ TCA_COLL_HIDDEN int tca_coll_bcast_parent(const tca_coll_bcast_t *b); /* -1 at t
 TCA_COLL_HIDDEN int tca_coll_bcast_num_children(const tca_coll_bcast_t *b);
 TCA_COLL_HIDDEN int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i);
 TCA_COLL_HIDDEN int tca_coll_bcast_engine(const tca_coll_bcast_t *b); /* after connect */
+TCA_COLL_HIDDEN int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b);  /* the buffer is GPU memory */
 /* With the neighbours' infos (parent's ignored at the root): build the engine. */
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
                                                  const tca_coll_peer_info_t *children);

@@ -99,9 +99,12 @@ private:
         while (next_segment_ < p.segments) {
             if (!root_ && !reached(s_.data, (epoch_ - 1) * p.segments + next_segment_ + 1)) return !ok();
             const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
+            const unsigned char *src = nullptr;
+            if (!s_.children.empty() && !check(readable(s_.buffer + off, len, &src))) return true;
             for (const Neighbour &c : s_.children) {
                 tcaHandle dst = c.buffer;
-                if (!check(tcaPioWrite(&dst, static_cast<off_t>(off), s_.buffer + off, len, 0, 0, 0))) return true;
+                if (!check(tcaPioWrite(&dst, static_cast<off_t>(c.buffer_offset + off), src, len, 0, 0, 0)))
+                    return true;
                 if (!check(tcaCounterAddRemote(c.node, c.data_counter, 1))) return true;
             }
             ++next_segment_;
@@ -117,7 +120,8 @@ private:
             if (!reached(s_.data, epoch_)) return !ok();
             ready_seen_ = true;
         }
-        const unsigned char *src = root_ ? s_.buffer : s_.staging + slot;
+        const unsigned char *src = root_ ? nullptr : s_.staging + slot;
+        if (root_ && !check(readable(s_.buffer, p.bytes, &src))) return true;
         for (; next_child_ < s_.children.size(); ++next_child_) {
             if (!reached(s_.credits[next_child_], epoch_)) return !ok();
             tcaHandle dst = s_.children[next_child_].buffer;
@@ -127,9 +131,20 @@ private:
         }
         if (root_) return true;
         tcaHandle mine = s_.buffer_handle;  // PIO into our own buffer: also right for GPU memory
-        if (!check(tcaPioWrite(&mine, 0, src, p.bytes, 0, 0, 0))) return true;
+        if (!check(tcaPioWrite(&mine, static_cast<off_t>(s_.buffer_offset), src, p.bytes, 0, 0, 0))) return true;
         check(tcaCounterAddRemote(s_.parent.node, credit_at_parent_, 1));
         return true;
+    }
+
+    // PIO reads its source with the CPU: a GPU buffer is copied out to host
+    // memory first (the offload engine's descriptors read it directly; this
+    // engine runs only where no DMA channel was free).
+    tcaResult readable(const unsigned char *p, size_t len, const unsigned char **out) {
+        *out = p;
+        if (!s_.gpu.on_gpu || len == 0) return tcaSuccess;
+        bounce_.resize(len);
+        *out = bounce_.data();
+        return gpu_copy_to_host(s_.gpu, bounce_.data(), p, len);
     }
 
     // Has counter c moved by at least `by` since it was taken?  (False on error too.)
@@ -157,6 +172,7 @@ private:
     size_t next_segment_ = 0;
     size_t next_child_ = 0;
     bool ready_seen_ = false;
+    std::vector<unsigned char> bounce_;  // GPU buffers: the bytes PIO writes
     std::atomic<tcaResult> error_{tcaSuccess};
     std::atomic<bool> done_{true};
 };

@@ -7,10 +7,14 @@
  * Persistent mode also reports bcast_init and MPI_Start costs (1 KiB, root)
  * and overlap (compute between Start and Wait, >= 64 KiB).
  * Lines: "RESULT <metric> <bytes> <value>".
+ * bcast_bench [-d host|cuda] persistent|blocking; -d cuda: a cudaMalloc'd
+ * buffer (coll tca moves it GPU to GPU); without a GPU or a CUDA-aware Open
+ * MPI: "SKIP: <why>", exit 77.
  */
 #include <mpi.h>
 
 #include "../common/compute.h"
+#include "../common/cuda_dl.h"
 #if MPI_VERSION < 4
 #include <mpi-ext.h>
 #define BCAST_INIT MPIX_Bcast_init
@@ -21,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const size_t sizes[] = {8, 64, 1024, 8192, 65536, 524288, 4194304};
+static const size_t sizes[] = {8, 64, 1024, 8192, 65536, 524288, 1048576, 4194304};
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 static int rank;
 
@@ -34,9 +38,27 @@ static double max_over_ranks(double v) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int gpu = 0;
+    if (argc > 2 && !strcmp(argv[1], "-d")) {
+        gpu = !strcmp(argv[2], "cuda");
+        argc -= 2;
+        argv += 2;
+    }
     const int persistent = argc > 1 && !strcmp(argv[1], "persistent");
-    char *buf = malloc(sizes[NSIZES - 1]);
-    memset(buf, 1, sizes[NSIZES - 1]);
+    if (gpu) { /* every rank decides alike, rank 0 says why */
+        char why[240];
+        int unusable = cuda_dl_open(why, sizeof why) != 0 || !cuda_dl_mpi_aware(why, sizeof why), any = 0;
+        MPI_Allreduce(&unusable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            if (unusable && rank == 0) printf("SKIP: %s\n", why);
+            MPI_Finalize();
+            return 77;
+        }
+        cuda_dl_pick_device();
+    }
+    char *buf = gpu ? cuda_dl_malloc(sizes[NSIZES - 1]) : malloc(sizes[NSIZES - 1]);
+    if (gpu) cuda_dl_fill(buf, 1, sizes[NSIZES - 1]);
+    else memset(buf, 1, sizes[NSIZES - 1]);
     for (int s = 0; s < NSIZES; s++) {
         const size_t n = sizes[s];
         const int iters = n <= 8192 ? 2000 : n <= 65536 ? 500 : 40, warm = iters / 10 + 1;
@@ -99,7 +121,8 @@ int main(int argc, char **argv) {
         }
         if (rank == 0) printf("RESULT init_us 1024 %.3f\nRESULT start_us 1024 %.3f\n", init / reps * 1e6, start / reps * 1e6);
     }
-    free(buf);
+    if (gpu) cuda_dl_free(buf);
+    else free(buf);
     MPI_Finalize();
     return 0;
 }

@@ -9,11 +9,15 @@
  *   overlap     receiver-side overlap: Irecv, compute (no MPI calls), Wait
  * Prints one "RESULT <benchmark> <bytes> <value>" line per measurement
  * (microseconds for latencies, MB/s for bandwidths, percent for overlap).
- * Usage: mpi_bench [benchmark ...]   (default: latency bw bibw plat)
+ * Usage: mpi_bench [-d host|cuda] [benchmark ...]   (default: latency bw bibw plat)
+ * -d cuda: the send and receive buffers are cudaMalloc'd (GPU to GPU through
+ * the MPI library); without a GPU or a CUDA-aware Open MPI it prints
+ * "SKIP: <why>" and exits 77.
  */
 #include <mpi.h>
 
 #include "../common/compute.h"
+#include "../common/cuda_dl.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,14 +144,39 @@ int main(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "mpi_bench: run on exactly 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    int gpu = 0, first = 1;
+    if (argc > 2 && !strcmp(argv[1], "-d")) {
+        gpu = !strcmp(argv[2], "cuda");
+        if (!gpu && strcmp(argv[2], "host")) {
+            if (rank == 0) fprintf(stderr, "mpi_bench: -d host or -d cuda\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        first = 3;
+    }
+    if (gpu) { /* both ranks decide alike, rank 0 says why */
+        char why[240];
+        int unusable = cuda_dl_open(why, sizeof why) != 0 || !cuda_dl_mpi_aware(why, sizeof why), any = 0;
+        MPI_Allreduce(&unusable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            if (unusable && rank == 0) printf("SKIP: %s\n", why);
+            MPI_Finalize();
+            return 77;
+        }
+        cuda_dl_pick_device();
+    }
     const size_t bytes = sizes[NSIZES - 1] * WINDOW;
-    sbuf = malloc(bytes);
-    rbuf = malloc(bytes);
-    memset(sbuf, 1, bytes);
-    memset(rbuf, 0, bytes);
+    sbuf = gpu ? cuda_dl_malloc(bytes) : malloc(bytes);
+    rbuf = gpu ? cuda_dl_malloc(bytes) : malloc(bytes);
+    if (gpu) {
+        cuda_dl_fill(sbuf, 1, bytes);
+        cuda_dl_fill(rbuf, 0, bytes);
+    } else {
+        memset(sbuf, 1, bytes);
+        memset(rbuf, 0, bytes);
+    }
     const char *all[] = {"latency", "bw", "bibw", "plat"};
-    const char **which = argc > 1 ? (const char **) argv + 1 : all;
-    const int count = argc > 1 ? argc - 1 : 4;
+    const char **which = argc > first ? (const char **) argv + first : all;
+    const int count = argc > first ? argc - first : 4;
     for (int i = 0; i < count; i++) {
         if (!strcmp(which[i], "latency")) latency(0, 0);
         else if (!strcmp(which[i], "latency8")) latency(0, 1);
@@ -158,8 +187,13 @@ int main(int argc, char **argv) {
         else if (rank == 0) fprintf(stderr, "mpi_bench: unknown benchmark %s\n", which[i]);
         fflush(stdout);
     }
-    free(sbuf);
-    free(rbuf);
+    if (gpu) {
+        cuda_dl_free(sbuf);
+        cuda_dl_free(rbuf);
+    } else {
+        free(sbuf);
+        free(rbuf);
+    }
     MPI_Finalize();
     return 0;
 }

@@ -25,7 +25,13 @@ enum class Engine { Offload, Thread, Mixed };
 // Counter indices of the test's single request (any free ones will do).
 constexpr int kData = 10, kReady = 11, kGo = 12, kDone = 13, kCredits = 20;
 
-int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0) {
+// interior: every node's buffer sits at its own offset inside a larger
+// registration (how a GPU buffer is registered: its CUDA allocation, the
+// buffer at base + offset), so every write must add the target's offset.
+size_t interior_offset(int node, bool interior) { return interior ? 24 + 40 * static_cast<size_t>(node) : 0; }
+
+int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0,
+              bool interior = false) {
     PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging};
     pp.max_segments = offload_max_segments(4);
     std::vector<int> nodes(static_cast<size_t>(n));
@@ -33,12 +39,15 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     const BcastPlan plan = plan_bcast(pp, nodes, n);
     if (staging >= bytes && bytes > 0 && n > 1 && plan.slots == 0) return 2;  // meant to be staged
     const RankRole &role = plan.roles[static_cast<size_t>(node)];
-    std::vector<unsigned char> buf(bytes + 1);
+    const size_t at = interior_offset(node, interior);
+    std::vector<unsigned char> whole(at + bytes + 1, 0xEE);
+    unsigned char *buf_data = whole.data() + at;
     DeviceArea staging_area, scratch;
     EngineSetup s;
     s.plan = &plan;
     s.rank = node;
-    s.buffer = buf.data();
+    s.buffer = buf_data;
+    s.buffer_offset = at;
     s.data.index = kData;
     s.ready.index = kReady;
     s.go.index = kGo;
@@ -48,7 +57,7 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     NODE_OK(init_counters(s));
     NODE_OK(scratch.allocate(kScratchBytes));
     s.scratch_handle = scratch.handle();
-    NODE_OK(tcaCreateHandle(&s.buffer_handle, buf.data(), bytes + 1, tcaMemoryCPU));
+    NODE_OK(tcaCreateHandle(&s.buffer_handle, whole.data(), at + bytes + 1, tcaMemoryCPU));
     if (plan.slots > 0 && role.parent >= 0) {
         NODE_OK(staging_area.allocate(plan.slots * plan.slot_stride));
         s.staging = staging_area.data();
@@ -57,7 +66,10 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     board.publish(node, 1, plan.slots > 0 ? s.staging_handle : s.buffer_handle);
     board.publish(node, 2, s.scratch_handle);
     board.barrier();
-    auto neighbour = [&](int r) { return Neighbour{r, board.get(r, 1), board.get(r, 2), kData, kReady, kCredits}; };
+    auto neighbour = [&](int r) {
+        return Neighbour{r, board.get(r, 1), board.get(r, 2), kData, kReady, kCredits,
+                         plan.slots > 0 ? 0 : interior_offset(r, interior)};
+    };
     if (role.parent >= 0) s.parent = neighbour(role.parent);
     for (int c : role.children) s.children.push_back(neighbour(c));
     std::unique_ptr<BcastEngine> engine;
@@ -65,16 +77,22 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     NODE_OK(offload ? make_offload_engine(s, &engine) : make_thread_engine(s, &engine));
     for (int e = 0; e < epochs; ++e) {
         const uint32_t seed = static_cast<uint32_t>(e * 131 + root);
-        if (node == root) fill_pattern(buf.data(), bytes, seed);
+        if (node == root) fill_pattern(buf_data, bytes, seed);
         NODE_OK(engine->start());
         tcaResult r;
         while ((r = engine->test()) == tcaErrorNotReady) {}
         NODE_OK(r);
-        if (node != root && !check_pattern(buf.data(), bytes, seed)) {
+        if (node != root && !check_pattern(buf_data, bytes, seed)) {
             std::fprintf(stderr, "node %d: epoch %d wrong (n %d root %d bytes %zu)\n", node, e, n, root, bytes);
             return 1;
         }
     }
+    // Nothing outside the buffer was written (the bytes before it at its offset).
+    for (size_t i = 0; i < at; ++i)
+        if (whole[i] != 0xEE) {
+            std::fprintf(stderr, "node %d: byte %zu before the interior buffer overwritten\n", node, i);
+            return 1;
+        }
     board.barrier();  // nobody frees memory a parent may still write
     if (!credits_settled(s, static_cast<uint64_t>(epochs))) {
         std::fprintf(stderr, "node %d: credits missing after the last epoch\n", node);
@@ -120,6 +138,19 @@ TEST(BcastEngine, MixedEnginesInterOperate) {
     EXPECT_TRUE(run_nodes(4, [](int node, Board &b) { return run_bcast(node, b, 4, 3, 100, Engine::Mixed, 500); }));
     EXPECT_TRUE(
         run_nodes(8, [](int node, Board &b) { return run_bcast(node, b, 8, 5, 1024, Engine::Mixed, 501, 1024); }));
+}
+// A buffer in the middle of its registration (GPU buffers: base + offset of
+// the CUDA allocation), offsets differing between ranks: chains, trees and
+// staged plans, both engines, np 2, 4, 5, 8 with pipelined segments.
+TEST(BcastEngine, InteriorBuffers) {
+    for (const Engine kind : {Engine::Offload, Engine::Thread})
+        for (int n : {2, 4, 5, 8})
+            for (size_t bytes : {size_t{100}, size_t{3 * 65536 + 5}}) {
+                const size_t staging = bytes < 1000 ? 4096 : 0;
+                EXPECT_TRUE(run_nodes(n, [&](int node, Board &b) {
+                    return run_bcast(node, b, n, n - 1, bytes, kind, 30, staging, true);
+                })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind);
+            }
 }
 TEST(BcastEngine, EmptyMessage) {
     EXPECT_TRUE(run_nodes(3, [](int node, Board &b) { return run_bcast(node, b, 3, 0, 0, Engine::Offload, 5); }));

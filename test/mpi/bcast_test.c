@@ -1,7 +1,15 @@
 /*
  * bcast_test.c - persistent broadcast (MPIX_Bcast_init / MPI_Bcast_init) over
- * coll tca, one sub-test per run: bcast_test <name>.  Every rank checks the
- * data of every epoch; the root changes it every time.
+ * coll tca, one sub-test per run: bcast_test [--gpu] <name>.  Every rank checks
+ * the data of every epoch; the root changes it every time.
+ *
+ * --gpu (or a name gpu_<name>, or TCA_TEST_GPU=1 in the environment as
+ * test/mpi/run_gpu_case.sh sets it): the buffers are cudaMalloc'd, each rank's at
+ * its own offset inside its allocation (coll tca registers allocations, the
+ * buffer at base + offset), filled and checked through cudaMemcpy; one round
+ * mixes host and GPU buffers.  Without a GPU, a CUDA runtime or a CUDA-aware
+ * Open MPI it prints "SKIP: <why>" and exits 77 (automake's SKIP);
+ * bcast_test --gpu-probe does that check alone, without MPI.
  */
 #include <mpi.h>
 #if MPI_VERSION < 4
@@ -18,6 +26,39 @@
 static int wrank;
 #define TEST_RANK wrank
 #include "../common/mpi_fail.h"
+#include "../common/cuda_dl.h"
+
+/* Where run() puts its buffers: host memory, GPU memory, GPU on odd ranks only. */
+enum { MEM_HOST, MEM_GPU, MEM_MIXED };
+static int mem_mode = MEM_HOST;
+
+static int on_gpu(int rank) { return mem_mode == MEM_GPU || (mem_mode == MEM_MIXED && rank % 2); }
+
+/* span bytes for run(); GPU: at an offset of its own inside a larger allocation */
+static unsigned char *buf_alloc(size_t span, int rank, void **base) {
+    if (!on_gpu(rank)) return *base = malloc(span);
+    const size_t at = 256 + 72 * (size_t) (rank % 7);
+    *base = cuda_dl_malloc(span + at + 64);
+    return (unsigned char *) *base + at;
+}
+static void buf_free(void *base, int rank) {
+    if (on_gpu(rank)) cuda_dl_free(base);
+    else free(base);
+}
+static void buf_put(unsigned char *buf, const unsigned char *host, size_t n, int rank) {
+    if (on_gpu(rank)) cuda_dl_copy(buf, host, n);
+    else memcpy(buf, host, n);
+}
+static void buf_fill(unsigned char *buf, int byte, size_t n, int rank) {
+    if (on_gpu(rank)) cuda_dl_fill(buf, byte, n);
+    else memset(buf, byte, n);
+}
+/* host view of what the broadcast wrote (GPU: copied out) */
+static const unsigned char *buf_view(const unsigned char *buf, unsigned char *host, size_t n, int rank) {
+    if (!on_gpu(rank)) return buf;
+    cuda_dl_copy(host, buf, n);
+    return host;
+}
 
 static unsigned char pat(size_t i, unsigned seed) { return (unsigned char) (i * 151 + seed * 13 + (i >> 11)); }
 
@@ -28,13 +69,14 @@ static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epoch
     MPI_Aint lb, extent;
     MPI_Type_get_extent(type, &lb, &extent);
     const size_t span = (size_t) extent * (size_t) (count > 0 ? count : 1) + 16;
-    unsigned char *buf = malloc(span), *expect = malloc(span);
+    void *base;
+    unsigned char *buf = buf_alloc(span, rank, &base), *expect = malloc(span), *host = malloc(span);
     MPI_Request req;
     BCAST_INIT(buf, count, type, root, comm, MPI_INFO_NULL, &req);
     for (int e = 0; e < epochs; e++) {
         for (size_t i = 0; i < span; i++) expect[i] = pat(i, (unsigned) (e + 7 * root));
-        if (rank == root) memcpy(buf, expect, span);
-        else memset(buf, 0xEE, span);
+        if (rank == root) buf_put(buf, expect, span, rank);
+        else buf_fill(buf, 0xEE, span, rank);
         MPI_Start(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         if (rank != root) {
@@ -43,7 +85,7 @@ static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epoch
             MPI_Pack_size(count, type, comm, &psize);
             unsigned char *a = malloc((size_t) psize + 1), *b = malloc((size_t) psize + 1);
             int pa = 0, pb = 0;
-            MPI_Pack(buf, count, type, a, psize, &pa, comm);
+            MPI_Pack(buf_view(buf, host, span, rank), count, type, a, psize, &pa, comm);
             MPI_Pack(expect, count, type, b, psize, &pb, comm);
             if (pa != pb || memcmp(a, b, (size_t) pa))
                 FAIL("%s: root %d count %d epoch %d: data differs", what, root, count, e);
@@ -53,8 +95,9 @@ static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epoch
     }
     MPI_Request_free(&req);
     if (req != MPI_REQUEST_NULL) FAIL("%s: request not freed", what);
-    free(buf);
+    buf_free(base, rank);
     free(expect);
+    free(host);
 }
 
 static void test_basic(void) {
@@ -67,14 +110,21 @@ static void test_basic(void) {
     run(MPI_COMM_WORLD, MPI_INT, 300000, size - 1, 3, "int");
     run(MPI_COMM_WORLD, MPI_DOUBLE, 33, 0, 3, "double");
     run(MPI_COMM_WORLD, MPI_BYTE, 64 << 20, 0, 2, "64 MiB");
+    if (mem_mode != MEM_HOST) {
+        mem_mode = MEM_MIXED; /* host buffers on even ranks, GPU on odd ones, in one broadcast */
+        for (int root = 0; root < size && root < 2; root++)
+            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+                run(MPI_COMM_WORLD, MPI_BYTE, counts[k], root, 2, "host and GPU");
+        mem_mode = MEM_GPU;
+    }
     MPI_Datatype contig, vec;
     MPI_Type_contiguous(5, MPI_INT, &contig);
     MPI_Type_commit(&contig);
     run(MPI_COMM_WORLD, contig, 20001, 1 % size, 3, "contiguous derived");
-    MPI_Type_vector(1000, 2, 5, MPI_DOUBLE, &vec); /* non-contiguous: libnbc */
+    MPI_Type_vector(1000, 2, 5, MPI_DOUBLE, &vec); /* non-contiguous: libnbc (GPU: through the pml) */
     MPI_Type_commit(&vec);
     run(MPI_COMM_WORLD, vec, 3, 0, 3, "vector (fallback)");
-    /* a derived type freed by the user while the request lives (we retain it) */
+    /* a derived type freed by the user while the request lives (we retain it); host memory */
     MPI_Datatype tmp;
     MPI_Type_contiguous(3, MPI_SHORT, &tmp);
     MPI_Type_commit(&tmp);
@@ -346,10 +396,58 @@ static void test_dma_share(void) {
     MPI_Request_free(&reqs[NB]);
 }
 
+/* 0: GPU buffers can be tested here; else prints why not (SKIP line) */
+static int gpu_unusable(int after_init, int verbose) {
+    char why[240];
+    if (cuda_dl_open(why, sizeof why) != 0) {
+        if (verbose) printf("SKIP: %s\n", why);
+        return 1;
+    }
+    if (!after_init) {
+#if !defined(MPIX_CUDA_AWARE_SUPPORT) || !MPIX_CUDA_AWARE_SUPPORT
+        cuda_dl_mpi_aware(why, sizeof why);
+        if (verbose) printf("SKIP: %s\n", why);
+        return 1;
+#endif
+    } else if (!cuda_dl_mpi_aware(why, sizeof why)) {
+        if (verbose) printf("SKIP: %s\n", why);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--gpu-probe")) return gpu_unusable(0, 1) ? 77 : 0;
+    const char *name = "";
+    const char *env = getenv("TCA_TEST_GPU");
+    if (env && !strcmp(env, "1")) mem_mode = MEM_GPU;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpu")) mem_mode = MEM_GPU;
+        else name = argv[i];
+    }
+    const char *label = name; /* the pass line names the test as given */
+    if (!strncmp(name, "gpu_", 4)) {
+        mem_mode = MEM_GPU;
+        name += 4;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    const char *name = argc > 1 ? argv[1] : "";
+    if (mem_mode != MEM_HOST) {
+        /* every rank decides alike (one SKIP line), then all leave with 77 */
+        int unusable = gpu_unusable(1, wrank == 0), any = 0;
+        MPI_Allreduce(&unusable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            MPI_Finalize();
+            return 77;
+        }
+        if (strcmp(name, "basic") && strcmp(name, "comms") && strcmp(name, "epochs")) {
+            /* never a silent pass on host memory */
+            if (wrank == 0) printf("SKIP: sub-test '%s' has no GPU variant\n", name);
+            MPI_Finalize();
+            return 77;
+        }
+        cuda_dl_pick_device();
+    }
     /* Ranks that took different paths (tca here, libnbc there) hang: end such a
      * run soon, do not leave it to the harness's 10 minutes. */
     if (strstr("many_live free_late mixed_layout dma_share", name) && name[0]) alarm(300);
@@ -365,7 +463,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(name, "dma_share")) test_dma_share();
     else FAIL("unknown test '%s'", name);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (wrank == 0) printf("%s: passed in %.2f s\n", name, MPI_Wtime() - t0);
+    if (wrank == 0) printf("%s: passed in %.2f s\n", label, MPI_Wtime() - t0);
     MPI_Finalize();
     return 0;
 }

@@ -187,7 +187,15 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
             .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
             .buffer = (char *) buff + true_lb, .bytes = bytes, .segment_bytes = mca_coll_tca_component.segment_bytes,
             .chain_threshold = mca_coll_tca_component.chain_threshold,
-            .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine};
+            .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine,
+#if OPAL_CUDA_SUPPORT
+            /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
+             * asks CUDA and registers them as GPU memory (moved GPU to GPU). */
+            .detect_gpu = 1,
+#else
+            .detect_gpu = 0,
+#endif
+        };
         core = tca_coll_bcast_new(&p, &mine_info, &err);
     }
     /* Everything that can fail on one rank alone happens before the vote. */
@@ -216,8 +224,10 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
         return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
     }
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
-                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine", comm->c_name,
-                        bytes, root, TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread");
+                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer",
+                        comm->c_name, bytes, root,
+                        TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread",
+                        tca_coll_bcast_on_gpu(core) ? "GPU" : "host");
 
     mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
     if (NULL == r) {
