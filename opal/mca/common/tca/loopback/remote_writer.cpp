@@ -17,13 +17,37 @@ namespace tca::loopback {
 namespace {
 constexpr size_t kMaxIov = 512;
 
+// The last word of a copy is stored exactly once, after the rest.  glibc's
+// memcpy writes with overlapping stores (8..15 bytes: the first and the last
+// 8, so an 8-byte copy stores the same word twice; longer copies rewrite
+// their tail).  Programs poll a flag word that a PIO or DMA write sets and
+// then clear it themselves (the published PIO marker protocol, tcaSendPIO's
+// final word): a clear landing between two stores of the flag is undone by
+// the second, and the next wait passes at once on stale data (seen as about
+// 1 run in 20 of test/tca-api/pio_allreduce).  Short copies go out as
+// non-overlapping constant-size pieces in address order, one store each (an
+// aligned word is never torn); long ones as memcpy of all but the last 8
+// bytes, then those 8 bytes in one store.
+void copy_bytes(unsigned char *dst, const unsigned char *src, uint64_t n) {
+    if (n >= 64) {
+        std::memcpy(dst, src, n - 8);
+        __builtin_memcpy(dst + n - 8, src + n - 8, 8);
+        return;
+    }
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) __builtin_memcpy(dst + i, src + i, 8);
+    if (i + 4 <= n) __builtin_memcpy(dst + i, src + i, 4), i += 4;
+    if (i + 2 <= n) __builtin_memcpy(dst + i, src + i, 2), i += 2;
+    if (i < n) dst[i] = src[i];
+}
+
 void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch,
                uint64_t width, uint64_t height) {
     if (height == 1 || (dst_pitch == width && src_pitch == width)) {
-        std::memcpy(dst, src, width * height);
+        copy_bytes(dst, src, width * height);
         return;
     }
-    for (uint64_t r = 0; r < height; ++r) std::memcpy(dst + r * dst_pitch, src + r * src_pitch, width);
+    for (uint64_t r = 0; r < height; ++r) copy_bytes(dst + r * dst_pitch, src + r * src_pitch, width);
 }
 }  // namespace
 
@@ -238,7 +262,7 @@ bool RemoteWriter::service_bounce() {
         // write outside memory we registered.
         if (e.key.load(std::memory_order_acquire) == b->dst_key && b->dst_addr >= e.base &&
             b->len <= e.size && b->dst_addr - e.base <= e.size - b->len) {
-            std::memcpy(reinterpret_cast<void *>(b->dst_addr), b->data, b->len);
+            copy_bytes(reinterpret_cast<unsigned char *>(b->dst_addr), b->data, b->len);
             status = tcaSuccess;
         }
     }
