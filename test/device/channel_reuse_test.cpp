@@ -16,16 +16,6 @@ namespace {
 constexpr int kTag = 0x100;  // the published programs' tag
 constexpr int kFlags = tcaDMAUseInternal | tcaDMAUseNotifyInternal;
 
-// Self-notifications of (slot, tag) there now, consumed; blocks never.
-int drain_count(tcaHandle *h, int slot, int tag) {
-    int n = 0;
-    for (int flag = 1;;) {
-        NODE_OK(tcaTestDMARecvDesc(h, slot, tag, &flag));
-        if (!flag) return n;
-        ++n;
-    }
-}
-
 // B3/B4 style: a chain of two descriptors that both notify self; the sender
 // restarts after one of the two self-notifications (before the last
 // descriptor has run) or after all of them (right after the last one), never

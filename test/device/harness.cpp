@@ -190,4 +190,13 @@ void apply_env(const std::string &env) {
     return ::testing::AssertionFailure() << f;
 }
 
+int drain_count(tcaHandle *h, int slot, int tag) {
+    int n = 0;
+    for (int flag = 1;;) {
+        NODE_OK(tcaTestDMARecvDesc(h, slot, tag, &flag));
+        if (!flag) return n;
+        ++n;
+    }
+}
+
 }  // namespace tca::test

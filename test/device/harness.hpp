@@ -75,6 +75,10 @@ bool check_pattern(const void *p, size_t n, uint32_t seed, size_t *bad_at = null
 // Segment files of this user whose name contains key, in /dev/shm.
 int count_segments(const std::string &key);
 
+// Notifications (slot, tag) from h's node there now, all consumed; never
+// blocks.  In a node: a failing call ends the node.
+int drain_count(tcaHandle *h, int slot, int tag);
+
 }  // namespace tca::test
 
 // In a node: report and fail the node (the process exits with 1).

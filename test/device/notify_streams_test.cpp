@@ -15,15 +15,6 @@ constexpr int kTag = 0x100;
 constexpr int kFlags = tcaDMAUseInternal | tcaDMAUseNotifyInternal;
 const char *const kShortTimeout = "TCA_TIMEOUT_MS=5000";
 
-int drain_count(tcaHandle *h, int slot, int tag) {
-    int n = 0;
-    for (int flag = 1;;) {
-        NODE_OK(tcaTestDMARecvDesc(h, slot, tag, &flag));
-        if (!flag) return n;
-        ++n;
-    }
-}
-
 // Node 0 starts a stream of 10000 runs on channel 0 that notify node 1 and
 // itself on slot 5; nobody waits for them.  Meanwhile a ping-pong on slot 0
 // (channel 1 on both sides) keeps going.  At the end every stream

@@ -12,6 +12,7 @@
 #include <new>
 #include <vector>
 
+#include "api_guard.hpp"
 #include "desc_registry.hpp"
 #include "device.hpp"
 #include "gpu/cuda_runtime.hpp"
@@ -21,6 +22,7 @@
 using tca::descs;
 
 namespace {
+using tca::guarded;
 
 // The process's one node.  tcaInit/tcaFinalize are reference counted: an
 // application using the TCA API and the MPI components (btl, coll) in the
@@ -66,18 +68,6 @@ void fork_child() {
 #define TCA_REQUIRE_DEVICE(dev)                          \
     tca::Device *dev = device();                         \
     if (dev == nullptr) return tcaErrorNotInitialized
-
-template <class F>
-tcaResult guarded(F &&f) noexcept {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        return tcaErrorNoMemory;
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "tca: internal error: %s\n", e.what());
-        return tcaErrorSystem;
-    }
-}
 
 // A second init joins the running node if it asks for nothing else.
 tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params) {

@@ -19,23 +19,12 @@
 #include <cstdio>
 #include <new>
 
+#include "api_guard.hpp"
 #include "device.hpp"
 #include "model/descriptor.hpp"
 #include "tca-api.h"
 
 namespace {
-
-template <class F>
-tcaresult guarded(F &&f) noexcept {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        return tcaErrorNoMemory;
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "tca: internal error: %s\n", e.what());
-        return tcaErrorSystem;
-    }
-}
 
 constexpr size_t kFinalWord = 8;
 
@@ -70,7 +59,7 @@ tcaresult tcaSendPIO(tcaPIOHandle *pio, size_t offset, void *src, size_t size) {
     if (const tcaresult r = tca::check_handle(&pio->remote, dev->topology().num_nodes()); r != tcaSuccess) return r;
     if (!tca::range_fits(pio->remote, at, size)) return tcaErrorOutOfRange;
     if (size == 0) return tcaSuccess;
-    return guarded([&] {
+    return tca::guarded([&] {
         const auto *bytes = static_cast<const unsigned char *>(src);
         if (size <= kFinalWord) return dev->pio_write(pio->remote, at, bytes, size, 0, 0, 0);
         const size_t body = size - kFinalWord;
