@@ -26,6 +26,7 @@
 static int wrank;
 #define TEST_RANK wrank
 #include "../common/mpi_fail.h"
+#include "../common/shm_fill.h"
 #include "../common/cuda_dl.h"
 
 /* Where run() puts its buffers: host memory, GPU memory, GPU on odd ranks only. */
@@ -397,6 +398,40 @@ static void test_dma_share(void) {
 }
 
 /* 0: GPU buffers can be tested here; else prints why not (SKIP line) */
+/* Persistent broadcasts prepared, then /dev/shm filled to the last byte
+ * (test/shm_full.sh sets TCA_TEST_FILL_SHM=1 in a private /dev/shm; without
+ * it nothing is filled): the prepared ones keep moving correct data, and one
+ * prepared afterwards either works or is refused by name, never a SIGBUS. */
+static void test_prepared_then_full(void) {
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    enum { N = 3 };
+    const size_t bytes[N] = {1024, 1 << 20, 4 << 20};
+    unsigned char *buf[N];
+    MPI_Request req[N];
+    for (int k = 0; k < N; k++) {
+        buf[k] = malloc(bytes[k]);
+        BCAST_INIT(buf[k], (int) bytes[k], MPI_BYTE, k % size, MPI_COMM_WORLD, MPI_INFO_NULL, &req[k]);
+    }
+    tca_test_fill_shm(MPI_COMM_WORLD);
+    for (int e = 0; e < 6; e++)
+        for (int k = 0; k < N; k++) {
+            const int root = k % size;
+            for (size_t i = 0; i < bytes[k]; i++) buf[k][i] = wrank == root ? pat(i, (unsigned) (e * 3 + k)) : 0xEE;
+            MPI_Start(&req[k]);
+            MPI_Wait(&req[k], MPI_STATUS_IGNORE);
+            for (size_t i = 0; i < bytes[k]; i++)
+                if (buf[k][i] != pat(i, (unsigned) (e * 3 + k)))
+                    FAIL("after /dev/shm filled: %zu-byte broadcast epoch %d: byte %zu differs", bytes[k], e, i);
+        }
+    run(MPI_COMM_WORLD, MPI_BYTE, 100000, 0, 2, "prepared after /dev/shm filled");
+    for (int k = 0; k < N; k++) {
+        MPI_Request_free(&req[k]);
+        free(buf[k]);
+    }
+    tca_test_unfill_shm(MPI_COMM_WORLD);
+}
+
 static int gpu_unusable(int after_init, int verbose) {
     char why[240];
     if (cuda_dl_open(why, sizeof why) != 0) {
@@ -461,6 +496,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(name, "free_late")) test_free_late();
     else if (!strcmp(name, "mixed_layout")) test_mixed_layout();
     else if (!strcmp(name, "dma_share")) test_dma_share();
+    else if (!strcmp(name, "prepared_then_full")) test_prepared_then_full();
     else FAIL("unknown test '%s'", name);
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0) printf("%s: passed in %.2f s\n", label, MPI_Wtime() - t0);

@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include "../common/compute.h"
+#include "../common/shm_fill.h"
 #include "gpu_buffers.h"
 #include <pthread.h>
 #include <signal.h>
@@ -689,8 +690,10 @@ int main(int argc, char **argv) {
             MPI_Finalize();
             return TCA_TEST_GPU_SKIP_STATUS;
         }
+        tca_test_fill_shm(MPI_COMM_WORLD); /* test/shm_full.sh: /dev/shm full from here on */
         const double t0 = MPI_Wtime();
         tests[i].fn();
+        tca_test_unfill_shm(MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0)
             printf("%s: passed on %d ranks in %.2f s%s\n", name, size, MPI_Wtime() - t0,

@@ -29,6 +29,7 @@
 #include "ompi/mca/pml/pml.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
+#include "tca_error_text.h"
 #include "tca_mca_check.h"
 
 int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
@@ -80,7 +81,8 @@ static void track(mca_coll_tca_request_t *r) {
 }
 
 static int fail(const char *what, tcaResult r) {
-    tca_show_help("help-coll-tca.txt", "call-failed", what, tcaGetErrorString(r));
+    char why[768];
+    tca_show_help("help-coll-tca.txt", "call-failed", what, tca_error_text(r, why, sizeof(why)));
     return OMPI_ERROR;
 }
 

@@ -16,6 +16,7 @@
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 #include "tca_cuda_abi.h"
+#include "tca_error_text.h"
 #include "tca_mca_check.h"
 #if OPAL_CUDA_SUPPORT
 #include "opal/mca/common/cuda/common_cuda.h"
@@ -246,7 +247,8 @@ static int start_device(mca_btl_tca_component_t *c) {
     const tcaInitParams params = {.job_key = key, .node_id = c->node, .num_nodes = c->num_nodes};
     tcaResult r = tcaInitWithParams(&params);
     if (tcaSuccess != r) {
-        tca_show_help(HELP_FILE, "device-failed", tcaGetErrorString(r));
+        char why[768];
+        tca_show_help(HELP_FILE, "device-failed", tca_error_text(r, why, sizeof(why)));
         return OPAL_ERROR;
     }
     c->device_up = 1;
@@ -268,7 +270,8 @@ static int start_device(mca_btl_tca_component_t *c) {
         c->ring_slots /= 2;
     }
     if (tcaSuccess != r) {
-        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, tcaGetErrorString(r));
+        char why[768];
+        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, tca_error_text(r, why, sizeof(why)));
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);

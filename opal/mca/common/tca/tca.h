@@ -306,6 +306,11 @@ TCA_API tcaResult tcaSlotRelease(int slot);
 /* The file that holds this node's state, for a launcher to remove after an
  * aborted job ("" if the backend keeps none). */
 TCA_API tcaResult tcaGetBackingPath(char *path, size_t len);
+/* Why this thread's last failed call failed, where libtca knows more than the
+ * result code (e.g. how much /dev/shm a start needed and had): "" if nothing
+ * more is known.  Works before tcaInit and after a failed one, so a component
+ * can put the cause into its own error message.  Truncated to len - 1. */
+TCA_API tcaResult tcaGetErrorDetail(char *text, size_t len);
 
 #ifdef __cplusplus
 }

@@ -88,6 +88,7 @@ tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params)
 tcaResult init_device(const tcaInitParams *params) noexcept {
     static std::once_flag atfork_once;
     std::call_once(atfork_once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
+    tca::set_error_detail("");  // a detail read after this call belongs to it
     return guarded([&] {
         std::lock_guard g(g_owner.lock);
         if (g_owner.device) return join_running_node(*g_owner.device, params);
@@ -456,6 +457,15 @@ tcaResult tcaGetBackingPath(char *path, size_t len) {
     const std::string p = dev->backing_path();
     if (p.size() + 1 > len) return tcaErrorInvalidValue;
     std::memcpy(path, p.c_str(), p.size() + 1);
+    return tcaSuccess;
+}
+
+tcaResult tcaGetErrorDetail(char *text, size_t len) {
+    if (text == nullptr || len == 0) return tcaErrorInvalidValue;
+    const std::string &d = tca::last_error_detail();
+    const size_t n = std::min(d.size(), len - 1);
+    std::memcpy(text, d.data(), n);
+    text[n] = '\0';
     return tcaSuccess;
 }
 

@@ -1,6 +1,7 @@
 // node_segment.cpp - lifetime of the per-node segments, including the cleanup
 // of segments left behind by killed processes (by survivors or the next start).
 #include "loopback/node_segment.hpp"
+#include "loopback/shm_reserve.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -246,6 +247,13 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     };
     if (fchmod(fd, 0600) != 0) return fail("fchmod");  // exactly 0600, whatever the umask
     if (ftruncate(fd, static_cast<off_t>(layout.total_size)) != 0) return fail("ftruncate");
+    // Every page now (shm_reserve.hpp): a full /dev/shm fails this start,
+    // never a later store into the segment (ours or a peer's).
+    if (reserve_shm(fd, 0, layout.total_size, name_, "node segment") != tcaSuccess) {
+        close(fd);
+        shm_unlink(name_.c_str());
+        return tcaErrorNoMemory;
+    }
     void *p = mmap(nullptr, layout.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fail("mmap");
     close(fd);

@@ -1,10 +1,10 @@
 // shared_heap.cpp - arenas of the shared heap (owner side).  Peers map them
 // through PeerArenas; here they are made, filled with blocks and removed.
 #include "loopback/shared_heap.hpp"
+#include "loopback/shm_reserve.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,12 +78,8 @@ void SharedHeap::drop_arena(Arena *a) noexcept {
 // The block's pages exist from here on: a full /dev/shm is an error now,
 // never a SIGBUS at a later store (ours or a peer's).
 Result SharedHeap::reserve(Arena *a, uint64_t off, uint64_t len) {
-    // More than /dev/shm has free fails at once: fallocate would first fill
-    // it (everyone's shared memory) and only then give up.
-    struct statvfs fs {};
-    if (fstatvfs(a->fd, &fs) == 0 && len / fs.f_frsize >= fs.f_bavail) return tcaErrorNoMemory;
-    const int rc = posix_fallocate(a->fd, static_cast<off_t>(off), static_cast<off_t>(len));
-    return rc == 0 ? tcaSuccess : tcaErrorNoMemory;
+    // Quiet: tcaMalloc falls back to private memory.
+    return reserve_shm(a->fd, off, len, nodes_.own().arenas()[a->slot].name, "shared heap (tcaMalloc)", false);
 }
 
 void SharedHeap::give_back(Arena *a, uint64_t off, uint64_t len) noexcept {

@@ -42,4 +42,18 @@ const char *result_message(Result r) noexcept {
     return kMessages[static_cast<size_t>(i)];
 }
 
+namespace {
+thread_local std::string t_detail;
+}  // namespace
+
+const std::string &last_error_detail() noexcept { return t_detail; }
+
+void set_error_detail(const char *text) noexcept {
+    try {
+        t_detail = text;
+    } catch (...) {  // no memory for the text: the "tca:" line on stderr still says it
+        t_detail.clear();
+    }
+}
+
 }  // namespace tca
