@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -187,6 +188,87 @@ TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
                               "-0123456789abcdef-h0123456789abcdef", "-1111111111111111-h2222222222222222"})
             unlink(planted_name(key, node, s).c_str());
     munmap(mem, sizeof(Shared));
+}
+
+}  // namespace
+}  // namespace tca::test
+
+namespace tca::test {
+namespace {
+
+// Ten thousand files under this user's prefix and under the job's own
+// segment names, none of them a segment (another user's, or wrong mode):
+// any local process can make them.  A node waiting for a late peer polls
+// /dev/shm every millisecond; the cost of those polls must not grow with the
+// planted files (the old code opened each of them at every poll: a core
+// busy for the whole wait, and starts slowed towards the timeout).  The
+// measure is the waiting node's CPU time, which load on the machine does
+// not inflate.  The files are left as they were.
+double cpu_seconds_waiting_for_a_late_peer(const std::string &key) {
+    NodeOptions opt;
+    opt.init = false;
+    opt.job_key = key;
+    static double cpu[2];  // written by node 0 through a shared page
+    auto *shared = static_cast<double *>(
+        mmap(nullptr, sizeof cpu, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    EXPECT_NE(shared, MAP_FAILED);
+    EXPECT_TRUE(run_nodes(2, [&](int node, Board &board) {
+        tcaInitParams p{key.c_str(), node, 2};
+        if (node == 1) usleep(1000 * 1000);
+        timespec t0{}, t1{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+        NODE_OK(tcaInitWithParams(&p));
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+        if (node == 0) *shared = static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
+        board.barrier();
+        auto [buf, mine, peer] = exchange_buffers(node, board, 4096, tcaMemoryCPU);
+        std::vector<unsigned char> out(4096);
+        fill_pattern(out.data(), out.size(), static_cast<uint32_t>(node + 7));
+        NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 0, 1));
+        NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
+        NODE_CHECK(check_pattern(buf, 4096, static_cast<uint32_t>(8 - node)));
+        board.barrier();
+        NODE_OK(tcaDestroyHandle(&mine));
+        NODE_OK(tcaFree(buf, tcaMemoryCPU));
+        return 0;
+    }, opt));
+    const double v = *shared;
+    munmap(shared, sizeof cpu);
+    return v;
+}
+
+TEST(Security, TenThousandPlantedFilesCostNothingWhileWaiting) {
+    const double clean = cpu_seconds_waiting_for_a_late_peer(unique_job_key("crowd"));
+    const std::string key = unique_job_key("crowd");
+    const std::string user = "/dev/shm/tca-" + std::to_string(geteuid()) + "-";
+    uid_t other = 0;
+    gid_t other_gid = 0;
+    const bool can_chown = geteuid() == 0 && intruder_ids(&other, &other_gid);
+    std::vector<std::string> planted;
+    for (int i = 0; i < 10000; ++i) {
+        char name[256];
+        if (i < 9000)  // the job's own segment names, both nodes
+            std::snprintf(name, sizeof name, "%s%s-%d-%016x", user.c_str(), key.c_str(), i % 2, i);
+        else
+            std::snprintf(name, sizeof name, "%sjunk%d", user.c_str(), i);
+        const int fd = open(name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+        ASSERT_GE(fd, 0) << name << ": " << std::strerror(errno);
+        if (can_chown && i % 2 == 0) ASSERT_EQ(fchown(fd, other, other_gid), 0);
+        ASSERT_EQ(fchmod(fd, 0644), 0);  // not 0600: not a segment, whoever owns it
+        close(fd);
+        planted.emplace_back(name);
+    }
+    const double crowded = cpu_seconds_waiting_for_a_late_peer(key);
+    std::printf("CPU time of a node waiting 1 s for its peer: %.3f s clean, %.3f s among 10000 planted files\n",
+                clean, crowded);
+    EXPECT_LT(crowded, 0.5);  // the old code: a core for the whole second
+    size_t left = 0;
+    for (auto &p : planted) {
+        struct stat st {};
+        if (stat(p.c_str(), &st) == 0 && (st.st_mode & 07777) == 0644) ++left;
+        unlink(p.c_str());
+    }
+    EXPECT_EQ(left, planted.size()) << "planted files were removed or changed";
 }
 
 }  // namespace

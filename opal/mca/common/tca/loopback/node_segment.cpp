@@ -2,8 +2,8 @@
 // of segments left behind by killed processes (by survivors or the next start).
 #include "loopback/node_segment.hpp"
 #include "loopback/shm_reserve.hpp"
+#include "loopback/shm_scan.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -73,21 +73,6 @@ bool is_stale(SegmentHeader *h) {
     return l == Liveness::Dead || (l == Liveness::Finalized && !owner_alive(h));
 }
 
-// Says once per file that a file under our prefix is not ours (planted by
-// another user, or damaged): it is left alone.
-void warn_foreign(const std::string &name, const std::string &why) {
-    constexpr size_t kMaxTold = 8;  // a flood of planted files must not flood the log
-    static std::mutex lock;
-    static std::set<std::string> told;
-    std::lock_guard g(lock);
-    if (told.size() > kMaxTold || !told.insert(name).second) return;
-    if (told.size() > kMaxTold)
-        std::fprintf(stderr, "tca: ignoring more files in /dev/shm that are not segments of this user\n");
-    else
-        std::fprintf(stderr, "tca: ignoring /dev/shm%s: %s (not a segment of this user; not mapped)\n",
-                     name.c_str(), why.c_str());
-}
-
 // Calls f(name, fd, st) for every /dev/shm file under prefix (a shm name,
 // "/..."), that open_own_segment_file accepts; the descriptor is closed after
 // f returns.  The rest is never mapped (and named once on stderr if warn).
@@ -97,23 +82,18 @@ using OwnFileVisitor = std::function<void(const std::string &name, int fd, const
 enum class Files { Segments, Arenas };
 void for_each_own_file(const std::string &prefix, bool warn, const OwnFileVisitor &f,
                        Files which = Files::Segments) {
-    DIR *d = opendir("/dev/shm");
-    if (d == nullptr) return;
-    while (dirent *e = readdir(d)) {
-        if (std::strncmp(e->d_name, prefix.c_str() + 1, prefix.size() - 1) != 0) continue;
-        const std::string name = std::string("/") + e->d_name;
-        if (is_arena_name(name) != (which == Files::Arenas)) continue;
+    for_each_own_entry(prefix, warn, [&](const std::string &name) {
+        if (is_arena_name(name) != (which == Files::Arenas)) return;
         struct stat st {};
         std::string why;
         const int fd = open_own_segment_file(name, &st, &why);
         if (fd < 0) {
-            if (warn && !why.empty()) warn_foreign(name, why);
-            continue;
+            if (warn && !why.empty()) warn_not_ours(name, why);
+            return;
         }
         f(name, fd, st);
         close(fd);
-    }
-    closedir(d);
+    });
 }
 }  // namespace
 
@@ -321,10 +301,16 @@ Result MappedSegment::check_no_live_twin(const std::string &job_key, int node) {
     return result;
 }
 
-Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes) {
+Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes, ShmDirStamp *unseen) {
     reset();
+    // Nothing of ours was there at the last poll and nothing was added or
+    // removed since: listing again would find the same (shm_scan.hpp).
+    if (unseen != nullptr && unseen->unchanged()) return tcaErrorNotReady;
+    if (unseen != nullptr) unseen->take();
+    bool seen = false;
     Result result = tcaErrorNotReady;
     for_each_own_file(segment_prefix(job_key, node), true, [&](const std::string &name, int fd, const struct stat &st) {
+        seen = true;
         if (result != tcaErrorNotReady) return;
         if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) return;  // still being sized
         void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -368,6 +354,9 @@ Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes
     // (tcaErrorPeerGone) and remove its segment, as for any peer that dies.
     if (result == tcaErrorNotReady && base_ != nullptr) result = tcaSuccess;
     if (result != tcaSuccess) reset();
+    // A file of ours that is not Ready yet changes without a directory
+    // change: poll it again.
+    if (seen && unseen != nullptr) unseen->clear();
     return result;
 }
 

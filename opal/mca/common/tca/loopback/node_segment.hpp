@@ -39,6 +39,8 @@ uint64_t process_start_time(pid_t pid) noexcept;
 int open_own_segment_file(const std::string &name, struct stat *st, std::string *why);
 
 // RAII owner of one mapping.
+class ShmDirStamp;
+
 class MappedSegment {
 public:
     MappedSegment() = default;
@@ -52,8 +54,10 @@ public:
     // tcaErrorJobConflict if another live process already is this node.
     Result create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size);
     // A peer: find its segment and map it once it is Ready.
-    // tcaErrorNotReady = not (yet) there.
-    Result attach(const std::string &job_key, int node, int num_nodes);
+    // tcaErrorNotReady = not (yet) there.  A poll passes the same `unseen`
+    // each time: the listing is skipped while /dev/shm did not change since
+    // a listing that found nothing of ours.
+    Result attach(const std::string &job_key, int node, int num_nodes, ShmDirStamp *unseen = nullptr);
     void reset() noexcept;
 
     bool mapped() const noexcept { return base_ != nullptr; }

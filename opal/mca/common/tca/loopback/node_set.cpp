@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "loopback/env_settings.hpp"
+#include "loopback/shm_scan.hpp"
 
 namespace tca::loopback {
 
@@ -47,8 +48,9 @@ Result NodeSet::attach_all() {
     for (int n = 0; n < size(); ++n) {
         if (n == self()) continue;
         auto &seg = segments_[static_cast<size_t>(n)];
+        ShmDirStamp unseen;
         for (int spins = 0;; ++spins) {
-            const Result r = seg.attach(info_.job_key, n, size());
+            const Result r = seg.attach(info_.job_key, n, size(), &unseen);
             if (r == tcaSuccess) break;
             if (r != tcaErrorNotReady) return r;
             if (clock::now() >= deadline) {
