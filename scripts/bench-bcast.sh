@@ -11,7 +11,7 @@
 # <= 0.5x libnbc) and a PNG plot (bcast-gpu-np4.png).  Without a GPU or a
 # CUDA-aware Open MPI it says why and measures nothing.
 . "$(dirname "$0")/bench-common.sh"
-make -s tca_bcast_bench >/dev/null
+built tca_bcast_bench
 dflag=
 [ "$device" = host ] || dflag="-d $device"
 

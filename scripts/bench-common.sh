@@ -22,6 +22,16 @@ export OMPI_MCA_opal_warn_on_missing_libcuda=0
 TCA_COMPONENT_DIR=$(pwd)/.libs
 export TCA_COMPONENT_DIR
 
+# built PROGRAM...: make them where make runs (a build tree); elsewhere (a
+# built tree carried to a machine without make) they must be there.
+built() {
+    if command -v make >/dev/null 2>&1; then
+        make -s "$@" >/dev/null
+    else
+        for p in "$@"; do [ -x "./$p" ] || { echo "$p is not built (and no make here)" >&2; exit 1; }; done
+    fi
+}
+
 # summarize NKEYS "SORT-KEYS" RAW: lines "key1 .. keyN value" become one line
 # per key, "key1 .. keyN min median max count" (sorted by SORT-KEYS).
 summarize() {

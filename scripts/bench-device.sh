@@ -9,7 +9,7 @@
 . "$(dirname "$0")/bench-common.sh"
 raw="$out/device-raw.txt"
 : >"$raw"
-make -s tca_mpi_bench tca_device_bench >/dev/null
+built tca_mpi_bench tca_device_bench
 for r in $(seq 1 "$repeats"); do
     echo "device round $r of $repeats ..." >&2
     mpirun --mca pml ob1 --mca btl vader,self --bind-to core -np 2 ./tca_mpi_bench latency8 2>&1 |

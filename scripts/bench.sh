@@ -20,7 +20,7 @@ run() { # config-name command... : appends "config bench size value"
 }
 
 if [ "$device" = cuda ]; then
-    make -s tca_mpi_bench >/dev/null
+    built tca_mpi_bench
     why=$(gpu_skip_reason scripts/tca-mpirun $common ./tca_mpi_bench -d cuda latency8)
     if [ -n "$why" ]; then
         echo "bench.sh -d cuda: no GPU rows: $why"
@@ -97,7 +97,7 @@ fi
 
 raw="$out/raw.txt"
 : >"$raw"
-make -s tca_mpi_bench tca_device_bench >/dev/null
+built tca_mpi_bench tca_device_bench
 
 for r in $(seq 1 "$repeats"); do
     echo "round $r of $repeats ..." >&2
