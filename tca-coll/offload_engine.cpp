@@ -162,12 +162,8 @@ private:
         if (const tcaResult r = tcaCounterAdd(s_.go.index, 1); r != tcaSuccess) return r;
         if (!desc_ || (epoch_ - 1) % s_.plan->slots != 0) return tcaSuccess;
         // A new run of K epochs.  The last run's final descriptors (no
-        // triggers left) may still be executing: help them finish.
-        for (;;) {
-            const tcaResult r = tcaStartDMADesc(s_.channel);
-            if (r != tcaErrorChannelBusy) return r;
-            tcaProgress(nullptr);
-        }
+        // triggers left) may still be executing: the start queues behind them.
+        return tcaStartDMADesc(s_.channel);
     }
 
     tcaResult test_staged() {

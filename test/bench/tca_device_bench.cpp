@@ -5,15 +5,26 @@
 //      sides load a one-descriptor chain (data + notification) and use only
 //      tcaStartDMADesc, tcaWaitDMAC and tcaWaitDMARecvDesc, as published TCA
 //      programs do; and the same polling with tcaTestDMARecvDesc + tcaProgress
-//   4. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain
-//   5. memcpy bandwidth in one process (the physical limit) and the ratio
-// scripts/bench-device.sh puts 3 beside an MPI 8 B ping-pong over vader.
+//   4. the physical limit of 1-3: a ping-pong of one flag word through a
+//      page the two processes share (mmap before fork), no library at all:
+//      each one-way trip is one cache-line transfer
+//   5. DMA bandwidth node 0 -> node 1 host memory with a descriptor chain of
+//      1 MiB descriptors (each copied as one memcpy by the loopback engine)
+//   6. plain copies in one process of the same bytes: one memcpy, memcpy in
+//      the engine's 1 MiB pieces, and a streaming (non-temporal) store copy,
+//      the machine's copy limit for data that does not stay in cache; sizes
+//      up to twice the last-level cache (at most 1 GiB)
+// scripts/bench-device.sh puts 3 and 4 beside MPI 8 B ping-pongs over btl tca
+// and vader.
 //
 // Forks two nodes of a fresh sub-cluster; they swap handles through pipes.
-// Node 0 measures and prints; node 1 mirrors every step.
+// Both are pinned, one CPU each (as mpirun --bind-to core pins MPI ranks),
+// unless -P.  Node 0 measures and prints; node 1 mirrors every step.
 //
-// Usage: tca_device_bench [-r repeats] [-q] [-h]
+// Usage: tca_device_bench [-r repeats] [-q] [-P] [-h]
+#include <emmintrin.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -28,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -48,7 +60,18 @@ constexpr size_t kPayload = 8;
 constexpr size_t kRawPayloadOff = 128;
 constexpr size_t kRawFlagOff = kRawPayloadOff + kPayload;
 constexpr size_t kDmaSizes[] = {4u << 10, 64u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
-constexpr size_t kMaxDmaBytes = 64u << 20;
+constexpr size_t kMaxOutOfCacheBytes = 1u << 30;
+
+// The sizes measured: kDmaSizes, then twice the last-level cache rounded up
+// to a power of two (out of cache on any machine), when that is larger.
+std::vector<size_t> dma_sizes() {
+    std::vector<size_t> v(std::begin(kDmaSizes), std::end(kDmaSizes));
+    const long llc = std::max(sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE));
+    size_t out = 1;
+    while (llc > 0 && out < 2 * static_cast<size_t>(llc)) out <<= 1;
+    if (llc > 0 && out > v.back() && out <= kMaxOutOfCacheBytes) v.push_back(out);
+    return v;
+}
 // Published-style ping-pong: each node sends from offset 0 of its buffer to
 // offset kPingDstOff of the peer's (the value arrives where it is checked).
 constexpr size_t kPingDstOff = 64;
@@ -57,6 +80,12 @@ constexpr int kPingChannel = 1;
 // then takes 16 descriptors, which still fit the channel registers (no
 // per-descriptor fetch from a host table).
 constexpr size_t kDescChunk = 1u << 20;
+// ... and larger pieces where 1 MiB ones would pass the chain limit.
+size_t desc_chunk(size_t size) {
+    size_t chunk = kDescChunk;
+    while ((size + chunk - 1) / chunk > 255) chunk *= 2;  // TCA_MAX_DESCRIPTORS
+    return chunk;
+}
 constexpr int kDmaChannel = 0;
 constexpr int kTag = 0;
 
@@ -67,6 +96,7 @@ enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kS
 struct Options {
     int repeats = 5;
     bool quick = false;  // smoke-test sizes: fewer iterations
+    bool pin = true;     // one CPU per node
 
     int warmup() const { return quick ? 100 : 1000; }
     int latency_iters() const { return quick ? 2000 : 20000; }
@@ -169,7 +199,16 @@ struct Node {
     Handles peer{};
     unsigned char *peer_window = nullptr;  // tcaPioMap of peer.internal: stores only
     uint64_t seq = 0;  // ping-pong value; both nodes advance it identically
+    size_t max_dma = 0;  // the largest size measured
 };
+
+// 4.'s page, made by the parent before fork: node i waits on flag i, each
+// alone on its cache line.
+struct alignas(128) FlagLine {
+    std::atomic<uint64_t> value;
+    char pad[128 - sizeof(std::atomic<uint64_t>)];
+};
+FlagLine *g_flags = nullptr;
 
 unsigned char *alloc_registered(size_t size, tcaMemoryType type, tcaHandle *h) {
     void *p = nullptr;
@@ -182,7 +221,7 @@ unsigned char *alloc_registered(size_t size, tcaMemoryType type, tcaHandle *h) {
 void setup(Node &n) {
     n.internal = alloc_registered(kSmallBytes, tcaMemoryInternal, &n.mine.internal);
     n.host_small = alloc_registered(kSmallBytes, tcaMemoryCPU, &n.mine.host_small);
-    n.host_big = alloc_registered(kMaxDmaBytes, tcaMemoryCPU, &n.mine.host_big);
+    n.host_big = alloc_registered(n.max_dma, tcaMemoryCPU, &n.mine.host_big);
     n.host_ping = alloc_registered(kSmallBytes, tcaMemoryCPU, &n.mine.host_ping);
     // Handles are plain values: send the bytes.  The pipe buffer holds a
     // whole Handles, so both sides can write before they read.
@@ -297,6 +336,35 @@ double raw_store_pingpong(Node &n, int iters) {
     return seconds_since(t0);
 }
 
+// ---- 4. the floor: one flag word in a page shared without any library ----
+
+void flag_wait(std::atomic<uint64_t> &flag, uint64_t v) {
+    const auto start = Clock::now();
+    for (uint32_t spins = 1; flag.load(std::memory_order_acquire) != v; ++spins) {
+        cpu_relax();
+        if (spins % 1024 != 0) continue;
+        const auto waited = Clock::now() - start;
+        if (waited > 50us) sched_yield();  // as raw_take: a loaded host
+        if (waited > kFlagTimeout) die("timed out waiting for the peer's flag");
+    }
+}
+
+double shm_flag_pingpong(Node &n, int iters) {
+    std::atomic<uint64_t> &mine = g_flags[n.id].value, &peer = g_flags[1 - n.id].value;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        const uint64_t v = ++n.seq;
+        if (n.id == 0) {
+            peer.store(v, std::memory_order_release);
+            flag_wait(mine, v);
+        } else {
+            flag_wait(mine, v);
+            peer.store(v, std::memory_order_release);
+        }
+    }
+    return seconds_since(t0);
+}
+
 // ---- 3. published-style DMA ping-pong ----
 
 // One descriptor, loaded once: 8 B from our buffer to the peer's, notifying it.
@@ -381,8 +449,9 @@ Stat measure_latency(Node &n, PingPong &&run, int divide = 1) {
 tcaDesc *build_chain(Node &n, size_t size) {
     tcaDesc *d = tcaDescNew();
     if (d == nullptr) die("tcaDescNew returned NULL");
-    for (size_t off = 0; off < size; off += kDescChunk) {
-        const size_t len = std::min(kDescChunk, size - off);
+    const size_t chunk = desc_chunk(size);
+    for (size_t off = 0; off < size; off += chunk) {
+        const size_t len = std::min(chunk, size - off);
         const bool last = off + len == size;
         TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_big, static_cast<off_t>(off), &n.mine.host_big,
                                    static_cast<off_t>(off), len, last ? tcaDMANotify : 0, kSlotDmaData, kTag));
@@ -420,21 +489,63 @@ double memcpy_run(unsigned char *dst, const unsigned char *src, size_t size, int
     return seconds_since(t0);
 }
 
-// Elapsed seconds per repeat of the DMA stream and, on node 0, of memcpy of
-// the same bytes right before it (while node 1 sleeps in the pipe), so both
-// see the same load on a shared host.  Node 1's numbers are meaningless.
+// The bytes in the engine's pieces (desc_chunk), one memcpy each.
+double memcpy_chunked_run(unsigned char *dst, const unsigned char *src, size_t size, int iters) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        const size_t chunk = desc_chunk(size);
+        for (size_t off = 0; off < size; off += chunk) std::memcpy(dst + off, src + off, std::min(chunk, size - off));
+        asm volatile("" ::: "memory");
+    }
+    return seconds_since(t0);
+}
+
+// Non-temporal 16-byte stores (SSE2, every x86-64): the copy that does not
+// read the destination into the cache first.  Buffers are page aligned and
+// sizes multiples of 4 KiB.
+double stream_copy_run(unsigned char *dst, const unsigned char *src, size_t size, int iters) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+        auto *d = reinterpret_cast<__m128i *>(dst);
+        const auto *s = reinterpret_cast<const __m128i *>(src);
+        for (size_t k = 0; k < size / 16; k += 4) {
+            const __m128i a = _mm_load_si128(s + k), b = _mm_load_si128(s + k + 1), c = _mm_load_si128(s + k + 2),
+                          e = _mm_load_si128(s + k + 3);
+            _mm_stream_si128(d + k, a);
+            _mm_stream_si128(d + k + 1, b);
+            _mm_stream_si128(d + k + 2, c);
+            _mm_stream_si128(d + k + 3, e);
+        }
+        _mm_sfence();
+    }
+    return seconds_since(t0);
+}
+
+struct PlainCopies {
+    std::vector<double> memcpy_s, chunked_s, stream_s;
+};
+
+// Elapsed seconds per repeat of the DMA stream and, on node 0, of the plain
+// copies of the same bytes right before it (while node 1 sleeps in the
+// pipe), so all see the same load on a shared host.  Node 1's numbers are
+// meaningless.
 void measure_dma(Node &n, size_t size, int iters, unsigned char *memcpy_dst, std::vector<double> *dma_s,
-                 std::vector<double> *memcpy_s) {
+                 PlainCopies *plain) {
     tcaDesc *chain = nullptr;
     if (n.id == 0) {
         chain = build_chain(n, size);
         TCA_CHECK(tcaDescSet(chain, kDmaChannel));
         memcpy_run(memcpy_dst, n.host_big, size, 2);  // warm-up
+        stream_copy_run(memcpy_dst, n.host_big, size, 1);
     }
     sync_peers(n.link, n.id);
     dma_stream(n, 2);  // warm-up
     for (int r = 0; r < n.opt.repeats; ++r) {
-        if (n.id == 0) memcpy_s->push_back(memcpy_run(memcpy_dst, n.host_big, size, iters));
+        if (n.id == 0) {
+            plain->memcpy_s.push_back(memcpy_run(memcpy_dst, n.host_big, size, iters));
+            plain->chunked_s.push_back(memcpy_chunked_run(memcpy_dst, n.host_big, size, iters));
+            plain->stream_s.push_back(stream_copy_run(memcpy_dst, n.host_big, size, iters));
+        }
         sync_peers(n.link, n.id);
         dma_s->push_back(dma_stream(n, iters));
     }
@@ -452,7 +563,7 @@ struct BandwidthRow {
     size_t size;
     int iters;
     Stat dma_s;  // seconds for iters transfers
-    Stat memcpy_s;
+    Stat memcpy_s, chunked_s, stream_s;
 };
 
 double gbps(size_t size, int iters, double seconds) {
@@ -472,24 +583,33 @@ void print_report(const Options &opt, const std::vector<LatencyRow> &lat, const 
     std::printf("# %-34s %10s %10s\n", "test", "min", "median");
     for (const LatencyRow &r : lat) std::printf("%-36s %10.3f %10.3f\n", r.name, r.us.min, r.us.median);
     std::printf("#\n");
-    std::printf("# DMA node 0 -> node 1 host memory (chain of <= 1 MiB descriptors, notify on the last)\n");
-    std::printf("# vs memcpy in one process; GB/s = 1e9 B/s, best = fastest repeat, median over repeats\n");
-    std::printf("# %-10s %7s %9s %11s %12s %14s %11s\n", "size", "iters", "dma_best", "dma_median", "memcpy_best",
-                "memcpy_median", "dma/memcpy");
+    std::printf("# DMA node 0 -> node 1 host memory (chain of <= 1 MiB descriptors, notify on the last) vs plain\n");
+    std::printf("# copies in one process: memcpy, memcpy in 1 MiB pieces (the engine's), streaming stores;\n");
+    std::printf("# GB/s = 1e9 B/s of medians over repeats; dma/best = DMA / the fastest plain copy\n");
+    std::printf("# %-10s %7s %9s %9s %9s %9s %11s %9s\n", "size", "iters", "dma", "memcpy", "chunked", "stream",
+                "dma/memcpy", "dma/best");
     for (const BandwidthRow &r : bw) {
         const double dma = gbps(r.size, r.iters, r.dma_s.median);
         const double mem = gbps(r.size, r.iters, r.memcpy_s.median);
-        std::printf("%-12s %7d %9.2f %11.2f %12.2f %14.2f %11.3f\n", ("dma_" + size_name(r.size)).c_str(), r.iters,
-                    gbps(r.size, r.iters, r.dma_s.min), dma, gbps(r.size, r.iters, r.memcpy_s.min), mem, dma / mem);
+        const double chunked = gbps(r.size, r.iters, r.chunked_s.median);
+        const double stream = gbps(r.size, r.iters, r.stream_s.median);
+        std::printf("%-12s %7d %9.2f %9.2f %9.2f %9.2f %11.3f %9.3f\n", ("dma_" + size_name(r.size)).c_str(), r.iters,
+                    dma, mem, chunked, stream, dma / mem, dma / std::max({mem, chunked, stream}));
     }
     std::printf("RESULT pio_put_notify_8B_us %.3f\n", lat.front().us.median);
     for (const LatencyRow &r : lat)
         if (std::strncmp(r.name, "dma_pingpong", 12) == 0)
             std::printf("RESULT %s %.3f %.3f\n", r.name, r.us.min, r.us.median);
-    for (const BandwidthRow &r : bw)
-        std::printf("RESULT dma_bw_%s %.3f %.3f %.3f\n", size_name(r.size).c_str(),
-                    gbps(r.size, r.iters, r.dma_s.median), gbps(r.size, r.iters, r.memcpy_s.median),
-                    gbps(r.size, r.iters, r.dma_s.median) / gbps(r.size, r.iters, r.memcpy_s.median));
+    for (const LatencyRow &r : lat)
+        if (std::strncmp(r.name, "shm_flag", 8) == 0) std::printf("RESULT %s %.3f %.3f\n", r.name, r.us.min, r.us.median);
+    // dma_bw_<size> dma memcpy dma/memcpy chunked stream dma/best (GB/s of medians)
+    for (const BandwidthRow &r : bw) {
+        const double dma = gbps(r.size, r.iters, r.dma_s.median), mem = gbps(r.size, r.iters, r.memcpy_s.median),
+                     chunked = gbps(r.size, r.iters, r.chunked_s.median),
+                     stream = gbps(r.size, r.iters, r.stream_s.median);
+        std::printf("RESULT dma_bw_%s %.3f %.3f %.3f %.3f %.3f %.3f\n", size_name(r.size).c_str(), dma, mem, dma / mem,
+                    chunked, stream, dma / std::max({mem, chunked, stream}));
+    }
     std::fflush(stdout);
 }
 
@@ -502,6 +622,8 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
     n.id = id;
     n.opt = opt;
     n.link = link;
+    const std::vector<size_t> sizes = dma_sizes();
+    n.max_dma = sizes.back();
     setup(n);
 
     std::vector<LatencyRow> lat;
@@ -513,6 +635,7 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
                    measure_latency(n, [&](int k) { return pio_notify_pingpong(n, host, k); })});
     lat.push_back({"pio_map_store_8B_internal_us",
                    measure_latency(n, [&](int k) { return raw_store_pingpong(n, k); })});
+    lat.push_back({"shm_flag_pingpong_8B_us", measure_latency(n, [&](int k) { return shm_flag_pingpong(n, k); })});
     load_ping_chain(n);
     lat.push_back({"dma_pingpong_8B_blocking_us", measure_latency(n, [&](int k) {
                        return dma_pingpong(n, k, dma_send_blocking, dma_recv_blocking);
@@ -524,16 +647,19 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
     // memcpy on node 0 only: plain private memory, as an application has.
     unsigned char *dst = nullptr;
     if (id == 0) {
-        dst = static_cast<unsigned char *>(std::aligned_alloc(4096, kMaxDmaBytes));
+        dst = static_cast<unsigned char *>(std::aligned_alloc(4096, n.max_dma));
         if (dst == nullptr) die("out of memory for the memcpy buffer");
-        std::memset(dst, 0, kMaxDmaBytes);
+        std::memset(dst, 0, n.max_dma);
     }
     std::vector<BandwidthRow> bw;
-    for (const size_t size : kDmaSizes) {
+    for (const size_t size : sizes) {
         const int iters = opt.dma_iters(size);
-        std::vector<double> dma_s, memcpy_s;
-        measure_dma(n, size, iters, dst, &dma_s, &memcpy_s);
-        if (id == 0) bw.push_back({size, iters, summarize(dma_s), summarize(memcpy_s)});
+        std::vector<double> dma_s;
+        PlainCopies plain;
+        measure_dma(n, size, iters, dst, &dma_s, &plain);
+        if (id == 0)
+            bw.push_back({size, iters, summarize(dma_s), summarize(plain.memcpy_s), summarize(plain.chunked_s),
+                          summarize(plain.stream_s)});
     }
     std::free(dst);
     sync_peers(n.link, n.id);  // the peer is done with our memory after this
@@ -548,9 +674,10 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
 
 void usage(FILE *f, const char *prog) {
     std::fprintf(f,
-                 "usage: %s [-r repeats] [-q] [-h]\n"
+                 "usage: %s [-r repeats] [-q] [-P] [-h]\n"
                  "  -r N  repeat every measurement N times (default 5); min and median are printed\n"
                  "  -q    quick mode: fewer iterations (smoke test)\n"
+                 "  -P    do not pin the two nodes to one CPU each\n"
                  "  -h    this help\n",
                  prog);
 }
@@ -558,7 +685,7 @@ void usage(FILE *f, const char *prog) {
 // Returns false (after printing why) when the options are bad.
 bool parse_options(int argc, char **argv, Options *opt, bool *help) {
     *help = false;
-    for (int c; (c = getopt(argc, argv, "r:qh")) != -1;) {
+    for (int c; (c = getopt(argc, argv, "r:qPh")) != -1;) {
         switch (c) {
         case 'r': {
             char *end = nullptr;
@@ -571,6 +698,7 @@ bool parse_options(int argc, char **argv, Options *opt, bool *help) {
             break;
         }
         case 'q': opt->quick = true; break;
+        case 'P': opt->pin = false; break;
         case 'h': *help = true; return true;
         default: return false;
         }
@@ -652,6 +780,20 @@ int main(int argc, char **argv) {
         return 1;
     }
     const Link links[kNumNodes] = {{to_node0[0], to_node1[1]}, {to_node1[0], to_node0[1]}};
+    void *page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+        std::perror("mmap");
+        return 1;
+    }
+    g_flags = new (page) FlagLine[kNumNodes]{};
+    // The first two CPUs this process may use, one per node.
+    int cpus[kNumNodes] = {-1, -1};
+    cpu_set_t allowed;
+    if (opt.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int c = 0, k = 0; c < CPU_SETSIZE && k < kNumNodes; ++c)
+            if (CPU_ISSET(c, &allowed)) cpus[k++] = c;
+    if (cpus[1] >= 0) std::printf("# nodes pinned to CPUs %d and %d\n", cpus[0], cpus[1]);
+    else std::printf("# nodes not pinned\n");
     std::fflush(nullptr);  // nothing buffered may be written twice by the children
     pid_t pids[kNumNodes] = {-1, -1};
     for (int node = 0; node < kNumNodes; ++node) {
@@ -665,6 +807,12 @@ int main(int argc, char **argv) {
             // Keep only this node's ends: a peer's exit must show as EOF.
             for (const int fd : {to_node1[0], to_node1[1], to_node0[0], to_node0[1]})
                 if (fd != links[node].in && fd != links[node].out) close(fd);
+            if (cpus[1] >= 0) {
+                cpu_set_t one;
+                CPU_ZERO(&one);
+                CPU_SET(cpus[node], &one);
+                if (sched_setaffinity(0, sizeof one, &one) != 0) std::perror("sched_setaffinity");
+            }
             std::exit(run_node(node, opt, job_key, links[node]));
         }
     }

@@ -126,7 +126,7 @@ int mca_btl_tca_put_ex(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     if (i < 0 && 0 == c->dma_nchannels) { /* no channel of ours and none free */
         OPAL_THREAD_UNLOCK(&c->dma_lock);
         if (need_dma) {
-            mca_btl_tca_fatal(ep, "a GPU put (no free DMA channel)", tcaErrorChannelBusy);
+            mca_btl_tca_fatal(ep, "a GPU put (no free DMA channel)", tcaErrorNoResource);
             return OPAL_ERROR;
         }
         return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
@@ -156,10 +156,6 @@ int mca_btl_tca_put_ex(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
     OPAL_THREAD_UNLOCK(&c->dma_lock);
     if (OPAL_UNLIKELY(tcaSuccess != r)) {
         OBJ_RELEASE(put);
-        /* Our channel still runs a chain somebody loaded by number without
-         * acquiring it: the data goes by PIO instead. */
-        if (tcaErrorChannelBusy == r && !need_dma)
-            return pio_put(btl, ep, local_address, dst, dst_off, local_handle, size, cbfunc, cbcontext, cbdata);
         mca_btl_tca_fatal(ep, "starting a DMA put", r);
         return OPAL_ERROR;
     }
