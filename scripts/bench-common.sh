@@ -23,9 +23,10 @@ TCA_COMPONENT_DIR=$(pwd)/.libs
 export TCA_COMPONENT_DIR
 
 # built PROGRAM...: make them where make runs (a build tree); elsewhere (a
-# built tree carried to a machine without make) they must be there.
+# built tree carried to a machine without make or compilers, or
+# TCA_NO_MAKE=1) they must be there.
 built() {
-    if command -v make >/dev/null 2>&1; then
+    if [ "${TCA_NO_MAKE:-0}" != 1 ] && command -v make >/dev/null 2>&1; then
         make -s "$@" >/dev/null
     else
         for p in "$@"; do [ -x "./$p" ] || { echo "$p is not built (and no make here)" >&2; exit 1; }; done

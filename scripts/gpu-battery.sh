@@ -4,12 +4,15 @@
 # in build/cuda-aware; scripts/build-ompi-cuda.sh the Open MPI): the device
 # tests with GPU memory (Gpu.*), every MPI case with cudaMalloc'd buffers
 # (test/mpi/cases/gpu/ of make check), the coll tca GPU broadcasts, the CUDA
-# Jacobi solver against smcuda and vader, then the GPU benchmarks (bench.sh
+# Jacobi solver against one rank and smcuda, then the GPU benchmarks (bench.sh
 # -d cuda, bench-bcast.sh -d cuda; rounds default 3).  Each step is bounded
-# in time; logs go to gpu-logs/.  Prints "N passed, N failed, N skipped" and
-# exits non-zero on a failure; without a GPU every step says SKIP.
+# in time (GPU_CASE_SECONDS per test, default 300; GPU_BENCH_SECONDS per
+# benchmark, default 600; GPU_BENCH=0: no benchmarks); logs go to
+# gpu-logs/.  Prints "N passed, N failed, N skipped" and exits non-zero on a
+# failure; without a GPU every step says SKIP.
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
+case_s=${GPU_CASE_SECONDS:-300} bench_s=${GPU_BENCH_SECONDS:-600}
 logs=gpu-logs
 mkdir -p "$logs"
 export srcdir=. OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -36,18 +39,18 @@ echo "GPU battery: $(nvidia-smi -L 2>/dev/null | head -1 || echo 'no nvidia-smi'
 probe=$?
 cat "$logs/probe.log"
 # gtest passes a skipped test: say SKIP for it (its reason is in the log).
-step "device tests Gpu.*" 120 sh -c './tca_device_tests --gtest_filter="Gpu.*" >"$0" 2>&1; rc=$?; cat "$0"
+step "device tests Gpu.*" "$case_s" sh -c './tca_device_tests --gtest_filter="Gpu.*" >"$0" 2>&1; rc=$?; cat "$0"
     grep -q "SKIPPED \]" "$0" && { echo "SKIP: $(grep -m1 -A1 "Skipped" "$0" | tail -1)"; exit 77; }; exit $rc' "$logs/gtest-gpu.out"
 for c in pingpong pingpong_dma_puts mixed bidir persistent threads progress_thread_all get_gpu get_gpu_off; do
-    step "MPI $c (GPU buffers)" 300 sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
+    step "MPI $c (GPU buffers)" "$case_s" sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
 done
 for c in test/mpi/cases/bcast_gpu_*.mpi; do
-    step "MPI $(basename "$c" .mpi)" 300 sh test/mpi/run_case.sh "$c"
+    step "MPI $(basename "$c" .mpi)" "$case_s" sh test/mpi/run_case.sh "$c"
 done
-step "Jacobi CUDA vs smcuda and vader" 300 sh test/apps/jacobi/jacobi_cuda.sh
-if [ $probe -eq 0 ]; then
-    step "bench.sh -d cuda $rounds" 600 sh scripts/bench.sh -d cuda "$rounds"
-    step "bench-bcast.sh -d cuda $rounds" 600 sh scripts/bench-bcast.sh -d cuda "$rounds"
+step "Jacobi CUDA vs one rank and smcuda" "$case_s" sh test/apps/jacobi/jacobi_cuda.sh
+if [ $probe -eq 0 ] && [ "${GPU_BENCH:-1}" = 1 ]; then
+    step "bench.sh -d cuda $rounds" "$bench_s" sh scripts/bench.sh -d cuda "$rounds"
+    step "bench-bcast.sh -d cuda $rounds" "$bench_s" sh scripts/bench-bcast.sh -d cuda "$rounds"
     cat "$logs"/bench*.log | grep -v '^GPU round'
 fi
 echo "gpu-battery: $passed passed, $failed failed, $skipped skipped"

@@ -31,8 +31,9 @@ struct CudaRuntime::Api {
     decltype(&cudaIpcGetMemHandle) ipcGet;
     decltype(&cudaIpcOpenMemHandle) ipcOpen;
     decltype(&cudaIpcCloseMemHandle) ipcClose;
-    decltype(&cudaMemcpy) memcpy_;
-    decltype(&cudaMemcpy2D) memcpy2d;
+    decltype(&cudaMemcpyAsync) memcpy_;
+    decltype(&cudaMemcpy2DAsync) memcpy2d;
+    decltype(&cudaStreamSynchronize) streamSync;
     decltype(&cudaPointerGetAttributes) attrs;
     decltype(&cudaDeviceGetPCIBusId) busId;
     decltype(&cudaGetErrorString) errstr;
@@ -72,8 +73,9 @@ bool CudaRuntime::load() {
     const bool ok = sym(lib, "cudaGetDeviceCount", &a->getDeviceCount) && sym(lib, "cudaMalloc", &a->malloc_) &&
                     sym(lib, "cudaFree", &a->free_) && sym(lib, "cudaIpcGetMemHandle", &a->ipcGet) &&
                     sym(lib, "cudaIpcOpenMemHandle", &a->ipcOpen) &&
-                    sym(lib, "cudaIpcCloseMemHandle", &a->ipcClose) && sym(lib, "cudaMemcpy", &a->memcpy_) &&
-                    sym(lib, "cudaMemcpy2D", &a->memcpy2d) && sym(lib, "cudaPointerGetAttributes", &a->attrs) &&
+                    sym(lib, "cudaIpcCloseMemHandle", &a->ipcClose) && sym(lib, "cudaMemcpyAsync", &a->memcpy_) &&
+                    sym(lib, "cudaMemcpy2DAsync", &a->memcpy2d) &&
+                    sym(lib, "cudaStreamSynchronize", &a->streamSync) && sym(lib, "cudaPointerGetAttributes", &a->attrs) &&
                     sym(lib, "cudaDeviceGetPCIBusId", &a->busId) && sym(lib, "cudaGetErrorString", &a->errstr);
     (void) sym(lib, "cudaGetLastError", &a->lastError);
     if (!ok) {
@@ -131,23 +133,56 @@ Result CudaRuntime::ipc_handle(void *ptr, unsigned char out[64]) {
     if (r == tcaSuccess) __builtin_memcpy(out, &h, 64);
     return r;
 }
-Result CudaRuntime::ipc_open(const unsigned char handle[64], void **ptr) {
+Result CudaRuntime::ipc_open(const unsigned char handle[64], void **ptr, bool *already_mapped) {
+    *already_mapped = false;
     if (!load()) return tcaErrorNotSupported;
     cudaIpcMemHandle_t h;
     __builtin_memcpy(&h, handle, 64);
-    return check(api_->ipcOpen(ptr, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle", api_->errstr);
+    const cudaError_t e = api_->ipcOpen(ptr, h, cudaIpcMemLazyEnablePeerAccess);
+    if (e == cudaErrorAlreadyMapped) {
+        if (api_->lastError != nullptr) (void) api_->lastError();  // not sticky; clear it
+        *already_mapped = true;
+        return tcaErrorSystem;
+    }
+    return check(e, "cudaIpcOpenMemHandle", api_->errstr);
 }
 Result CudaRuntime::ipc_close(void *ptr) {
     if (!load()) return tcaErrorNotSupported;
     return check(api_->ipcClose(ptr), "cudaIpcCloseMemHandle", api_->errstr);
 }
+// Copies complete before they return: a put's notification follows its
+// data, and the target reads it in another process.  Plain cudaMemcpy does
+// not wait for device-to-device copies (none of the host is involved) nor
+// for the last leg of a copy from pageable host memory, so each copy is
+// queued on the legacy default stream and that stream is waited for.  The
+// legacy stream (not a stream of our own) also orders the copy after what
+// the application queued there before it called MPI or TCA, e.g. a
+// cudaMemcpy into the buffer that itself had not landed yet - as Open MPI's
+// own CUDA copies (cuMemcpy) are ordered.
+Result CudaRuntime::stream(void **out) {
+    *out = nullptr;  // cudaStreamLegacy
+    return tcaSuccess;
+}
 Result CudaRuntime::copy(void *dst, const void *src, size_t n) {
     if (!load()) return tcaErrorNotSupported;
-    return check(api_->memcpy_(dst, src, n, cudaMemcpyDefault), "cudaMemcpy", api_->errstr);
+    void *s = nullptr;
+    if (Result r = stream(&s); r != tcaSuccess) return r;
+    auto st = static_cast<cudaStream_t>(s);
+    if (Result r = check(api_->memcpy_(dst, src, n, cudaMemcpyDefault, st), "cudaMemcpyAsync", api_->errstr);
+        r != tcaSuccess)
+        return r;
+    return check(api_->streamSync(st), "cudaStreamSynchronize", api_->errstr);
 }
 Result CudaRuntime::copy_2d(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h) {
     if (!load()) return tcaErrorNotSupported;
-    return check(api_->memcpy2d(dst, dp, src, sp, w, h, cudaMemcpyDefault), "cudaMemcpy2D", api_->errstr);
+    void *s = nullptr;
+    if (Result r = stream(&s); r != tcaSuccess) return r;
+    auto st = static_cast<cudaStream_t>(s);
+    if (Result r = check(api_->memcpy2d(dst, dp, src, sp, w, h, cudaMemcpyDefault, st), "cudaMemcpy2DAsync",
+                         api_->errstr);
+        r != tcaSuccess)
+        return r;
+    return check(api_->streamSync(st), "cudaStreamSynchronize", api_->errstr);
 }
 bool CudaRuntime::is_device_pointer(const void *p) {
     if (!load()) return false;
@@ -177,6 +212,21 @@ bool CudaRuntime::is_device_pointer_if_loaded(const void *p) {
     }
     return is_device_pointer(p);
 }
+// The driver's cuMemGetAddressRange (the runtime API has no equivalent);
+// libcuda is loaded already where libcudart runs.
+bool CudaRuntime::allocation_base(const void *p, uint64_t *base) {
+    if (!load()) return false;
+    using range_fn = int (*)(unsigned long long *base, size_t *size, unsigned long long ptr);
+    static range_fn range = [] {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        return lib != nullptr ? reinterpret_cast<range_fn>(dlsym(lib, "cuMemGetAddressRange_v2")) : nullptr;
+    }();
+    unsigned long long b = 0;
+    size_t n = 0;
+    if (range == nullptr || range(&b, &n, reinterpret_cast<unsigned long long>(p)) != 0) return false;
+    *base = b;
+    return true;
+}
 std::string CudaRuntime::pci_bus_id(int device) {
     if (!load()) return {};
     char buf[32] = {};
@@ -194,12 +244,16 @@ std::string CudaRuntime::unavailable_reason() { return "built without CUDA (conf
 Result CudaRuntime::allocate(void **, size_t) { return tcaErrorNotSupported; }
 Result CudaRuntime::release(void *) { return tcaErrorNotSupported; }
 Result CudaRuntime::ipc_handle(void *, unsigned char[64]) { return tcaErrorNotSupported; }
-Result CudaRuntime::ipc_open(const unsigned char[64], void **) { return tcaErrorNotSupported; }
+Result CudaRuntime::ipc_open(const unsigned char[64], void **, bool *already_mapped) {
+    *already_mapped = false;
+    return tcaErrorNotSupported;
+}
 Result CudaRuntime::ipc_close(void *) { return tcaErrorNotSupported; }
 Result CudaRuntime::copy(void *, const void *, size_t) { return tcaErrorNotSupported; }
 Result CudaRuntime::copy_2d(void *, size_t, const void *, size_t, size_t, size_t) { return tcaErrorNotSupported; }
 bool CudaRuntime::is_device_pointer(const void *) { return false; }
 bool CudaRuntime::is_device_pointer_if_loaded(const void *) { return false; }
+bool CudaRuntime::allocation_base(const void *, uint64_t *) { return false; }
 std::string CudaRuntime::pci_bus_id(int) { return {}; }
 
 #endif

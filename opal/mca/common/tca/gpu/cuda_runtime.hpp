@@ -23,19 +23,26 @@ public:
     Result allocate(void **ptr, size_t size);
     Result release(void *ptr);
     Result ipc_handle(void *ptr, unsigned char out[64]);
-    Result ipc_open(const unsigned char handle[64], void **ptr);  // cached by the caller
+    // Cached by the caller.  *already_mapped: this process has that
+    // allocation open already (through another handle of it); nothing opened.
+    Result ipc_open(const unsigned char handle[64], void **ptr, bool *already_mapped);
     Result ipc_close(void *ptr);
-    Result copy(void *dst, const void *src, size_t n);  // any direction (unified addressing)
+    // Any direction (unified addressing); done when they return, device-to-
+    // device and from pageable host memory included.
+    Result copy(void *dst, const void *src, size_t n);
     Result copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t height);
     bool is_device_pointer(const void *p);
     // is_device_pointer without loading CUDA into a process that has not:
     // false unless a libcudart is already loaded (a GPU pointer implies one).
     bool is_device_pointer_if_loaded(const void *p);
+    // The start of the CUDA allocation holding device pointer p.
+    bool allocation_base(const void *p, uint64_t *base);
     std::string pci_bus_id(int device);
 
 private:
     CudaRuntime() = default;
     bool load();
+    Result stream(void **out);  // the stream copies go on
     struct Api;
     Api *api_ = nullptr;
     bool tried_ = false;

@@ -250,16 +250,24 @@ public:
         case tcaMemoryGPU: {
             auto &cuda = gpu::CudaRuntime::instance();
             if (!cuda.available()) return tcaErrorNotSupported;
+            // IPC handles name whole allocations, and a peer's open gives
+            // the allocation's start: the handle carries addr's offset in it.
+            // The application's own cudaMalloc'd memory is asked of the driver
+            // (registering an interior pointer as its own base would send
+            // the peer's writes to the allocation's start).
             uint64_t base = reinterpret_cast<uint64_t>(addr);
-            {  // IPC handles name whole allocations: find ours, if it is one.
+            bool found = false;
+            {
                 std::lock_guard g(alloc_lock_);
                 for (const auto &[p, n] : gpu_allocs_) {
                     const auto b = reinterpret_cast<uint64_t>(p);
-                    if (reinterpret_cast<uint64_t>(addr) >= b &&
-                        reinterpret_cast<uint64_t>(addr) < b + n)
+                    if (reinterpret_cast<uint64_t>(addr) >= b && reinterpret_cast<uint64_t>(addr) < b + n) {
                         base = b;
+                        found = true;
+                    }
                 }
             }
+            if (!found && !cuda.allocation_base(addr, &base)) return tcaErrorInvalidValue;
             if (Result r = cuda.ipc_handle(reinterpret_cast<void *>(base), h.ipc); r != tcaSuccess) return r;
             h.addr = reinterpret_cast<uint64_t>(addr);
             h.ipc_offset = h.addr - base;

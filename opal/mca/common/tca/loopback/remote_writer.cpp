@@ -57,7 +57,7 @@ RemoteWriter::RemoteWriter(NodeSet &nodes) : nodes_(nodes), arenas_(nodes) {
 }
 
 RemoteWriter::~RemoteWriter() {
-    for (auto &[key, ptr] : ipc_cache_) gpu::CudaRuntime::instance().ipc_close(ptr);
+    for (auto &[key, m] : ipc_cache_) gpu::CudaRuntime::instance().ipc_close(m.ptr);
 }
 
 Result RemoteWriter::check_registration(const tcaHandle &h) const noexcept {
@@ -281,15 +281,24 @@ Result RemoteWriter::write_gpu(const tcaHandle &dst, const RowCopy &c) {
     } else {
         if (nodes_.known_gone(dst.node)) return tcaErrorPeerGone;
         std::lock_guard g(ipc_lock_);
-        auto &slot = ipc_cache_[{dst.node, dst.key}];
-        if (slot == nullptr) {
+        const std::string handle(reinterpret_cast<const char *>(dst.ipc), sizeof dst.ipc);
+        IpcMapping &m = ipc_cache_[{dst.node, dst.addr - dst.ipc_offset}];
+        if (m.ptr == nullptr || m.handle != handle) {
             void *p = nullptr;
-            if (Result r = cuda.ipc_open(dst.ipc, &p); r != tcaSuccess) {
-                ipc_cache_.erase({dst.node, dst.key});
-                return r;
+            bool already_mapped = false;
+            const Result r = cuda.ipc_open(dst.ipc, &p, &already_mapped);
+            if (r != tcaSuccess && !(already_mapped && m.ptr != nullptr)) {
+                if (m.ptr == nullptr) ipc_cache_.erase({dst.node, dst.addr - dst.ipc_offset});
+                if (already_mapped) std::fprintf(stderr, "tca: cudaIpcOpenMemHandle: allocation already mapped\n");
+                return r == tcaSuccess ? tcaErrorSystem : r;
             }
-            slot = p;
+            if (r == tcaSuccess) {  // a new allocation (at a reused address, if one was mapped)
+                if (m.ptr != nullptr) cuda.ipc_close(m.ptr);
+                m.ptr = p;
+            }
+            m.handle = handle;
         }
+        void *slot = m.ptr;
         base = static_cast<unsigned char *>(slot) + dst.ipc_offset;
     }
     return cuda.copy_2d(base + c.dst_off, c.height > 1 ? c.dst_pitch : c.width, c.src,

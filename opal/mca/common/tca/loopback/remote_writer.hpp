@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "loopback/node_set.hpp"
@@ -67,7 +68,18 @@ private:
     std::atomic<bool> cma_refused_{false};
     std::mutex service_lock_;
     std::mutex ipc_lock_;
-    std::map<std::pair<int, uint64_t>, void *> ipc_cache_;  // (node, key) -> opened GPU mapping
+    // (node, allocation base in that node) -> our mapping of the allocation
+    // and the IPC handle it was opened with.  Per allocation, not per
+    // registration: CUDA maps an allocation once per process (a second open,
+    // through another handle of it, fails with "already mapped").  A
+    // different handle at a known base is either the same allocation (the
+    // open says already mapped: kept) or a new one at a reused address (the
+    // open succeeds: the old mapping is closed).
+    struct IpcMapping {
+        std::string handle;
+        void *ptr = nullptr;
+    };
+    std::map<std::pair<int, uint64_t>, IpcMapping> ipc_cache_;
 };
 
 }  // namespace tca::loopback
