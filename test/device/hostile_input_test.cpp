@@ -547,8 +547,30 @@ TEST(HostileInput, EnvironmentVariables) {
         {"TCA_TIMEOUT_MS", "99999999999999999999", false, 0},
         {"TCA_TIMEOUT_MS", "1500", true, 64},
         {"TCA_SHARED_HEAP", "2", false, 0},
-        {"TCA_SHARED_HEAP", "no", false, 0},
+        {"TCA_SHARED_HEAP", "no", true, 64},  // a boolean like every other
         {"TCA_SHARED_HEAP", "0", true, 64},
+        {"TCA_SHARED_HEAP", "", false, 0},
+        // Booleans: 0/1, on/off, yes/no, true/false; nothing else (was: the first character)
+        {"TCA_TIMING", "bogus", false, 0},
+        {"TCA_TIMING", "2", false, 0},
+        {"TCA_TIMING", "", false, 0},
+        {"TCA_TIMING", "off", true, 64},
+        {"TCA_S_LINKS", "1x", false, 0},
+        {"TCA_S_LINKS", "yes", true, 64},
+        {"TCA_SINGLE_COPY", "0junk", false, 0},
+        {"TCA_SINGLE_COPY", "nope", false, 0},
+        {"TCA_SINGLE_COPY", "false", true, 64},
+        // The timing model's reals (was: junk fell back, inf and nan were taken)
+        {"TCA_HOST_BANDWIDTH_MBS", "inf", false, 0},
+        {"TCA_HOST_BANDWIDTH_MBS", "nan", false, 0},
+        {"TCA_HOST_BANDWIDTH_MBS", "abc", false, 0},
+        {"TCA_HOST_BANDWIDTH_MBS", "1e400", false, 0},
+        {"TCA_LINK_BANDWIDTH_MBS", "-5", false, 0},
+        {"TCA_LINK_BANDWIDTH_MBS", "inf", false, 0},
+        {"TCA_PIO_LATENCY_NS", "1e300", false, 0},
+        {"TCA_DMA_HANDOFF_NS", "12abc", false, 0},
+        {"TCA_GPU_LARGE_BYTES", "nan", false, 0},
+        {"TCA_PIO_LATENCY_NS", "800.5", true, 64},
     };
     for (const EnvCase &c : cases) {
         NodeOptions opt;

@@ -6,6 +6,7 @@
 // make them fail.
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include "harness.hpp"
 
@@ -72,6 +73,33 @@ TEST(TimingModel, DataAndNotificationWaitForTheModelledTimes) {
         b.barrier();
         return 0;
     }, opt));
+}
+
+// TCA_TIMING=off (no, false, 0) is off: a chain modelled to take a second
+// completes well before (it turned the model on while only a leading '0'
+// was read as off).
+TEST(TimingModel, OffSpellingsTurnItOff) {
+    for (const char *off : {"off", "no", "false", "OFF", "0"}) {
+        NodeOptions opt;
+        opt.env = std::string("TCA_TIMING=") + off + ";TCA_CHAIN_START_NS=1000000000";
+        EXPECT_TRUE(run_nodes(2, [&](int node, Board &b) {
+            PairBuffers p = exchange_buffers(node, b, 64, tcaMemoryCPU);
+            if (node == 0) {
+                tcaDesc *d = tcaDescNew();
+                NODE_CHECK(d != nullptr);
+                NODE_OK(tcaDescSetMemcpy(d, &p.peer, 0, &p.mine, 0, 64, tcaDMAUseInternal, 0, 0));
+                NODE_OK(tcaDescSet(d, 0));
+                const int64_t t0 = now_ns();
+                NODE_OK(tcaStartDMADesc(0));
+                NODE_OK(tcaWaitDMAC(0));
+                const int64_t took = now_ns() - t0;
+                NODE_OK(tcaDescFree(d));
+                NODE_CHECK(took < 500'000'000);  // the model would take >= 1 s
+            }
+            b.barrier();
+            return 0;
+        }, opt)) << "TCA_TIMING=" << off;
+    }
 }
 
 }  // namespace

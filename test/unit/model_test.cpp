@@ -9,6 +9,7 @@
 #include <string>
 
 #include "loopback/internal_heap.hpp"
+#include "loopback/env_settings.hpp"
 #include "loopback/launch_info.hpp"
 #include "model/address_map.hpp"
 #include "model/descriptor.hpp"
@@ -166,13 +167,15 @@ TEST(Result, EveryCodeHasItsOwnMessage) {
 
 TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
     unsetenv("TCA_TIMING");
-    TimingModel off = TimingModel::from_environment();
+    TimingModel off;
+    ASSERT_EQ(loopback::timing_from_environment(&off), tcaSuccess);
     EXPECT_FALSE(off.enabled);
     EXPECT_EQ(off.pio_ns(3), 0);
     setenv("TCA_TIMING", "1", 1);
     setenv("TCA_GPU_BANDWIDTH_MBS", "1000", 1);
     setenv("TCA_LINK_BANDWIDTH_MBS", "2000", 1);  // the old name of the host bandwidth
-    TimingModel on = TimingModel::from_environment();
+    TimingModel on;
+    ASSERT_EQ(loopback::timing_from_environment(&on), tcaSuccess);
     for (const char *v : {"TCA_TIMING", "TCA_GPU_BANDWIDTH_MBS", "TCA_LINK_BANDWIDTH_MBS"}) unsetenv(v);
     EXPECT_TRUE(on.enabled);
     EXPECT_DOUBLE_EQ(on.gpu_bandwidth_mb_s, 1000);

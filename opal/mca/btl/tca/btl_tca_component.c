@@ -190,7 +190,11 @@ static int tca_component_register(void) {
     m->super.btl_min_rdma_pipeline_size = 0;
     m->super.btl_latency = 1;
     m->super.btl_bandwidth = 20000; /* Mb/s */
-    m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
+    /* GET here only so that the base registers btl_tca_get_limit and
+     * btl_tca_get_alignment (it registers them for a module with GET, and an
+     * unregistered value would be ignored without a word); set_get_flags
+     * decides at init whether ob1 sees GET. */
+    m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET;
     m->super.btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t);
     m->super.btl_put = mca_btl_tca_put;
     /* The device cannot read remote memory: get is a put request (btl_tca_get.c);
@@ -333,6 +337,16 @@ static void thread_announce_sleep(void *ctx, int sleeping) {
 #define TCA_MIN_EAGER 128
 #define TCA_MAX_EAGER ((UINT64_C(1) << 24) - 64)
 
+/* btl_tca_put_alignment, btl_tca_get_alignment: 0 or a power of two up to 64K. */
+static bool check_alignment(const char *f, const char *name, size_t align) {
+    if (!tca_mca_check_size(f, name, align, 0, 65536, "0 or a power of two up to 64K")) return false;
+    if (0 == (align & (align - 1))) return true;
+    char shown[32];
+    snprintf(shown, sizeof(shown), "%zu", align);
+    tca_mca_show_invalid(f, name, shown, "not a power of two", "0 or a power of two up to 64K");
+    return false;
+}
+
 /* Every MCA value checked after Open MPI read it (it wraps "-1" to SIZE_MAX
  * and reads "abc" as 0 without a word): an unusable one is reported with its
  * name, value and range, and btl tca is not used.  All are reported, not only
@@ -370,7 +384,7 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     ok = tca_mca_check_size(f, "btl_tca_exclusivity", b->btl_exclusivity, 0, UINT32_MAX, "0..4294967295") && ok;
     if (!(b->btl_flags & MCA_BTL_FLAGS_SEND)) {
         tca_mca_show_invalid(f, "btl_tca_flags", "(without send)", "btl tca moves every message with send",
-                             "flags that include 'send' (default: send,put)");
+                             "flags that include 'send' (default: send,put,get; get as btl_tca_get_emulation says)");
         ok = false;
     }
     ok = tca_mca_check_size(f, "btl_tca_eager_limit", b->btl_eager_limit, TCA_MIN_EAGER, TCA_MAX_EAGER,
@@ -387,15 +401,11 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
                             TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
     ok = tca_mca_check_size_adjusted(f, "btl_tca_put_limit", b->btl_put_limit, 1, SIZE_MAX,
                                      "a byte count (0: no limit)") && ok;
-    const size_t align = b->btl_put_alignment;
-    if (!tca_mca_check_size(f, "btl_tca_put_alignment", align, 0, 65536, "0 or a power of two up to 64K")) {
-        ok = false;
-    } else if (0 != (align & (align - 1))) {
-        char shown[32];
-        snprintf(shown, sizeof(shown), "%zu", align);
-        tca_mca_show_invalid(f, "btl_tca_put_alignment", shown, "not a power of two", "0 or a power of two up to 64K");
-        ok = false;
-    }
+    ok = check_alignment(f, "btl_tca_put_alignment", b->btl_put_alignment) && ok;
+    /* ob1 splits an RGET at get_limit and aligns it at get_alignment, as for put */
+    ok = tca_mca_check_size_adjusted(f, "btl_tca_get_limit", b->btl_get_limit, 1, SIZE_MAX,
+                                     "a byte count (0: no limit)") && ok;
+    ok = check_alignment(f, "btl_tca_get_alignment", b->btl_get_alignment) && ok;
     ok = tca_mca_check_size(f, "btl_tca_latency", b->btl_latency, 0, UINT32_MAX, "0..4294967295") && ok;
     ok = tca_mca_check_size(f, "btl_tca_bandwidth", b->btl_bandwidth, 1, UINT32_MAX, "1..4294967295 (Mb/s)") && ok;
     return ok;

@@ -26,7 +26,8 @@
  * without a second installation at hand. */
 static inline bool tca_cuda_abi_compiled(void) {
     const char *v = getenv("TCA_TEST_CUDA_ABI_BUILT");
-    if (NULL != v && ('0' == v[0] || '1' == v[0]) && '\0' == v[1]) return '1' == v[0];
+    int built = 0;
+    if (TCA_PARSE_OK == tca_parse_bool(v, &built)) return 0 != built; /* unset or not a boolean: not a test */
     return OPAL_CUDA_SUPPORT != 0;
 }
 

@@ -1,4 +1,4 @@
-// env_settings.cpp - strict parsing of libtca's numeric environment variables.
+// env_settings.cpp - strict parsing of libtca's environment variables.
 #include "loopback/env_settings.hpp"
 
 #include <cstdio>
@@ -19,6 +19,21 @@ std::string format_size(uint64_t bytes) {
     return std::to_string(bytes);
 }
 
+namespace {
+Result refuse(const char *name, const char *value, const char *why, const std::string &allowed) {
+    const std::string msg = std::string(name) + "='" + value + "' is invalid: " + why + " (allowed: " + allowed + ")";
+    std::fprintf(stderr, "tca: %s\n", msg.c_str());
+    set_error_detail(msg.c_str());  // tcaGetErrorDetail
+    return tcaErrorInvalidValue;
+}
+
+std::string format_real(double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.10g", x);
+    return buf;
+}
+}  // namespace
+
 Result env_number(const char *name, const EnvRange &range, uint64_t *out) {
     const char *v = std::getenv(name);
     if (v == nullptr) {
@@ -36,10 +51,70 @@ Result env_number(const char *name, const EnvRange &range, uint64_t *out) {
         *out = n;
         return tcaSuccess;
     }
-    std::fprintf(stderr, "tca: %s='%s' is invalid: %s (allowed: %s..%s%s)\n", name, v, why,
-                 bound(range.min).c_str(), bound(range.max).c_str(),
-                 range.units ? " bytes, optionally with a K, M, G or T suffix" : "");
-    return tcaErrorInvalidValue;
+    return refuse(name, v, why,
+                  bound(range.min) + ".." + bound(range.max) +
+                      (range.units ? " bytes, optionally with a K, M, G or T suffix" : ""));
+}
+
+Result env_real(const char *name, const RealRange &range, double *out) {
+    const char *v = std::getenv(name);
+    if (v == nullptr) {
+        *out = range.fallback;
+        return tcaSuccess;
+    }
+    double d = 0;
+    const tca_parse_status st = tca_parse_real(v, &d);
+    const char *why = st != TCA_PARSE_OK ? tca_parse_status_string(st)
+                      : d < range.min   ? "below the minimum"
+                      : d > range.max   ? "above the maximum"
+                                        : nullptr;
+    if (why == nullptr) {
+        *out = d;
+        return tcaSuccess;
+    }
+    return refuse(name, v, why, format_real(range.min) + ".." + format_real(range.max) + ", a decimal number");
+}
+
+Result env_bool(const char *name, bool fallback, bool *out) {
+    const char *v = std::getenv(name);
+    if (v == nullptr) {
+        *out = fallback;
+        return tcaSuccess;
+    }
+    int b = 0;
+    const tca_parse_status st = tca_parse_bool(v, &b);
+    if (st == TCA_PARSE_OK) {
+        *out = b != 0;
+        return tcaSuccess;
+    }
+    return refuse(name, v, tca_parse_status_string(st), "1, on, yes, true or 0, off, no, false");
+}
+
+Result timing_from_environment(TimingModel *out) {
+    TimingModel m;
+    if (Result r = env_bool("TCA_TIMING", m.enabled, &m.enabled); r != tcaSuccess) return r;
+    for (const TimingModel::Parameter &p : TimingModel::parameters()) {
+        double fallback = m.*p.field;
+        if (p.field == &TimingModel::host_bandwidth_mb_s) {  // the old name, under the new one
+            if (Result r = env_real("TCA_LINK_BANDWIDTH_MBS", {fallback, p.min, p.max}, &fallback); r != tcaSuccess)
+                return r;
+        }
+        if (Result r = env_real(p.variable, {fallback, p.min, p.max}, &(m.*p.field)); r != tcaSuccess) return r;
+    }
+    *out = m;
+    return tcaSuccess;
+}
+
+Result DeviceSettings::from_environment(DeviceSettings *out) {
+    DeviceSettings s;
+    if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
+    if (Result r = env_bool("TCA_SHARED_HEAP", s.shared_heap, &s.shared_heap); r != tcaSuccess) return r;
+    if (Result r = env_bool("TCA_S_LINKS", s.s_links, &s.s_links); r != tcaSuccess) return r;
+    if (Result r = env_bool("TCA_SINGLE_COPY", s.single_copy, &s.single_copy); r != tcaSuccess) return r;
+    if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
+    if (Result r = timing_from_environment(&s.timing); r != tcaSuccess) return r;
+    *out = s;
+    return tcaSuccess;
 }
 
 }  // namespace tca::loopback

@@ -1,13 +1,16 @@
-// env_settings.hpp - libtca's numeric environment variables (TCA_INTERNAL_SIZE,
-// TCA_SPIN_NS, TCA_TIMEOUT_MS, TCA_SHARED_HEAP), read through the one size parser (tca_units.h)
-// and range-checked: a bad value fails tcaInit with a line that names the
-// variable, its value and what is allowed - never a silent default.
+// env_settings.hpp - libtca's environment variables, every one read through
+// the one parser (tca_units.h) and checked: a bad value fails tcaInit with a
+// line that names the variable, its value and what is allowed - never a
+// silent default.  An unset variable takes the default; an empty one is
+// refused like any other value that is not one of the accepted spellings.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "loopback/node_set.hpp"
 #include "model/result.hpp"
+#include "model/timing_model.hpp"
 
 namespace tca::loopback {
 
@@ -17,9 +20,42 @@ struct EnvRange {
     bool units;  // accept k/M/G/T suffixes (sizes); plain counts otherwise
 };
 
+struct RealRange {
+    double fallback;  // when the variable is unset
+    double min, max;
+};
+
 // tcaSuccess and *out = value (or the fallback); tcaErrorInvalidValue after
 // printing "tca: NAME='value' is invalid: ... (allowed: min..max)".
 Result env_number(const char *name, const EnvRange &range, uint64_t *out);
+// The same for a non-negative real (no inf, nan, sign or hex).
+Result env_real(const char *name, const RealRange &range, double *out);
+// The same for 0/1, on/off, yes/no, true/false (any case).
+Result env_bool(const char *name, bool fallback, bool *out);
+
+// TCA_TIMING and the model's parameters (TimingModel::parameters(), each
+// within its min..max; TCA_LINK_BANDWIDTH_MBS is the old name of
+// TCA_HOST_BANDWIDTH_MBS, which wins where both are set).
+Result timing_from_environment(TimingModel *out);
+
+// Internal memory per node (TCA_INTERNAL_SIZE): at least what the rings of a
+// small job need, at most what fits a node's internal region of the address map.
+constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
+
+// Everything the environment configures in a device, read and checked before
+// anything is created.
+struct DeviceSettings {
+    uint64_t internal_size = kInternalSize.fallback;  // TCA_INTERNAL_SIZE
+    // TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
+    // it take process_vm_writev or the bounce path (their tests, locked-down hosts).
+    bool shared_heap = true;
+    bool s_links = false;     // TCA_S_LINKS: two rings joined by S links (even N >= 4)
+    bool single_copy = true;  // TCA_SINGLE_COPY=0: every put takes the bounce path
+    WaitPolicy policy;        // TCA_SPIN_NS, TCA_TIMEOUT_MS
+    TimingModel timing;       // TCA_TIMING and the model's parameters
+
+    static Result from_environment(DeviceSettings *out);
+};
 
 // "64K", "1G", "300" - a byte count the way a user would write it.
 std::string format_size(uint64_t bytes);

@@ -3,6 +3,8 @@
 // programs run under MVAPICH2's mpirun_rsh and index handles by MPI rank, so
 // tca reads the usual launchers itself; none of them needs a TCA_* variable.
 #include "loopback/launch_info.hpp"
+#include "loopback/env_settings.hpp"
+#include "tca_units.h"
 
 #include <unistd.h>
 
@@ -19,11 +21,12 @@ const char *env(const char *name) {
     return (v != nullptr && *v != '\0') ? v : nullptr;
 }
 
+constexpr uint64_t kMaxLaunchValue = 1'000'000;
+
+// A launcher's count or rank, through the one parser (tca_units.h).
 bool parse_int(const char *s, int *out) {
-    if (s == nullptr) return false;
-    char *end = nullptr;
-    const long v = std::strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < -1 || v > 1'000'000) return false;
+    uint64_t v = 0;
+    if (tca_parse_size(s, 0, &v) != TCA_PARSE_OK || v > kMaxLaunchValue) return false;
     *out = static_cast<int>(v);
     return true;
 }
@@ -198,9 +201,17 @@ Result resolve_launch_info(const tcaInitParams *params, LaunchInfo *out) {
         source = "parameters";
     }
     if (key.empty() && env("TCA_JOB_KEY")) key = env("TCA_JOB_KEY"), source = "environment (TCA_*)";
-    if (node < 0 && env("TCA_NODE_ID") && !parse_int(env("TCA_NODE_ID"), &node)) return tcaErrorInvalidValue;
-    if (nodes == 0 && env("TCA_NUM_NODES") && !parse_int(env("TCA_NUM_NODES"), &nodes))
-        return tcaErrorInvalidValue;
+    // Through the one parser (a line naming the variable on a bad value); the
+    // bounds against each other and TCA_MAX_NODES are checked below.
+    uint64_t v = 0;
+    if (node < 0 && std::getenv("TCA_NODE_ID") != nullptr) {
+        if (Result r = env_number("TCA_NODE_ID", {0, 0, kMaxLaunchValue, false}, &v); r != tcaSuccess) return r;
+        node = static_cast<int>(v);
+    }
+    if (nodes == 0 && std::getenv("TCA_NUM_NODES") != nullptr) {
+        if (Result r = env_number("TCA_NUM_NODES", {1, 1, kMaxLaunchValue, false}, &v); r != tcaSuccess) return r;
+        nodes = static_cast<int>(v);
+    }
 
     if (key.empty() || node < 0 || nodes == 0) {
         if (auto f = detect_launcher()) {

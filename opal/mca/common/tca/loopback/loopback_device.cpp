@@ -31,47 +31,17 @@ namespace tca {
 namespace {
 using namespace loopback;
 
-// Internal memory per node (TCA_INTERNAL_SIZE): at least what the rings of a
-// small job need, at most what fits a node's internal region of the address map.
-constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
-
-// TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
-// it take process_vm_writev or the bounce path (their tests, locked-down hosts).
-constexpr EnvRange kSharedHeap{1, 0, 1, false};
-
-// What the environment configures, checked before anything is created.
-struct Settings {
-    uint64_t internal_size = 0;
-    bool shared_heap = true;
-    WaitPolicy policy;
-    static Result from_environment(Settings *out) {
-        Settings s;
-        if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
-        uint64_t heap = 1;
-        if (Result r = env_number("TCA_SHARED_HEAP", kSharedHeap, &heap); r != tcaSuccess) return r;
-        s.shared_heap = heap != 0;
-        if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
-        *out = s;
-        return tcaSuccess;
-    }
-};
-
 // Bytes a host allocation occupies (whole pages); 0 if size cannot be rounded.
 size_t page_rounded(size_t size) noexcept { return size > SIZE_MAX - 4095 ? 0 : (size + 4095) / 4096 * 4096; }
-
-bool s_links_from_env() {
-    const char *v = std::getenv("TCA_S_LINKS");
-    return v != nullptr && v[0] == '1';
-}
 
 
 class LoopbackDevice final : public Device {
 public:
-    LoopbackDevice(LaunchInfo li, const Settings &settings)
-        : topo_(li.num_nodes, s_links_from_env() && li.num_nodes >= 4 && li.num_nodes % 2 == 0),
-          timing_(TimingModel::from_environment()),
+    LoopbackDevice(LaunchInfo li, const DeviceSettings &settings)
+        : topo_(li.num_nodes, settings.s_links && li.num_nodes >= 4 && li.num_nodes % 2 == 0),
+          timing_(settings.timing),
           nodes_(std::move(li), settings.policy),
-          writer_(nodes_),
+          writer_(nodes_, settings.single_copy),
           sender_(),
           inbox_(nodes_.size()),
           engine_(nodes_, writer_, sender_, topo_, timing_,
@@ -503,8 +473,8 @@ private:
 Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
     LaunchInfo li;
     if (Result r = resolve_launch_info(params, &li); r != tcaSuccess) return r;
-    Settings settings;
-    if (Result r = Settings::from_environment(&settings); r != tcaSuccess) return r;
+    DeviceSettings settings;
+    if (Result r = DeviceSettings::from_environment(&settings); r != tcaSuccess) return r;
     auto dev = std::make_unique<LoopbackDevice>(std::move(li), settings);
     if (Result r = dev->start(); r != tcaSuccess) return r;
     *out = std::move(dev);

@@ -51,9 +51,8 @@ void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src,
 }
 }  // namespace
 
-RemoteWriter::RemoteWriter(NodeSet &nodes) : nodes_(nodes), arenas_(nodes) {
-    const char *v = std::getenv("TCA_SINGLE_COPY");
-    if (v != nullptr && v[0] == '0') cma_refused_ = true;  // forced bounce (tests, locked-down hosts)
+RemoteWriter::RemoteWriter(NodeSet &nodes, bool single_copy) : nodes_(nodes), arenas_(nodes) {
+    if (!single_copy) cma_refused_ = true;  // TCA_SINGLE_COPY=0: forced bounce (tests, locked-down hosts)
 }
 
 RemoteWriter::~RemoteWriter() {

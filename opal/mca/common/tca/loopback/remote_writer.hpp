@@ -32,7 +32,7 @@ struct RowCopy {  // a contiguous (height 1) or block-stride transfer
 
 class RemoteWriter {
 public:
-    explicit RemoteWriter(NodeSet &nodes);
+    RemoteWriter(NodeSet &nodes, bool single_copy);
     ~RemoteWriter();
 
     // Is the handle's registration still alive on its owner?

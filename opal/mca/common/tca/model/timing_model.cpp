@@ -9,51 +9,44 @@
 namespace tca {
 
 namespace {
-double env_double(const char *name, double fallback) {
-    const char *v = std::getenv(name);
-    if (v == nullptr || *v == '\0') return fallback;
-    char *end = nullptr;
-    const double d = std::strtod(v, &end);
-    return (end != v && d >= 0) ? d : fallback;
-}
+// What each unit may be set to: latencies up to a second, bandwidths from
+// 1 MB/s to 1 PB/s, sizes up to 1 TB (every modelled time fits int64_t ns).
+constexpr double kMaxNs = 1e9, kMinMBs = 1, kMaxMBs = 1e9, kMaxBytes = 1e12;
+#define TCA_NS 0, kMaxNs
+#define TCA_MBS kMinMBs, kMaxMBs
+#define TCA_BYTES 0, kMaxBytes
 
 constexpr TimingModel::Parameter kParameters[] = {
-    {"TCA_PIO_LATENCY_NS", "ns", "PIO write one way, adjacent nodes", &TimingModel::pio_latency_ns},
-    {"TCA_HOP_LATENCY_NS", "ns", "each further ring hop (PIO and DMA)", &TimingModel::hop_latency_ns},
-    {"TCA_CHAIN_START_NS", "ns", "DMA start until the first descriptor issues", &TimingModel::chain_start_ns},
-    {"TCA_DMA_LATENCY_NS", "ns", "descriptor issue until its first byte landed", &TimingModel::dma_latency_ns},
-    {"TCA_DESC_NS", "ns", "gap between descriptors of a chain (none with tcaDMAPipeline)", &TimingModel::desc_gap_ns},
+    {"TCA_PIO_LATENCY_NS", "ns", "PIO write one way, adjacent nodes", &TimingModel::pio_latency_ns, TCA_NS},
+    {"TCA_HOP_LATENCY_NS", "ns", "each further ring hop (PIO and DMA)", &TimingModel::hop_latency_ns, TCA_NS},
+    {"TCA_CHAIN_START_NS", "ns", "DMA start until the first descriptor issues", &TimingModel::chain_start_ns, TCA_NS},
+    {"TCA_DMA_LATENCY_NS", "ns", "descriptor issue until its first byte landed", &TimingModel::dma_latency_ns, TCA_NS},
+    {"TCA_DESC_NS", "ns", "gap between descriptors of a chain (none with tcaDMAPipeline)", &TimingModel::desc_gap_ns, TCA_NS},
     {"TCA_DESC_FETCH_NS", "ns", "per descriptor read from a host table (no tcaDMAUseInternal)",
-     &TimingModel::desc_fetch_ns},
-    {"TCA_ROW_NS", "ns", "least time per row of a 2-D descriptor", &TimingModel::row_ns},
-    {"TCA_HOST_BANDWIDTH_MBS", "MB/s", "host memory to host memory", &TimingModel::host_bandwidth_mb_s},
-    {"TCA_GPU_BANDWIDTH_MBS", "MB/s", "GPU memory at either end", &TimingModel::gpu_bandwidth_mb_s},
+     &TimingModel::desc_fetch_ns, TCA_NS},
+    {"TCA_ROW_NS", "ns", "least time per row of a 2-D descriptor", &TimingModel::row_ns, TCA_NS},
+    {"TCA_HOST_BANDWIDTH_MBS", "MB/s", "host memory to host memory", &TimingModel::host_bandwidth_mb_s, TCA_MBS},
+    {"TCA_GPU_BANDWIDTH_MBS", "MB/s", "GPU memory at either end", &TimingModel::gpu_bandwidth_mb_s, TCA_MBS},
     {"TCA_GPU_SMALL_BYTES", "B", "GPU transfers up to this size stream at the small rate",
-     &TimingModel::gpu_small_bytes},
-    {"TCA_GPU_SMALL_BANDWIDTH_MBS", "MB/s", "GPU small-transfer rate", &TimingModel::gpu_small_bandwidth_mb_s},
+     &TimingModel::gpu_small_bytes, TCA_BYTES},
+    {"TCA_GPU_SMALL_BANDWIDTH_MBS", "MB/s", "GPU small-transfer rate", &TimingModel::gpu_small_bandwidth_mb_s, TCA_MBS},
     {"TCA_GPU_LARGE_BYTES", "B", "GPU transfers above this size stream at the large rate",
-     &TimingModel::gpu_large_bytes},
-    {"TCA_GPU_LARGE_BANDWIDTH_MBS", "MB/s", "GPU large-transfer rate", &TimingModel::gpu_large_bandwidth_mb_s},
-    {"TCA_GPU_2D_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor", &TimingModel::gpu_2d_bandwidth_mb_s},
+     &TimingModel::gpu_large_bytes, TCA_BYTES},
+    {"TCA_GPU_LARGE_BANDWIDTH_MBS", "MB/s", "GPU large-transfer rate", &TimingModel::gpu_large_bandwidth_mb_s, TCA_MBS},
+    {"TCA_GPU_2D_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor", &TimingModel::gpu_2d_bandwidth_mb_s, TCA_MBS},
     {"TCA_GPU_2D_LARGE_BANDWIDTH_MBS", "MB/s", "GPU rows of a 2-D descriptor above the large size",
-     &TimingModel::gpu_2d_large_bandwidth_mb_s},
-    {"TCA_PIO_HANDOFF_NS", "ns", "emulation's own PIO delivery cost, taken off the delay", &TimingModel::pio_handoff_ns},
-    {"TCA_DMA_HANDOFF_NS", "ns", "emulation's own DMA delivery cost, taken off the delay", &TimingModel::dma_handoff_ns},
+     &TimingModel::gpu_2d_large_bandwidth_mb_s, TCA_MBS},
+    {"TCA_PIO_HANDOFF_NS", "ns", "emulation's own PIO delivery cost, taken off the delay", &TimingModel::pio_handoff_ns, TCA_NS},
+    {"TCA_DMA_HANDOFF_NS", "ns", "emulation's own DMA delivery cost, taken off the delay", &TimingModel::dma_handoff_ns, TCA_NS},
 };
+#undef TCA_NS
+#undef TCA_MBS
+#undef TCA_BYTES
 
 double ns_for(double bytes, double mb_s) { return mb_s > 0 ? bytes * 1000.0 / mb_s : 0; }
 }  // namespace
 
 std::span<const TimingModel::Parameter> TimingModel::parameters() { return kParameters; }
-
-TimingModel TimingModel::from_environment() {
-    TimingModel m;
-    const char *on = std::getenv("TCA_TIMING");
-    m.enabled = on != nullptr && on[0] != '\0' && on[0] != '0';
-    m.host_bandwidth_mb_s = env_double("TCA_LINK_BANDWIDTH_MBS", m.host_bandwidth_mb_s);  // the old name
-    for (const Parameter &p : kParameters) m.*p.field = env_double(p.variable, m.*p.field);
-    return m;
-}
 
 double TimingModel::pio_ns(int hops) const noexcept {
     if (!enabled || hops <= 0) return 0;

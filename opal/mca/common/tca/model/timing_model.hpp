@@ -48,17 +48,16 @@ struct TimingModel {
     double dma_handoff_ns = 330;
 
     // One parameter: its environment variable, unit and meaning (tca_info,
-    // README and from_environment all use this table).
+    // README and loopback::timing_from_environment all use this table), and
+    // the least and most it may be set to.
     struct Parameter {
         const char *variable;
         const char *unit;
         const char *meaning;
         double TimingModel::*field;
+        double min, max;
     };
     static std::span<const Parameter> parameters();
-
-    // Reads TCA_TIMING=1 and every variable of parameters().
-    static TimingModel from_environment();
 
     // One PIO write, issue to visible at the destination.
     double pio_ns(int hops) const noexcept;
