@@ -92,7 +92,7 @@ static int tca_component_register(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     mca_base_var_enum_t *mode_enum = NULL;
 
-    tca_mca_help_dirs();
+    tca_mca_help_dirs(HELP_FILE, "opal/mca/btl/tca");
     /* Before anything touches mca_btl_base_module_t, whose layout depends on
      * the Open MPI's CUDA support: registering fails, so the framework
      * unloads the component. */
