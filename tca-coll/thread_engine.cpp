@@ -7,6 +7,7 @@
 // without triggered descriptors.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,18 +22,31 @@ namespace {
 class ThreadEngine;
 
 // One thread for all ThreadEngines; it exists while any of them does.
+//
+// A program may leave without MPI_Finalize (return from main, exit()) while
+// persistent broadcasts are alive: then exit() runs libtca's static teardown,
+// which destroys the device and unmaps its segments, while the executor may
+// still be advancing an epoch or sleeping on the device interrupt (SIGSEGV).
+// An exit handler stops the thread first: it is registered after libtca was
+// loaded (libtca registered its teardown then), and exit() runs handlers in
+// reverse order of registration.  (It belongs to coll tca's DSO: when Open
+// MPI unloads the component it runs then, before the thread's code goes.)
 class Executor {
 public:
     static std::shared_ptr<Executor> get() {
-        static std::mutex m;
-        static std::weak_ptr<Executor> current;
-        std::lock_guard g(m);
-        auto e = current.lock();
-        if (!e) current = e = std::shared_ptr<Executor>(new Executor());
+        Registry &r = registry();
+        std::lock_guard g(r.lock);
+        auto e = r.current.lock();
+        if (!e) r.current = e = std::shared_ptr<Executor>(new Executor());
+        if (!r.at_exit_registered) r.at_exit_registered = std::atexit(stop_at_exit) == 0;
         return e;
     }
-    ~Executor() {
+    ~Executor() { stop(); }
+    // Ends the thread (once; later starts are never advanced).
+    void stop() {
+        std::lock_guard g(stop_lock_);
         stop_.store(true, std::memory_order_release);
+        if (!thread_.joinable()) return;
         kick();
         thread_.join();
     }
@@ -50,9 +64,30 @@ private:
     Executor() : thread_([this] { run(); }) {}
     void run();
 
+    // Never destroyed: the exit handler may run after other static destructors.
+    struct Registry {
+        std::mutex lock;
+        std::weak_ptr<Executor> current;
+        bool at_exit_registered = false;
+    };
+    static Registry &registry() {
+        static Registry *r = new Registry;
+        return *r;
+    }
+    static void stop_at_exit() {
+        Registry &r = registry();
+        std::shared_ptr<Executor> e;
+        {
+            std::lock_guard g(r.lock);
+            e = r.current.lock();
+        }
+        if (e) e->stop();
+    }
+
     std::mutex lock_;
     std::vector<ThreadEngine *> active_;
     std::atomic<bool> stop_{false};
+    std::mutex stop_lock_;
     std::thread thread_;
 };
 

@@ -432,6 +432,30 @@ static void test_prepared_then_full(void) {
     tca_test_unfill_shm(MPI_COMM_WORLD);
 }
 
+/* Return from main without MPI_Finalize while persistent broadcasts are
+ * alive (the thread engine's executor thread with them), the last epoch
+ * started and not waited for: exit() must not die on a signal (the executor
+ * would use the device libtca's exit teardown destroys). */
+static void test_no_finalize(void) {
+    enum { NREQ = 4, BYTES = 64 * 1024 };
+    static unsigned char bufs[NREQ][BYTES];
+    MPI_Request reqs[NREQ];
+    for (int r = 0; r < NREQ; r++) BCAST_INIT(bufs[r], BYTES, MPI_BYTE, r % 2, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[r]);
+    for (int e = 0; e < 5; e++) {
+        for (int r = 0; r < NREQ; r++)
+            if (wrank == r % 2) memset(bufs[r], e + r, BYTES);
+        MPI_Startall(NREQ, reqs);
+        MPI_Waitall(NREQ, reqs, MPI_STATUSES_IGNORE);
+        for (int r = 0; r < NREQ; r++)
+            for (int i = 0; i < BYTES; i += 4099)
+                if (bufs[r][i] != (unsigned char) (e + r)) FAIL("no_finalize: request %d byte %d", r, i);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (wrank == 0) printf("no_finalize: passed, returning without MPI_Finalize\n");
+    fflush(stdout);
+    MPI_Startall(NREQ, reqs); /* and never waited for */
+}
+
 static int gpu_unusable(int after_init, int verbose) {
     char why[240];
     if (cuda_dl_open(why, sizeof why) != 0) {
@@ -487,6 +511,10 @@ int main(int argc, char **argv) {
      * run soon, do not leave it to the harness's 10 minutes. */
     if (strstr("many_live free_late mixed_layout dma_share", name) && name[0]) alarm(300);
     double t0 = MPI_Wtime();
+    if (!strcmp(name, "no_finalize")) {
+        test_no_finalize();
+        return 0; /* no MPI_Finalize: that is the test */
+    }
     if (!strcmp(name, "basic")) test_basic();
     else if (!strcmp(name, "comms")) test_comms();
     else if (!strcmp(name, "epochs")) test_epochs();

@@ -647,6 +647,38 @@ static void test_kill_get(void) {
     free(b);
 }
 
+/* A program that returns from main without MPI_Finalize, under
+ * MPI_THREAD_MULTIPLE (btl tca's progress thread on): traffic with every
+ * peer first, so the thread polls rings and sleeps on the device interrupt,
+ * then rank 0 says so and everyone returns.  exit() then runs libtca's
+ * teardown while the thread may still run: it must end before that (no
+ * SIGSEGV on an unmapped segment, no hang).  The pass line is printed before
+ * the exit, which is the part under test (the case checks for signals). */
+static void test_no_finalize(void) {
+    const size_t n = 64 * 1024;
+    unsigned char *b = xmalloc(n);
+    const int peer = rank ^ 1;
+    for (int it = 0; it < 50 && peer < size; ++it) {
+        const size_t len = it % 2 ? n : 64;
+        if (rank & 1) {
+            MPI_Recv(b, (int) len, MPI_BYTE, peer, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(b, (int) len, MPI_BYTE, peer, it, MPI_COMM_WORLD);
+        } else {
+            fill(b, len, (unsigned) it);
+            MPI_Send(b, (int) len, MPI_BYTE, peer, it, MPI_COMM_WORLD);
+            MPI_Recv(b, (int) len, MPI_BYTE, peer, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            dcheck(b, len, (unsigned) it, "no_finalize");
+        }
+    }
+    /* Away from MPI long enough for the progress thread to take over. */
+    const struct timespec pause = {0, 5000000};
+    nanosleep(&pause, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) printf("no_finalize: passed on %d ranks, returning without MPI_Finalize\n", size);
+    fflush(stdout);
+    free(b);
+}
+
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "";
     int provided;
@@ -658,7 +690,7 @@ int main(int argc, char **argv) {
             return TCA_TEST_GPU_SKIP_STATUS;
         }
     }
-    if (!strcmp(name, "threads")) {
+    if (!strcmp(name, "threads") || !strcmp(name, "no_finalize")) {
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         if (provided != MPI_THREAD_MULTIPLE) {
             fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
@@ -669,6 +701,10 @@ int main(int argc, char **argv) {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (!strcmp(name, "no_finalize")) {
+        test_no_finalize();
+        return 0; /* no MPI_Finalize: that is the test */
+    }
     static const struct {
         const char *name;
         void (*fn)(void);

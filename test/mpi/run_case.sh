@@ -1,12 +1,13 @@
 #!/bin/sh
 # run_case.sh CASE.mpi - one MPI test run over btl tca (automake log compiler).
 # A case file sets NP, TEST (a sub-test of BIN, default tca_p2p_test), optionally MCA
-# (extra mpirun arguments), EXPECT_FAILURE/MAX_SECONDS, a check_output
+# (extra mpirun arguments), RUNS (the run repeated, every one checked; default 1),
+# EXPECT_FAILURE/MAX_SECONDS, a check_output
 # function over the run's output, or OMPI_INFO=1 for the parameter check, or
 # PARAM_TABLE for one short run per row of hostile settings (see below).
 case_file=$1
 srcdir=${srcdir:-.}
-NP=2 TEST= MCA= EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
+NP=2 TEST= MCA= RUNS=1 EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
 . "$case_file"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TCA_COMPONENT_DIR=$(pwd)/.libs
@@ -91,23 +92,28 @@ if [ -n "$PARAM_TABLE" ]; then
 fi
 
 out=$(mktemp)
-start=$(date +%s)
-# shellcheck disable=SC2086
-timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" "./$BIN" "$TEST" >"$out" 2>&1
-rc=$?
-elapsed=$(($(date +%s) - start))
-cat "$out"
-echo "exit status $rc after ${elapsed}s"
 status=0
-if [ "$EXPECT_FAILURE" = 1 ]; then
-    [ $rc -ne 0 ] || { echo "FAIL: the job should have failed"; status=1; }
-    [ $rc -ne 124 ] || { echo "FAIL: the job hung"; status=1; }
-    [ "$elapsed" -le "$MAX_SECONDS" ] || { echo "FAIL: took ${elapsed}s (limit ${MAX_SECONDS}s)"; status=1; }
-else
-    [ $rc -eq 0 ] || status=1
-    grep -q "^$TEST: passed" "$out" || { echo "FAIL: no pass line"; status=1; }
-fi
-if command -v check_output >/dev/null 2>&1; then check_output "$out" || status=1; fi
+run_no=0
+while [ $run_no -lt "$RUNS" ]; do
+    run_no=$((run_no + 1))
+    [ "$RUNS" -eq 1 ] || echo "--- run $run_no of $RUNS"
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" "./$BIN" "$TEST" >"$out" 2>&1
+    rc=$?
+    elapsed=$(($(date +%s) - start))
+    cat "$out"
+    echo "exit status $rc after ${elapsed}s"
+    if [ "$EXPECT_FAILURE" = 1 ]; then
+        [ $rc -ne 0 ] || { echo "FAIL: the job should have failed"; status=1; }
+        [ $rc -ne 124 ] || { echo "FAIL: the job hung"; status=1; }
+        [ "$elapsed" -le "$MAX_SECONDS" ] || { echo "FAIL: took ${elapsed}s (limit ${MAX_SECONDS}s)"; status=1; }
+    else
+        [ $rc -eq 0 ] || status=1
+        grep -q "^$TEST: passed" "$out" || { echo "FAIL: no pass line"; status=1; }
+    fi
+    if command -v check_output >/dev/null 2>&1; then check_output "$out" || status=1; fi
+done
 left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before") || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
 rm -f "$out" "$shm_before"
 exit $status

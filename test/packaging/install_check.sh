@@ -2,7 +2,11 @@
 # install_check.sh - `make install` (into a staging DESTDIR) installs
 # tca-mpirun, tca_info, both libraries, tca.h and both components; the
 # components load from there (their rpath finds the library), and the
-# installed tca-mpirun uses the installed component directory.
+# installed tca-mpirun uses the installed component directory.  Then the
+# same for `make install prefix=DIR` (the README offers it; libtool refused
+# to relink the components for another directory), and from both installs
+# an MPI ping-pong over btl tca and a refusal that prints the component's own
+# help text.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset TCA_COMPONENT_DIR
 tmp=$(mktemp -d)
@@ -72,4 +76,62 @@ out=$(TCA_COMPONENT_DIR="$staged_components" timeout 60 "$run" -np 1 ompi_info -
 echo "$out" | grep -q '^mca:btl:tca:param:btl_tca_eager_limit:' || fail "installed btl tca does not load: $(echo "$out" | tail -3)"
 echo "$out" | grep -q '^mca:coll:tca:param:coll_tca_priority:' || fail "installed coll tca does not load: $(echo "$out" | tail -3)"
 [ $status -eq 0 ] && echo "ok: installed into $componentdir and loadable"
+
+build=$(pwd)
+# run_from WHAT TCA-MPIRUN [VAR=VALUE]: a ping-pong over btl tca (tca-mpirun's
+# default btl tca,self: nothing else could carry it), then a value btl tca
+# refuses, whose message must come from the installed help file.
+run_from() {
+    what=$1 tca_mpirun=$2
+    shift 2
+    if [ ! -x "$build/tca_p2p_test" ]; then
+        echo "SKIP: $what: no tca_p2p_test to run"
+        return
+    fi
+    out=$(cd "$tmp" && env "$@" timeout 120 "$tca_mpirun" --oversubscribe --bind-to none -np 2 \
+        "$build/tca_p2p_test" pingpong 2>&1 </dev/null)
+    echo "$out" | grep -q "pingpong: passed" || fail "$what: ping-pong did not pass: $(echo "$out" | tail -5)"
+    out=$(cd "$tmp" && env "$@" timeout 120 "$tca_mpirun" --oversubscribe --bind-to none -np 2 \
+        --mca btl_tca_poll_batch 0 "$build/tca_p2p_test" pingpong 2>&1 </dev/null)
+    echo "$out" | grep -q "btl_tca_poll_batch has a value btl tca cannot use" ||
+        fail "$what: no help text for a refused value: $(echo "$out" | head -8)"
+    ! echo "$out" | grep -q "couldn't open the help file" || fail "$what: the help file was not found"
+    echo "ok: $what runs MPI and shows its help"
+}
+run_from "the DESTDIR install" "$run" TCA_COMPONENT_DIR="$staged_components" TCA_HELP_DIR=
+
+# make install prefix=DIR, in a copy of this build tree: it links the
+# libraries again for DIR, which must not happen under tests running beside
+# this one (the next plain make links them back for the configured prefix).
+if [ "${srcdir:-.}" != . ]; then
+    echo "SKIP: make install prefix=DIR (checked in an in-tree build only: the copy needs its sources)"
+    exit $status
+fi
+mkdir "$tmp/tree"
+tar -cf - --exclude=./.git . | (cd "$tmp/tree" && tar -xpf -)
+prefix=$tmp/prefix
+if ! (cd "$tmp/tree" && ${MAKE:-make} install prefix="$prefix") >"$tmp/install-prefix.log" 2>&1; then
+    tail -20 "$tmp/install-prefix.log"
+    fail "make install prefix=DIR failed"
+    exit 1
+fi
+for f in bin/tca-mpirun bin/tca_info lib/tca-ompi/mca_btl_tca.so lib/tca-ompi/mca_coll_tca.so \
+         share/tca-ompi/help-btl-tca.txt share/tca-ompi/help-coll-tca.txt include/tca.h lib/pkgconfig/tca.pc; do
+    [ -e "$prefix/$f" ] || fail "make install prefix=DIR: $f not installed"
+done
+ls "$prefix"/lib/libtca.so* >/dev/null 2>&1 || fail "make install prefix=DIR: libtca.so not installed"
+grep -qx "installed_dir=\"$prefix/lib/tca-ompi\"" "$prefix/bin/tca-mpirun" ||
+    fail "make install prefix=DIR: tca-mpirun names $(grep '^installed_dir=' "$prefix/bin/tca-mpirun")"
+grep -qx "libdir=$prefix/lib" "$prefix/lib/pkgconfig/tca.pc" || fail "make install prefix=DIR: tca.pc names another libdir"
+# The components load the libtca of their own install, not another one.
+for so in "$prefix"/lib/tca-ompi/mca_*_tca.so; do
+    rp=$(readelf -d "$so" 2>/dev/null | sed -n 's/.*R[UN]*PATH.*\[\(.*\)\]/\1/p')
+    case ":$rp:" in
+    *:"$prefix/lib":* | *:'$ORIGIN/..':*) ;;
+    *) fail "make install prefix=DIR: ${so##*/} has runpath '$rp'" ;;
+    esac
+    case ":$rp:" in *"$tmp/tree"*) fail "make install prefix=DIR: ${so##*/} runpath names the build tree: $rp" ;; esac
+done
+run_from "the prefix=DIR install" "$prefix/bin/tca-mpirun" TCA_HELP_DIR=
+[ $status -eq 0 ] && echo "ok: make install prefix=DIR"
 exit $status

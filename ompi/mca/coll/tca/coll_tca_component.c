@@ -35,7 +35,7 @@ static mca_base_var_enum_value_t engines[] = {
 static int tca_register(void) {
     mca_base_component_t *c = &mca_coll_tca_component.super.collm_version;
     mca_base_var_enum_t *e = NULL;
-    tca_mca_help_dirs();
+    tca_mca_help_dirs("help-coll-tca.txt", "ompi/mca/coll/tca");
     if (!tca_cuda_abi_check("help-coll-tca.txt", "coll tca")) return OMPI_ERR_NOT_AVAILABLE;
     mca_coll_tca_component.priority = 40;
     (void) mca_base_component_var_register(c, "priority",

@@ -8,6 +8,7 @@
 #include "btl_tca_frag.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/mca/pmix/pmix.h"
@@ -92,7 +93,7 @@ static int tca_component_register(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     mca_base_var_enum_t *mode_enum = NULL;
 
-    tca_mca_help_dirs();
+    tca_mca_help_dirs(HELP_FILE, "opal/mca/btl/tca");
     /* Before anything touches mca_btl_base_module_t, whose layout depends on
      * the Open MPI's CUDA support: registering fails, so the framework
      * unloads the component. */
@@ -411,6 +412,18 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     return ok;
 }
 
+void mca_btl_tca_component_stop_thread(void);
+
+/* A program may leave without MPI_Finalize (return from main, exit()).  Then
+ * exit() runs libtca's static teardown, which unmaps the node's segments,
+ * while the progress thread may still poll the rings in them or sleep on the
+ * device: SIGSEGV.  This handler stops the thread first: it is registered
+ * after libtca was loaded (libtca registered its teardown then), and exit()
+ * runs handlers in reverse order of registration.  (It belongs to this DSO:
+ * when Open MPI unloads the component after MPI_Finalize it runs then, with
+ * the thread already stopped.) */
+static void tca_btl_at_exit(void) { mca_btl_tca_component_stop_thread(); }
+
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
@@ -462,6 +475,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->thread_check_us,
                                                   c->thread_check_max_us, c->thread_sleep_us);
         if (NULL == c->thread) tca_show_help(HELP_FILE, "thread-failed");
+        static int at_exit_registered = 0;
+        if (NULL != c->thread && !at_exit_registered) at_exit_registered = 0 == atexit(tca_btl_at_exit);
     }
 
     if (OPAL_SUCCESS != publish_modex(c)) {
@@ -539,8 +554,8 @@ static int tca_component_progress(void) {
 }
 
 /* Called from the module's finalize: first the thread, then (after the
- * registration cache is gone) everything else. */
-void mca_btl_tca_component_stop_thread(void);
+ * registration cache is gone) everything else.  The thread also from
+ * tca_btl_at_exit. */
 void mca_btl_tca_component_shutdown(void);
 void mca_btl_tca_component_stop_thread(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;

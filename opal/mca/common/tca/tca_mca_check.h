@@ -56,22 +56,95 @@ static inline void tca_show_help(const char *file, const char *topic, ...) {
  * negative number in disguise, and thresholds above 1 TiB mean nothing here. */
 #define TCA_MCA_MAX_BYTES (UINT64_C(1) << 40)
 
-/* Make help-btl-tca.txt / help-coll-tca.txt findable by opal_show_help: the
- * install directory, then each directory of TCA_HELP_DIR (colon-separated;
- * scripts/tca-mpirun sets it to the source tree for builds that are not
- * installed).  Later directories are searched after Open MPI's own. */
-static inline void tca_mca_help_dirs(void) {
-#ifdef TCA_HELP_INSTALL_DIR
-    (void) opal_show_help_add_dir(TCA_HELP_INSTALL_DIR);
-#endif
+/* Make help-btl-tca.txt / help-coll-tca.txt findable by opal_show_help,
+ * which looks for a file name (never a path) in Open MPI's own data
+ * directory and then in the directories added here, in order.  Only
+ * directories holding help_file are added, so that whichever way the
+ * component was loaded its messages arrive (plain mpirun with the build
+ * tree's .libs on mca_base_component_path, scripts/tca-mpirun, an install,
+ * one made with `make install prefix=DIR` or DESTDIR, or moved since):
+ *   1. each directory of TCA_HELP_DIR (colon-separated): an explicit choice;
+ *   2. beside the component's own DSO (found with dladdr), then where the
+ *      install puts the help files relative to the components
+ *      (TCA_COMPONENT_INSTALL_DIR -> TCA_HELP_INSTALL_DIR, e.g.
+ *      ../../share/tca-ompi), then the source directory relative to a
+ *      build tree's .libs (../src_subdir);
+ *   3. the configured install directory and the configured source directory
+ *      (a VPATH build). */
+#include <dlfcn.h>
+#include <unistd.h>
+
+static inline void tca_mca_help_add_if_there(const char *dir, const char *help_file) {
+    char path[4096];
+    if (NULL == dir || '\0' == *dir) return;
+    if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, help_file) >= sizeof(path)) return;
+    if (0 == access(path, R_OK)) (void) opal_show_help_add_dir(dir); /* opal_argv copies it */
+}
+
+/* rel (at most size bytes): the path leading from directory `from` to
+ * directory `to`, both absolute ("../../share/tca-ompi").  0: none. */
+static inline int tca_mca_relative_dir(const char *from, const char *to, char *rel, size_t size) {
+    if ('/' != from[0] || '/' != to[0]) return 0;
+    size_t common = 0, i = 0;
+    for (;; ++i) { /* the longest common prefix ending at a component boundary */
+        const char a = from[i], b = to[i];
+        if (('/' == a || '\0' == a) && ('/' == b || '\0' == b)) common = i;
+        if (a != b || '\0' == a) break;
+    }
+    size_t used = 0;
+    rel[0] = '\0';
+    for (const char *p = from + common; '\0' != *p; ++p) { /* one ".." per remaining component of from */
+        if ('/' == p[0] && '\0' != p[1] && '/' != p[1]) {
+            if (used + 3 >= size) return 0;
+            memcpy(rel + used, "../", 4);
+            used += 3;
+        }
+    }
+    const char *rest = to + common;
+    while ('/' == *rest) ++rest;
+    if (used + strlen(rest) + 2 > size) return 0;
+    strcpy(rel + used, '\0' == *rest ? "." : rest);
+    return 1;
+}
+
+static inline void tca_mca_help_dirs(const char *help_file, const char *src_subdir) {
     const char *env = getenv("TCA_HELP_DIR");
-    if (NULL == env || '\0' == *env) return;
-    char *copy = strdup(env);
-    if (NULL == copy) return;
-    char *save = NULL;
-    for (char *dir = strtok_r(copy, ":", &save); NULL != dir; dir = strtok_r(NULL, ":", &save))
-        (void) opal_show_help_add_dir(dir); /* opal_argv copies it */
-    free(copy);
+    if (NULL != env && '\0' != *env) {
+        char *copy = strdup(env);
+        if (NULL != copy) {
+            char *save = NULL;
+            for (char *dir = strtok_r(copy, ":", &save); NULL != dir; dir = strtok_r(NULL, ":", &save))
+                tca_mca_help_add_if_there(dir, help_file);
+            free(copy);
+        }
+    }
+    Dl_info info;
+    char own[4096], dir[8192];
+    if (0 != dladdr((void *) &tca_mca_help_dirs, &info) && NULL != info.dli_fname &&
+        NULL != realpath(info.dli_fname, own)) {
+        char *slash = strrchr(own, '/');
+        if (NULL != slash) {
+            *slash = '\0'; /* the component's directory */
+            tca_mca_help_add_if_there(own, help_file);
+#if defined(TCA_COMPONENT_INSTALL_DIR) && defined(TCA_HELP_INSTALL_DIR)
+            char rel[2048];
+            if (tca_mca_relative_dir(TCA_COMPONENT_INSTALL_DIR, TCA_HELP_INSTALL_DIR, rel, sizeof(rel))) {
+                snprintf(dir, sizeof(dir), "%s/%s", own, rel);
+                tca_mca_help_add_if_there(dir, help_file);
+            }
+#endif
+            if (NULL != src_subdir) {
+                snprintf(dir, sizeof(dir), "%s/../%s", own, src_subdir);
+                tca_mca_help_add_if_there(dir, help_file);
+            }
+        }
+    }
+#ifdef TCA_HELP_INSTALL_DIR
+    tca_mca_help_add_if_there(TCA_HELP_INSTALL_DIR, help_file);
+#endif
+#ifdef TCA_HELP_SRC_DIR
+    tca_mca_help_add_if_there(TCA_HELP_SRC_DIR, help_file);
+#endif
 }
 
 /* Why the text of OMPI_MCA_<name> does not say what Open MPI stored (NULL:
