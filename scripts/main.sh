@@ -51,7 +51,7 @@ sh scripts/bench.sh "${1:-3}"
 sh scripts/bench-device.sh "${1:-3}"
 echo
 make -s tca_model_bench >/dev/null
-./tca_model_bench -q -r 3
+./tca_model_bench -q -r 3 || echo "tca_model_bench: a graded point is more than 10 % off its published figure (FAIL line above)"
 if [ "$gpu" = yes ]; then
     echo
     sh scripts/bench.sh -d cuda "${1:-3}"
