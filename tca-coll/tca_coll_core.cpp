@@ -5,6 +5,7 @@
 // out is an ordinary error the glue turns into a libnbc fallback.
 #include "tca_coll_core.h"
 
+#include <chrono>
 #include <memory>
 #include <new>
 #include <vector>
@@ -27,6 +28,8 @@ struct tca_coll_bcast {
     std::unique_ptr<BcastEngine> engine;
     bool registered = false;
     int first_counter = -1, num_counters = 0;
+    std::vector<int> nodes;  // device node of every communicator rank
+    std::chrono::steady_clock::time_point next_liveness_check{};
 
     ~tca_coll_bcast() {
         engine.reset();  // stops a program still waiting on triggers before its channel goes
@@ -56,6 +59,7 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
 
     b->wanted_engine = p->engine;
+    b->nodes.assign(p->node_of, p->node_of + p->size);
     EngineSetup &s = b->setup;
     s.plan = &b->plan;
     s.rank = p->rank;
@@ -158,7 +162,31 @@ tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t
 }
 
 tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b) { return b->engine ? b->engine->start() : tcaErrorNotReady; }
-tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b) { return b->engine ? b->engine->test() : tcaErrorNotReady; }
+// An epoch that does not finish may wait for a rank that died: the engines
+// only watch counters, which a dead rank never moves (and mpirun does not
+// always end the job: --enable-recovery, other launchers).  At most every
+// 250 ms, every rank of the communicator is asked of the device; one that
+// died without finishing fails the request by name (tcaErrorPeerGone) -
+// any rank, not only the neighbours: a dead grandparent starves us too.
+static tcaResult check_ranks_alive(tca_coll_bcast_t *b) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < b->next_liveness_check) return tcaErrorNotReady;
+    b->next_liveness_check = now + std::chrono::milliseconds(250);
+    int self = -1;
+    tcaGetNodeId(&self);
+    for (const int node : b->nodes) {
+        int state = TCA_NODE_ALIVE;
+        if (node != self && tcaNodeState(node, &state) == tcaSuccess && state == TCA_NODE_DEAD)
+            return tcaErrorPeerGone;
+    }
+    return tcaErrorNotReady;
+}
+
+tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b) {
+    if (!b->engine) return tcaErrorNotReady;
+    const tcaResult r = b->engine->test();
+    return r == tcaErrorNotReady ? check_ranks_alive(b) : r;
+}
 int tca_coll_bcast_settled(const tca_coll_bcast_t *b) {
     // Staged plans: children return credits after their epoch is done, so the
     // last ones may still be on their way (their engines send them without

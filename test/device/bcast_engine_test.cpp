@@ -5,6 +5,8 @@
 // overwriting a buffer or slot a child still reads).  After the last epoch no
 // counter may still move: the next request would take it over.  The root
 // changes the data every epoch; every node checks it.
+#include <signal.h>
+
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -210,3 +212,65 @@ TEST(BcastCore, CountersComeFromTheDeviceAndGoBack) {
         return 0;
     }));
 }
+
+namespace {
+
+// A rank that dies in the middle of a persistent broadcast (SIGKILL: no
+// finalize, nothing in the counters) must not leave the others waiting for
+// ever where the launcher does not end the job: the request fails with
+// tcaErrorPeerGone within about a second, whichever engine runs it.
+void dead_root(int engine) {
+    NodeOptions opt;
+    opt.killed_node = 0;
+    EXPECT_TRUE(run_nodes(2, [engine](int node, Board &b) {
+        const int node_of[2] = {0, 1};
+        std::vector<unsigned char> buf(1000, static_cast<unsigned char>(node));
+        tca_coll_bcast_params_t p{};
+        p.node_of = node_of;
+        p.size = 2;
+        p.rank = node;
+        p.root = 0;
+        p.buffer = buf.data();
+        p.bytes = buf.size();
+        p.segment_bytes = 64 * 1024;
+        p.chain_threshold = 256 * 1024;
+        p.staging_bytes = 0;
+        p.engine = engine;
+        tcaResult err = tcaSuccess;
+        tca_coll_peer_info_t mine{};
+        tca_coll_bcast_t *bc = tca_coll_bcast_new(&p, &mine, &err);
+        NODE_CHECK(bc != nullptr);
+        // Swap the peer infos through the board: handles in slots 10/11,
+        // the numbers in value[] (node * 5 + field).
+        b.publish(node, 10, mine.buffer);
+        b.publish(node, 11, mine.scratch);
+        const int fields[5] = {mine.node, mine.data_counter, mine.ready_counter, mine.credit_counter,
+                               static_cast<int>(mine.buffer_offset)};
+        for (int i = 0; i < 5; ++i) b.value[node * 5 + i].store(fields[i]);
+        b.barrier();
+        const int peer = 1 - node;
+        tca_coll_peer_info_t other{b.get(peer, 10), b.get(peer, 11), b.value[peer * 5].load(),
+                                   b.value[peer * 5 + 1].load(), b.value[peer * 5 + 2].load(),
+                                   b.value[peer * 5 + 3].load(), static_cast<uint64_t>(b.value[peer * 5 + 4].load())};
+        NODE_OK(node == 0 ? tca_coll_bcast_connect(bc, nullptr, &other) : tca_coll_bcast_connect(bc, &other, nullptr));
+        b.barrier();
+        if (node == 0) raise(SIGKILL);  // the root dies before its first epoch
+        NODE_OK(tca_coll_bcast_start(bc));
+        const auto t0 = std::chrono::steady_clock::now();
+        tcaResult r = tcaErrorNotReady;
+        while ((r = tca_coll_bcast_test(bc)) == tcaErrorNotReady &&
+               std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "node 1: broadcast from a dead root: %s after %.2f s\n", tcaGetErrorString(r), waited);
+        NODE_EXPECT_RESULT(tcaErrorPeerGone, r);
+        NODE_CHECK(waited < 5);
+        tca_coll_bcast_free(bc);
+        return 0;
+    }, opt));
+}
+
+TEST(BcastCore, DeadRootFailsTheOffloadRequestByName) { dead_root(TCA_COLL_ENGINE_OFFLOAD); }
+TEST(BcastCore, DeadRootFailsTheThreadRequestByName) { dead_root(TCA_COLL_ENGINE_THREAD); }
+
+}  // namespace

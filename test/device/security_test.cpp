@@ -253,7 +253,9 @@ TEST(Security, TenThousandPlantedFilesCostNothingWhileWaiting) {
             std::snprintf(name, sizeof name, "%sjunk%d", user.c_str(), i);
         const int fd = open(name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
         ASSERT_GE(fd, 0) << name << ": " << std::strerror(errno);
-        if (can_chown && i % 2 == 0) ASSERT_EQ(fchown(fd, other, other_gid), 0);
+        if (can_chown && i % 2 == 0) {
+            ASSERT_EQ(fchown(fd, other, other_gid), 0);
+        }
         ASSERT_EQ(fchmod(fd, 0644), 0);  // not 0600: not a segment, whoever owns it
         close(fd);
         planted.emplace_back(name);

@@ -95,6 +95,11 @@ typedef struct mca_btl_tca_component_t {
     struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS]; /* by index into dma_channel_ids */
     volatile int32_t dma_in_flight;
 
+    /* peers that die without finishing (check_peers) */
+    uint32_t passes_since_check;
+    uint64_t next_check_ns;
+    int peer_death_reported;
+
     /* emulated gets */
     volatile int32_t gets_pending;  /* ours, waiting for GET_DONE */
     volatile int64_t gets_served;   /* puts run for peers' gets (reported at finalize, verbose) */

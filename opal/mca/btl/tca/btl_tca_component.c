@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_params.h"
@@ -518,9 +519,38 @@ static int poll_endpoint(mca_btl_base_endpoint_t *ep) {
     return count;
 }
 
+/* A peer that died without finishing leaves its rings silent: a receive
+ * from it would wait for ever wherever the launcher keeps the job alive
+ * (mpirun --enable-recovery, launchers that do not watch their processes).
+ * libtca's own detection, not the launcher's: at most every 250 ms (checked
+ * every 1024th pass, so the clock stays off the hot path), each peer's
+ * state; a dead one is fatal, reported once. */
+static void check_peers(mca_btl_tca_component_t *c) {
+    if (OPAL_LIKELY(++c->passes_since_check < 1024) || c->peer_death_reported) return;
+    c->passes_since_check = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    const uint64_t ns = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
+    if (ns < c->next_check_ns) return;
+    c->next_check_ns = ns + 250000000ull;
+    for (int n = 0; n < c->num_nodes; ++n) {
+        mca_btl_base_endpoint_t *ep = c->endpoints[n];
+        int state = TCA_NODE_ALIVE;
+        if (NULL == ep || tcaSuccess != tcaNodeState(n, &state) || TCA_NODE_DEAD != state) continue;
+        c->peer_death_reported = 1;
+        char msg[128];
+        snprintf(msg, sizeof(msg), "btl tca: the process of node %d died without finishing", n);
+        tca_show_help(HELP_FILE, "peer-died", n, opal_process_info.my_local_rank - c->node + n);
+        if (NULL != mca_btl_tca_module.error_cb)
+            mca_btl_tca_module.error_cb(&mca_btl_tca_module.super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, msg);
+        return;
+    }
+}
+
 int mca_btl_tca_poll(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count = 0;
+    check_peers(c);
     for (int n = 0; n < c->num_nodes; ++n) {
         mca_btl_base_endpoint_t *ep = c->endpoints[n];
         if (NULL == ep) continue;

@@ -81,6 +81,8 @@ public:
     // node; a sleeping consumer wakes.  Notifications, channel completions and
     // counter updates of this node raise it as well.
     virtual Result interrupt_raise(int node) = 0;
+    // TCA_NODE_ALIVE / _FINISHED / _DEAD of a node's process (tcaNodeState).
+    virtual Result node_state(int node, int *state) = 0;
     // Let the calling thread do pending engine work (emulated devices); true if it did some.
     virtual bool assist() = 0;
     virtual uint32_t interrupt_count() noexcept = 0;

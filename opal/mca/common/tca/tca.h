@@ -236,6 +236,15 @@ TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
  * nobody sleeps there: no system call.  tcaErrorPeerGone if that node has
  * exited. */
 TCA_API tcaResult tcaInterruptRaise(int node);
+/* Whether `node`'s process still runs (extension): *state is one of the
+ * TCA_NODE_* values.  Alive while the process lives (a stopped process is
+ * alive); finished after its tcaFinalize or normal exit; dead when it was
+ * killed or vanished without either.  Lets a component that only waits
+ * (nothing to put, so no tcaErrorPeerGone from a put) notice a dead peer. */
+#define TCA_NODE_ALIVE 0
+#define TCA_NODE_FINISHED 1
+#define TCA_NODE_DEAD 2
+TCA_API tcaResult tcaNodeState(int node, int *state);
 /* This node's interrupt count: raises, notifications, channel completions and
  * counter updates received (wraps).  It moves from the node's first call on:
  * until someone follows it, producers do not pay for it. */

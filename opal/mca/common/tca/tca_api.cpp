@@ -376,6 +376,12 @@ tcaResult tcaInterruptRaise(int node) {
     return dev->interrupt_raise(node);
 }
 
+tcaResult tcaNodeState(int node, int *state) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (state == nullptr) return tcaErrorInvalidValue;
+    return dev->node_state(node, state);
+}
+
 tcaResult tcaInterruptCount(uint32_t *count) {
     TCA_REQUIRE_DEVICE(dev);
     if (count == nullptr) return tcaErrorInvalidValue;

@@ -390,6 +390,19 @@ public:
         nodes_.view(node).header()->app_event.notify();
         return tcaSuccess;
     }
+    Result node_state(int node, int *state) override {
+        if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
+        if (node == nodes_.self()) {
+            *state = TCA_NODE_ALIVE;
+            return tcaSuccess;
+        }
+        switch (nodes_.liveness(node)) {  // a dead node's segment is removed here, once
+        case Liveness::Dead: *state = TCA_NODE_DEAD; break;
+        case Liveness::Finalized: *state = TCA_NODE_FINISHED; break;
+        default: *state = TCA_NODE_ALIVE; break;
+        }
+        return tcaSuccess;
+    }
     uint32_t interrupt_count() noexcept override {
         // From the first call on, every event of this node moves the count.
         return nodes_.own().header()->app_event.watch();
