@@ -107,6 +107,9 @@ for r in $(seq 1 "$repeats"); do
     run vader-nocopy mpirun --mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism none \
         $common ./tca_mpi_bench latency bw bibw plat
     run tca-thread scripts/tca-mpirun --mca btl_tca_progress_thread on $common ./tca_mpi_bench latency overlap
+    # The bounce path (hosts that refuse process_vm_writev), whose reference
+    # is vader without single copy.  Goal: <= 1.5x it at every size.
+    run tca-bounce env TCA_SINGLE_COPY=0 scripts/tca-mpirun $common ./tca_mpi_bench latency bw
     ./tca_device_bench -r 1 2>&1 | awk '$1 == "RESULT" && $2 == "pio_put_notify_8B_us" { print "device pio 8", $3 }' >>"$raw"
 done
 
@@ -119,16 +122,17 @@ table() { # bench title unit better(lo|hi)
         $2 == b { s[$3] = 1; best[$1, $3] = (better == "lo") ? $4 : $6; med[$1, $3] = $5; have[$1] = 1 }
         END {
             printf "\n%s (%s; best / median of the rounds)\n", title, unit
-            printf "%9s %19s %19s %19s %19s %11s %11s\n", "bytes", "tca", "tca+thread", "vader(cma)", "vader(copy)", "tca/vader", "tca/copy"
+            printf "%9s %19s %19s %19s %19s %19s %11s %11s %12s\n", "bytes", "tca", "tca+thread", "tca(bounce)", "vader(cma)", "vader(copy)", "tca/vader", "tca/copy", "bounce/copy"
             n = 0; for (x in s) sz[++n] = x + 0
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
-            split("tca tca-thread vader vader-nocopy", cfg, " ")
+            split("tca tca-thread tca-bounce vader vader-nocopy", cfg, " ")
             for (i = 1; i <= n; i++) {
                 x = sz[i]; printf "%9d", x
-                for (c = 1; c <= 4; c++)
+                for (c = 1; c <= 5; c++)
                     if ((cfg[c], x) in med) printf " %9.3f/%9.3f", best[cfg[c], x], med[cfg[c], x]; else printf " %19s", "-"
                 if (("vader", x) in med) printf " %11.2f", med["tca", x] / med["vader", x]; else printf " %11s", "-"
                 if (("vader-nocopy", x) in med) printf " %11.2f", med["tca", x] / med["vader-nocopy", x]; else printf " %11s", "-"
+                if (("vader-nocopy", x) in med && ("tca-bounce", x) in med) printf " %12.2f", med["tca-bounce", x] / med["vader-nocopy", x]; else printf " %12s", "-"
                 printf "\n"
             }
         }' "$stats"
@@ -139,6 +143,7 @@ table() { # bench title unit better(lo|hi)
     table plat "persistent one-way latency (Send_init/Recv_init + Start)" "us, lower is better" lo
     table bw "bandwidth, window of 64" "MB/s, higher is better" hi
     table bibw "bidirectional bandwidth, window of 64 each way" "MB/s, higher is better" hi
+    echo "goal: bounce/copy <= 1.5 (latency), >= 0.67 (bandwidth) at every size"
     table overlap "receiver-side overlap (Irecv, compute >= max(t_pure, 3 ms), Wait)" "percent, higher is better" hi
     awk '$1 == "device" { d = $5 } $1 == "tca" && $2 == "latency" && $3 == 8 { m = $5 }
          $1 == "tca-thread" && $2 == "latency" && $3 == 8 { t = $5 }

@@ -551,6 +551,11 @@ int mca_btl_tca_poll(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count = 0;
     check_peers(c);
+    /* Serve what the device wants of this process's CPU (the bounce mailbox
+     * peers write into when single copy is refused, chains waiting for a
+     * kick): the engine thread would have to preempt this spinning thread
+     * first, on the same core when ranks are bound. */
+    tcaProgress(NULL);
     for (int n = 0; n < c->num_nodes; ++n) {
         mca_btl_base_endpoint_t *ep = c->endpoints[n];
         if (NULL == ep) continue;
