@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@ namespace tca::loopback {
 
 namespace {
 constexpr size_t kMaxIov = 512;
+constexpr int kBounceWakeAfterUs = 10;  // see bounce_chunk
 
 // The last word of a copy is stored exactly once, after the rest.  glibc's
 // memcpy writes with overlapping stores (8..15 bytes: the first and the last
@@ -230,11 +232,17 @@ Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_a
     b->len = len;
     const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;
     b->request.store(seq, std::memory_order_release);
-    target.header()->engine_event.wake_all();  // its engine may be napping; we wait for it
     auto done = [&] {
         service_bounce();
         return b->done.load(std::memory_order_acquire) == seq;
     };
+    // A target inside MPI progress serves its mailbox itself (tcaProgress)
+    // within a few microseconds: give it that long before waking its engine
+    // thread, which would first have to take the core from that very thread.
+    const auto patience = std::chrono::steady_clock::now() + std::chrono::microseconds(kBounceWakeAfterUs);
+    while (!done() && std::chrono::steady_clock::now() < patience) cpu_relax();
+    if (b->done.load(std::memory_order_acquire) != seq)
+        target.header()->engine_event.wake_all();  // not served: its engine may be napping
     if (Result r = nodes_.wait_until(b->done_event, done, node, NodeSet::Patience::WhilePeerLives);
         r != tcaSuccess)
         return r;
