@@ -80,9 +80,11 @@ public:
 
     // Wait until ready() is true.  watch_node >= 0: fail with
     // tcaErrorPeerGone once that node is gone and ready() is still false.
-    // Patience::WhilePeerLives: no timeout while watch_node lives - for waits
-    // on a peer's own work (the bounce path), where a peer that is merely
-    // stopped (SIGSTOP, a debugger, a suspended job) must not end the job.
+    // Patience::WhilePeerLives: no timeout while watch_node lives (a note
+    // every timeout period) - for waits on a peer's own work (the bounce
+    // path), which bound themselves by a PutBound in ready(): the engine
+    // thread waits for a stopped peer until a stop or abort interrupts it,
+    // application threads until their own deadline.
     enum class Patience { Timeout, WhilePeerLives };
     template <class Ready>
     Result wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience = Patience::Timeout);
