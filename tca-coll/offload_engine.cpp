@@ -43,7 +43,9 @@ public:
         // A staged run spans K epochs: its descriptors for epochs that will
         // never be started still wait on triggers.  Stop it before the
         // counters and memory they name go to another request.
-        if (loaded_) tcaAbortDMAC(s_.channel);
+        // The wait takes the dropped runs' tcaErrorAborted, which would
+        // otherwise greet the channel's next user.
+        if (loaded_ && tcaAbortDMAC(s_.channel) == tcaSuccess) (void) tcaWaitDMAC(s_.channel);
         tcaDescFree(desc_);
     }
 

@@ -239,8 +239,8 @@ TEST(Offload, TriggeredThreeStagePipeline) {
 
 // Abort: a chain whose second descriptor waits for a counter that never moves
 // is stopped and the run queued behind it dropped; the first descriptor's data
-// is there, the second's is not, the runs count as completed, and the chain
-// stays loaded for the next start.
+// is there, the second's is not, the runs count as completed - as aborted, said
+// once by the next wait - and the chain stays loaded for the next start.
 TEST(Offload, AbortStopsAWaitingChain) {
     EXPECT_TRUE(run_nodes(1, [](int, Board &) {
         std::vector<unsigned char> src(64, 7), dst(64, 0);
@@ -259,7 +259,9 @@ TEST(Offload, AbortStopsAWaitingChain) {
         NODE_CHECK(done == 0);  // parked on the trigger
         NODE_OK(tcaStartDMADesc(1));  // queued behind the parked run
         NODE_OK(tcaAbortDMAC(1));     // drops the queued run too
-        NODE_OK(tcaTestDMAC(1, &done));
+        NODE_EXPECT_RESULT(tcaErrorAborted, tcaTestDMAC(1, &done));
+        NODE_CHECK(done == 1);
+        NODE_OK(tcaTestDMAC(1, &done));  // said once
         NODE_CHECK(done == 1);
         NODE_CHECK(dst[32] == 0);  // the waiting descriptor never ran
         NODE_OK(tcaAbortDMAC(1));  // nothing running: a no-op

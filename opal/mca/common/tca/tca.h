@@ -58,6 +58,7 @@ typedef enum tcaresult {
     tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
     tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire), or a notification with more than TCA_NOTIFY_TAGS tags outstanding on one (source, slot) */
     tcaErrorNotAcquired = 23,      /* releasing a channel / counter / slot that is not held (double release) */
+    tcaErrorAborted = 24,          /* the DMA run was dropped by tcaAbortDMAC before it completed */
     tcaErrorResultCount
 } tcaresult;
 typedef tcaresult tcaResult;

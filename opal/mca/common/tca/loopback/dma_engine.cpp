@@ -18,12 +18,13 @@ namespace {
 // follows at the modelled end, whatever the copies took.
 std::atomic<int64_t> g_copy_ps_per_byte{200};  // 5 GB/s to start with
 
-Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, int64_t earliest, int64_t visible_at) {
+Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, int64_t earliest, int64_t visible_at,
+                   const PutBound &bound) {
     const uint64_t bytes = part.width * part.height;
     const int64_t lead = static_cast<int64_t>(bytes) * g_copy_ps_per_byte.load(std::memory_order_relaxed) / 1000;
     spin_until_ns(std::max(earliest, visible_at - lead));
     const int64_t t0 = now_ns();
-    const Result r = w.write(dst, part);
+    const Result r = w.write(dst, part, bound);
     if (bytes >= 4096) {  // small copies say more about the call than the copy
         const int64_t ps = std::clamp<int64_t>((now_ns() - t0) * 1000 / static_cast<int64_t>(bytes), 20, 5000);
         const int64_t est = g_copy_ps_per_byte.load(std::memory_order_relaxed);
@@ -32,7 +33,8 @@ Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, i
     return r;
 }
 
-Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, ChainClock::Window win) {
+Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, ChainClock::Window win,
+                   const PutBound &bound) {
     constexpr uint64_t kPiece = 16 * 1024;
     const uint64_t total = c.width * c.height;
     const double span = static_cast<double>(win.done_ns - win.first_byte_ns);
@@ -40,12 +42,12 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, Chai
         return win.first_byte_ns + static_cast<int64_t>(span * static_cast<double>(bytes) / static_cast<double>(total));
     };
     if (total == 0) {
-        if (Result r = write_piece(w, dst, c, win.first_byte_ns, win.first_byte_ns); r != tcaSuccess) return r;
+        if (Result r = write_piece(w, dst, c, win.first_byte_ns, win.first_byte_ns, bound); r != tcaSuccess) return r;
     } else if (c.height <= 1) {
         for (uint64_t at = 0; at < total; at += kPiece) {
             const uint64_t n = std::min(kPiece, total - at);
             const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu};
-            if (Result r = write_piece(w, dst, part, arrived(at), arrived(at + n)); r != tcaSuccess) return r;
+            if (Result r = write_piece(w, dst, part, arrived(at), arrived(at + n), bound); r != tcaSuccess) return r;
         }
     } else {
         const uint64_t rows = std::max<uint64_t>(1, kPiece / c.width);
@@ -53,7 +55,7 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, Chai
             const uint64_t n = std::min(rows, c.height - row);
             const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,
                                c.width, n, c.src_on_gpu};
-            if (Result r = write_piece(w, dst, part, arrived(row * c.width), arrived((row + n) * c.width)); r != tcaSuccess) return r;
+            if (Result r = write_piece(w, dst, part, arrived(row * c.width), arrived((row + n) * c.width), bound); r != tcaSuccess) return r;
         }
     }
     spin_until_ns(win.done_ns);
@@ -85,6 +87,7 @@ Result DmaEngine::start_thread() {
 void DmaEngine::stop_thread() {
     if (!thread_.joinable()) return;
     stop_.store(true, std::memory_order_release);
+    interrupt_.fetch_add(1, std::memory_order_acq_rel);  // a bounce wait in the thread gives up
     nodes_.own().header()->engine_event.wake_all();
     thread_.join();
 }
@@ -116,12 +119,12 @@ Result DmaEngine::start(int channel) {
     // overtake an inline run.  The timing model delays runs on the engine thread.
     const bool idle = ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_acquire);
     if (idle && ch.loaded->run_inline && !timing_.enabled) {
-        run_inline(ch, *ch.loaded);
+        run_inline(ch, ch.loaded, epoch);
         return tcaSuccess;
     }
     {
         std::lock_guard q(ch.queue_lock);
-        ch.queue.push_back(Run{ch.loaded, epoch});
+        ch.queue.push_back(Run{ch.loaded, epoch, 0});
     }
     ch.started.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->engine_event.notify();
@@ -129,41 +132,92 @@ Result DmaEngine::start(int channel) {
 }
 
 // Counted as a run (a wait of another thread waits for it) but never queued:
-// the scanner finds the queue empty and leaves the channel alone.
-void DmaEngine::run_inline(Channel &ch, const Chain &chain) {
-    ch.started.fetch_add(1, std::memory_order_relaxed);
+// the scanner finds the queue empty and leaves the channel alone.  A start
+// does not wait on a peer: if the target's engine does not take a bounce
+// copy within kInlinePatienceNs (stopped, or just slow), the rest of the run,
+// from the descriptor that did not finish, goes to the queue.
+void DmaEngine::run_inline(Channel &ch, const std::shared_ptr<const Chain> &chain, uint64_t epoch) {
+    const uint64_t number = ch.started.fetch_add(1, std::memory_order_relaxed) + 1;
+    const PutBound bound = PutBound::within(std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
     Result r = tcaSuccess;
-    for (size_t i = 0; i < chain.descs.size() && r == tcaSuccess; ++i) r = run_descriptor(chain.descs[i], i);
-    if (r != tcaSuccess) ch.error.store(r, std::memory_order_relaxed);
+    size_t i = 0;
+    for (; i < chain->descs.size() && r == tcaSuccess; ++i) {
+        r = execute(chain->descs[i], nullptr, bound);
+        if (r == tcaErrorTimeout) {
+            {
+                std::lock_guard q(ch.queue_lock);
+                ch.queue.push_back(Run{chain, epoch, i});
+            }
+            nodes_.own().header()->engine_event.notify();
+            return;
+        }
+        if (r != tcaSuccess) report_failure(r, i);
+    }
+    if (r != tcaSuccess) record_error(ch, number, number, r);
     ch.completed.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->app_event.notify();
+}
+
+void DmaEngine::record_error(Channel &ch, uint64_t first, uint64_t last, Result r) {
+    std::lock_guard g(ch.error_lock);
+    ch.errors.push_back(RunError{first, last, r});
+    if (ch.errors.size() > kKeptErrors) ch.errors.pop_front();
+}
+
+// The first error among runs (after, upto], or tcaSuccess.
+Result DmaEngine::run_error(Channel &ch, uint64_t after, uint64_t upto) {
+    std::lock_guard g(ch.error_lock);
+    for (const RunError &e : ch.errors)
+        if (e.last > after && e.first <= upto) return e.result;
+    return tcaSuccess;
 }
 
 Result DmaEngine::wait(int channel, bool block) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
     // Runs started later (by another thread) are not ours to wait for.
     const uint64_t target = ch.started.load(std::memory_order_acquire);
+    // Errors of runs that a wait returned before this one began are said.
+    const uint64_t reported = ch.reported.load(std::memory_order_acquire);
     auto done = [&] { return ch.completed.load(std::memory_order_acquire) >= target; };
     if (!done()) {
         if (!block) return tcaErrorNotReady;
+        // Assisting is bounded by this wait's own timeout: a bounce copy to
+        // a stopped target is given up (the run stays queued and is taken up
+        // again), and the wait says tcaErrorTimeout.
+        const PutBound bound = PutBound::within(nodes_.policy().timeout_ns, &interrupt_);
         // Drive the engine while we wait: no hand-off to a napping engine
         // thread.  As long as there is work (a long chain), keep at it past
         // the spin budget: the wait could only sleep until the engine thread
         // looked in.  With the timing model on this thread pays the model's
         // delays; they are deadlines from the chain's start, so who runs the
         // chain does not change when its data and notifications land.
-        while (!done() && assist()) {
+        while (!done() && assist(bound) && std::chrono::steady_clock::now() < bound.deadline) {
         }
-        auto driven = [&] { return done() || (assist(), done()); };
+        // One timeout for the whole wait, the assisting above included.
+        bool expired = false;
+        auto driven = [&] {
+            if (done() || (assist(bound), done())) return true;
+            return expired = std::chrono::steady_clock::now() >= bound.deadline;
+        };
         if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1); r != tcaSuccess) return r;
+        if (expired && !done()) return tcaErrorTimeout;
     }
-    return static_cast<Result>(ch.error.exchange(tcaSuccess, std::memory_order_acq_rel));
+    // Every waiter of a run sees its error (not only the first to look).
+    const Result r = run_error(ch, reported, target);
+    uint64_t seen = ch.reported.load(std::memory_order_relaxed);
+    while (seen < target && !ch.reported.compare_exchange_weak(seen, target, std::memory_order_acq_rel)) {
+    }
+    return r;
 }
 
 void DmaEngine::abort(int channel) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
-    std::lock_guard scanning(scan_lock_);  // no descriptor of it is executing now
+    // A descriptor waiting on a stopped peer's engine gives up (its run is
+    // dropped here anyway), so the scan lock comes free.
+    interrupt_.fetch_add(1, std::memory_order_acq_rel);
+    std::unique_lock scanning(scan_lock_);  // no descriptor of it is executing now
+    interrupt_.fetch_sub(1, std::memory_order_acq_rel);
     size_t dropped = 0;
     {
         std::lock_guard q(ch.queue_lock);
@@ -173,25 +227,25 @@ void DmaEngine::abort(int channel) {
     if (dropped == 0) return;
     ch.next = 0;
     ch.charged = false;
+    // The dropped runs complete, as aborted: their waiters are told.
+    const uint64_t first = ch.completed.load(std::memory_order_relaxed) + 1;
+    record_error(ch, first, first + dropped - 1, tcaErrorAborted);
     ch.completed.fetch_add(dropped, std::memory_order_release);
     nodes_.own().header()->app_event.notify();
 }
 
-Result DmaEngine::run_descriptor(const Descriptor &d, size_t index, ChainClock *clock) {
-    const Result r = execute(d, clock);
-    if (r != tcaSuccess)
-        std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), index, result_message(r));
-    return r;
+void DmaEngine::report_failure(Result r, size_t index) const {
+    std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), index, result_message(r));
 }
 
-Result DmaEngine::execute(const Descriptor &d, ChainClock *clock) {
+Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound &bound) {
     const unsigned char *src = nullptr;
     bool on_gpu = false;
     if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess) return r;
     const RowCopy copy{src, d.height > 1 ? d.src_pitch : d.width, d.dst_off,
                        d.height > 1 ? d.dst_pitch : d.width, d.width, d.height, on_gpu};
     if (!timing_.enabled) {
-        if (Result r = writer_.write(d.dst, copy); r != tcaSuccess) return r;
+        if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess) return r;
     } else {
         ChainClock own;
         if (clock == nullptr) {
@@ -202,7 +256,7 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock) {
                                   d.src.region == tcaMemoryGPU || d.dst.region == tcaMemoryGPU,
                                   topo_.hops(nodes_.self(), d.dst.node), (d.flags & tcaDMAPipeline) != 0,
                                   clock->table_mode() && !(d.flags & tcaDMAUseInternal)};
-        if (Result r = paced_write(writer_, d.dst, copy, clock->next(timing_, cost)); r != tcaSuccess) return r;
+        if (Result r = paced_write(writer_, d.dst, copy, clock->next(timing_, cost), bound); r != tcaSuccess) return r;
     }
     if (d.flags & tcaDMANotify)
         if (Result r = sender_.post(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
@@ -213,7 +267,8 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock) {
 }
 
 void DmaEngine::finish_run(Channel &ch, Result r) {
-    if (r != tcaSuccess) ch.error.store(r, std::memory_order_relaxed);
+    if (r != tcaSuccess) record_error(ch, ch.completed.load(std::memory_order_relaxed) + 1,
+                                      ch.completed.load(std::memory_order_relaxed) + 1, r);
     ch.next = 0;
     ch.charged = false;
     {
@@ -224,7 +279,7 @@ void DmaEngine::finish_run(Channel &ch, Result r) {
     nodes_.own().header()->app_event.notify();
 }
 
-bool DmaEngine::step(Channel &ch) {
+bool DmaEngine::step(Channel &ch, const PutBound &bound) {
     if (ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_relaxed)) return false;
     const Run *run = nullptr;
     {
@@ -241,6 +296,7 @@ bool DmaEngine::step(Channel &ch) {
         // before it when queued.
         if (timing_.enabled) ch.clock.start(timing_, now_ns(), !chain.register_mode);
         ch.charged = true;
+        ch.next = run->first;  // past what a start ran inline
     }
     if (ch.next == chain.descs.size()) {  // an empty chain
         finish_run(ch, tcaSuccess);
@@ -253,7 +309,12 @@ bool DmaEngine::step(Channel &ch) {
         const uint64_t threshold = d.wait_value + run->epoch * d.wait_step;
         if (nodes_.own().counter(d.wait_counter).load(std::memory_order_acquire) < threshold) return false;
     }
-    if (const Result r = run_descriptor(d, ch.next, &ch.clock); r != tcaSuccess) {
+    if (const Result r = execute(d, &ch.clock, bound); r != tcaSuccess) {
+        // A bounce copy the target's engine did not take within the bound
+        // (stopped target, stop or abort): not a failure of the run - the
+        // descriptor runs again later (rewriting the same bytes).
+        if (r == tcaErrorTimeout) return false;
+        report_failure(r, ch.next);
         finish_run(ch, r);
         return true;
     }
@@ -261,7 +322,9 @@ bool DmaEngine::step(Channel &ch) {
     return true;
 }
 
-bool DmaEngine::assist() {
+bool DmaEngine::assist() { return assist(PutBound::within(nodes_.policy().timeout_ns, &interrupt_)); }
+
+bool DmaEngine::assist(const PutBound &bound) {
     assists_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock g(scan_lock_, std::try_to_lock);
     if (!g.owns_lock()) return false;
@@ -270,7 +333,7 @@ bool DmaEngine::assist() {
     // broadcast is several small descriptors in a row), but bounded: the
     // caller is inside MPI progress and has other work to look at.
     for (Channel &ch : channels_)
-        for (int n = 0; n < kAssistBurst && step(ch); ++n) progress = true;
+        for (int n = 0; n < kAssistBurst && step(ch, bound); ++n) progress = true;
     return progress;
 }
 
@@ -295,10 +358,14 @@ void DmaEngine::run() {
     constexpr int64_t kNapMinNs = 20'000, kNapMaxNs = 200'000;
     constexpr auto kLinger = std::chrono::milliseconds(20);
     EventWord &ev = nodes_.own().header()->engine_event;
+    // No deadline: the engine thread waits for a stopped target as long as
+    // it lives (the hardware's channel would stall too), until a stop or an
+    // abort interrupts it.
+    const PutBound patient{std::chrono::steady_clock::time_point::max(), &interrupt_};
     auto scan = [&] {
         std::lock_guard g(scan_lock_);
         bool progress = writer_.service_bounce();
-        for (Channel &ch : channels_) progress |= step(ch);
+        for (Channel &ch : channels_) progress |= step(ch, patient);
         return progress;
     };
     int64_t nap = kNapMinNs;

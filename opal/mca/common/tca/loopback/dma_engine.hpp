@@ -48,14 +48,21 @@ public:
     Result load(int channel, std::span<const Descriptor> chain);
     Result start(int channel);
     // Until every run started before the call has completed (block = false:
-    // tcaErrorNotReady while one has not).  The first error of a run since
-    // the last wait, else tcaSuccess.  A blocking wait drives the engine.
+    // tcaErrorNotReady while one has not), at most the policy's timeout
+    // (tcaErrorTimeout; the runs go on).  The first error of the runs it
+    // waited for that no wait returned before this one began, else
+    // tcaSuccess: every concurrent waiter of a failed run sees its error.
+    // A blocking wait drives the engine.
     Result wait(int channel, bool block);
-    // End the running chain between two descriptors and drop the queued runs.
+    // End the running chain between two descriptors and drop the queued
+    // runs; they complete as tcaErrorAborted.
     void abort(int channel);
     // Do pending engine work on the calling thread if the engine is not busy
     // itself (a thread that waits anyway lends its cycles: no wake-up needed).
+    // A bounce copy to a peer waits at most until `bound` (default: the
+    // policy's timeout), then is left for later.
     bool assist();
+    bool assist(const PutBound &bound);
     static constexpr int kAssistBurst = 8;  // descriptors per channel per assist()
     // Chains of at most this many bytes, without triggered descriptors, run
     // on the starting thread when the channel is idle (timing model off):
@@ -66,7 +73,9 @@ public:
     // Execute one descriptor now, on the calling thread (PIO and tests use it).
     // With the timing model on, data and notification wait for the modelled
     // times of `clock` (the running chain's), or of a chain of their own.
-    Result execute(const Descriptor &d, ChainClock *clock = nullptr);
+    Result execute(const Descriptor &d, ChainClock *clock, const PutBound &bound);
+    // How long a start running a short chain inline waits for a peer's engine.
+    static constexpr int64_t kInlinePatienceNs = 10'000'000;
 
 private:
     struct Chain {
@@ -77,7 +86,13 @@ private:
     struct Run {
         std::shared_ptr<const Chain> chain;
         uint64_t epoch;  // earlier starts since its chain was loaded: triggers move by epoch * step
+        size_t first;    // the descriptor it starts at (> 0: its start ran those before inline)
     };
+    struct RunError {  // runs first..last (numbered from 1 by start order) ended with `result`
+        uint64_t first, last;
+        Result result;
+    };
+    static constexpr size_t kKeptErrors = 64;
     struct Channel {
         std::mutex app_lock;  // serialises load/start/abort from application threads
         std::shared_ptr<const Chain> loaded;  // under app_lock
@@ -86,7 +101,9 @@ private:
         std::deque<Run> queue;                // started runs, front = running
         std::atomic<uint64_t> started{0};
         std::atomic<uint64_t> completed{0};
-        std::atomic<int> error{tcaSuccess};
+        std::mutex error_lock;
+        std::deque<RunError> errors;        // the latest failed runs, oldest first (under error_lock)
+        std::atomic<uint64_t> reported{0};  // runs up to this one were waited for by a wait that returned
         size_t next = 0;  // scanner only (scan_lock_)
         bool charged = false;
         ChainClock clock;  // the timing model's clock of the running chain (engine thread only)
@@ -94,10 +111,12 @@ private:
 
     void run();
     bool chain_running() const noexcept;
-    bool step(Channel &ch);
+    bool step(Channel &ch, const PutBound &bound);
     void finish_run(Channel &ch, Result r);
-    Result run_descriptor(const Descriptor &d, size_t index, ChainClock *clock = nullptr);
-    void run_inline(Channel &ch, const Chain &chain);
+    void report_failure(Result r, size_t index) const;
+    void run_inline(Channel &ch, const std::shared_ptr<const Chain> &chain, uint64_t epoch);
+    void record_error(Channel &ch, uint64_t first, uint64_t last, Result r);
+    Result run_error(Channel &ch, uint64_t after, uint64_t upto);
 
     NodeSet &nodes_;
     RemoteWriter &writer_;
@@ -109,6 +128,7 @@ private:
     std::thread thread_;
     std::mutex scan_lock_;  // one scanner at a time: the engine thread or an assisting thread
     std::atomic<bool> stop_{false};
+    std::atomic<int> interrupt_{0};  // > 0: a stop or an abort wants bounce waits to give up
     std::atomic<uint64_t> assists_{0};  // assist() calls: the application is waiting
 };
 

@@ -301,7 +301,10 @@ public:
         if (timing_.enabled && !(flags & kPioUntimed))
             spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
         const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
-        if (Result r = writer_.write(dst, copy); r != tcaSuccess) return r;
+        // Synchronous: a target that does not take a bounce copy within the
+        // timeout (stopped) fails the write with tcaErrorTimeout.
+        if (Result r = writer_.write(dst, copy, PutBound::within(nodes_.policy().timeout_ns)); r != tcaSuccess)
+            return r;
         if (flags & tcaDMANotify)
             if (Result r = sender_.post(nodes_, dst.node, slot, tag); r != tcaSuccess) return r;
         if (flags & tcaDMANotifySelf)
@@ -351,7 +354,9 @@ public:
         // A blocking wait runs pending DMA itself (published programs wait
         // only blocking, never call tcaProgress): no hand-off to a napping
         // engine thread between the peer's notification and our next start.
-        const std::function<void()> drive = [this] { engine_.assist(); };
+        // Bounded by this wait's timeout, as the wait itself.
+        const PutBound bound = PutBound::within(nodes_.policy().timeout_ns);
+        const std::function<void()> drive = [this, &bound] { engine_.assist(bound); };
         return inbox_.take(
             nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);
     }

@@ -3,6 +3,7 @@
 // call uses (spin briefly, then sleep on a futex, check the peer, time out).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -19,6 +20,22 @@ struct WaitPolicy {
     int64_t timeout_ns = 30'000'000'000;  // give up after (TCA_TIMEOUT_MS)
     // tcaErrorInvalidValue (after a line naming the variable) on a bad value.
     static Result from_environment(WaitPolicy *out);
+};
+
+// How long a put may wait for a peer's engine (the bounce path): until the
+// deadline, and not once *cancel is non-zero (the DMA engine's stop or
+// abort).  The default waits for ever (only the engine thread does).
+struct PutBound {
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    const std::atomic<int> *cancel = nullptr;
+    static PutBound within(int64_t ns, const std::atomic<int> *cancel = nullptr) {
+        return {std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns), cancel};
+    }
+    bool over() const noexcept {
+        return (cancel != nullptr && cancel->load(std::memory_order_acquire) != 0) ||
+               (deadline != std::chrono::steady_clock::time_point::max() &&
+                std::chrono::steady_clock::now() >= deadline);
+    }
 };
 
 class NodeSet {
@@ -63,9 +80,11 @@ public:
 
     // Wait until ready() is true.  watch_node >= 0: fail with
     // tcaErrorPeerGone once that node is gone and ready() is still false.
-    // Patience::WhilePeerLives: no timeout while watch_node lives - for waits
-    // on a peer's own work (the bounce path), where a peer that is merely
-    // stopped (SIGSTOP, a debugger, a suspended job) must not end the job.
+    // Patience::WhilePeerLives: no timeout while watch_node lives (a note
+    // every timeout period) - for waits on a peer's own work (the bounce
+    // path), which bound themselves by a PutBound in ready(): the engine
+    // thread waits for a stopped peer until a stop or abort interrupts it,
+    // application threads until their own deadline.
     enum class Patience { Timeout, WhilePeerLives };
     template <class Ready>
     Result wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience = Patience::Timeout);

@@ -85,7 +85,7 @@ Result RemoteWriter::read_registration(const tcaHandle &h, Registration *out) co
     return same ? tcaSuccess : tcaErrorInvalidHandle;
 }
 
-Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c) {
+Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c, const PutBound &bound) {
     if (c.width == 0 || c.height == 0) return tcaSuccess;
     const int node = dst.node;
     if (dst.region == tcaMemoryCPU && node != nodes_.self()) {
@@ -102,7 +102,7 @@ Result RemoteWriter::write(const tcaHandle &dst, const RowCopy &c) {
             const Result r = write_cma(node, dst.addr, c);
             if (r != tcaErrorNotSupported) return r;  // NotSupported: just refused, fall through
         }
-        return write_bounce(node, dst, dst.addr, c);
+        return write_bounce(node, dst, dst.addr, c, bound);
     }
     if (Result r = check_registration(dst); r != tcaSuccess) return r;
     switch (static_cast<tcaMemoryType>(dst.region)) {
@@ -188,7 +188,37 @@ Result RemoteWriter::write_cma(int node, uint64_t dst_addr, const RowCopy &c) {
     return tcaSuccess;
 }
 
-Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c) {
+// The mailbox protocol.  A writer holds the robust lock, waits until the
+// mailbox is idle (request == done: nothing posted or being served), fills
+// it and posts request = done + 1.  A server claims a request by setting
+// kClaimed on it (compare-and-swap), copies, then clears the bit and stores
+// done.  A writer that gives up (its bound ran out: a stopped target) takes
+// an unclaimed request back (request = done again), so nobody serves it
+// later; a claimed one it leaves to the server, and the mailbox stays busy -
+// the next writer waits for idle - until served.  The same idle wait keeps a
+// writer that recovers the lock from a dead writer (EOWNERDEAD) off a
+// mailbox the target is still serving.
+namespace {
+constexpr uint64_t kClaimed = 1ull << 63;
+
+bool mailbox_idle(const BounceArea *b) noexcept {
+    return b->request.load(std::memory_order_acquire) == b->done.load(std::memory_order_acquire);
+}
+}  // namespace
+
+template <class Ready>
+Result RemoteWriter::wait_bounded(EventWord &ev, Ready &&ready, int node, const PutBound &bound) {
+    bool over = false;
+    auto until = [&] {
+        if (ready()) return true;
+        return over = bound.over();
+    };
+    if (Result r = nodes_.wait_until(ev, until, node, NodeSet::Patience::WhilePeerLives); r != tcaSuccess) return r;
+    return over && !ready() ? tcaErrorTimeout : tcaSuccess;
+}
+
+Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c,
+                                  const PutBound &bound) {
     if (nodes_.gone(node)) return tcaErrorPeerGone;  // the bounce needs the peer's engine
     BounceArea *b = nodes_.view(node).bounce();
     // Take the target's mailbox; keep serving our own mailbox meanwhile, or two
@@ -199,17 +229,20 @@ Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_a
         if (rc == EOWNERDEAD) pthread_mutex_consistent(&b->lock);  // previous writer died
         return rc == 0 || rc == EOWNERDEAD;
     };
-    if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, locked, node,
-                                     NodeSet::Patience::WhilePeerLives);
-        r != tcaSuccess)
-        return r;
-    Result result = tcaSuccess;
+    if (Result r = wait_bounded(nodes_.own().header()->app_event, locked, node, bound); r != tcaSuccess) return r;
+    // A writer before us may have left a request being served (it gave up,
+    // or died): never refill the mailbox under the server.
+    auto idle = [&] {
+        service_bounce();
+        return mailbox_idle(b);
+    };
+    Result result = wait_bounded(b->done_event, idle, node, bound);
     for (uint64_t row = 0; row < c.height && result == tcaSuccess; ++row) {
         const unsigned char *src = c.src + row * c.src_pitch;
         const uint64_t dst_row = dst_addr + c.dst_off + row * c.dst_pitch;
         for (uint64_t off = 0; off < c.width && result == tcaSuccess; off += kBounceSize) {
             const uint64_t len = std::min<uint64_t>(kBounceSize, c.width - off);
-            result = bounce_chunk(node, dst, dst_row + off, src + off, len, c.src_on_gpu);
+            result = bounce_chunk(node, dst, dst_row + off, src + off, len, c.src_on_gpu, bound);
         }
     }
     pthread_mutex_unlock(&b->lock);
@@ -217,7 +250,7 @@ Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_a
 }
 
 Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
-                                  uint64_t len, bool src_on_gpu) {
+                                  uint64_t len, bool src_on_gpu, const PutBound &bound) {
     SegmentView target = nodes_.view(node);
     BounceArea *b = target.bounce();
     if (src_on_gpu) {
@@ -230,7 +263,7 @@ Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_a
     b->dst_key = dst.key;
     b->dst_reg = dst.reg_index;
     b->len = len;
-    const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;
+    const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;  // idle: request == done
     b->request.store(seq, std::memory_order_release);
     auto done = [&] {
         service_bounce();
@@ -243,9 +276,13 @@ Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_a
     while (!done() && std::chrono::steady_clock::now() < patience) cpu_relax();
     if (b->done.load(std::memory_order_acquire) != seq)
         target.header()->engine_event.wake_all();  // not served: its engine may be napping
-    if (Result r = nodes_.wait_until(b->done_event, done, node, NodeSet::Patience::WhilePeerLives);
-        r != tcaSuccess)
-        return r;
+    const Result r = wait_bounded(b->done_event, done, node, bound);
+    if (r == tcaErrorTimeout) {
+        // Take the request back unless the server has claimed it already.
+        uint64_t expected = seq;
+        b->request.compare_exchange_strong(expected, seq - 1, std::memory_order_acq_rel);
+    }
+    if (r != tcaSuccess) return r;
     return static_cast<Result>(b->status.load(std::memory_order_acquire));
 }
 
@@ -260,20 +297,30 @@ bool RemoteWriter::service_bounce() {
     // the writer already filled the mailbox with its next chunk: serving the
     // stale number copied that next chunk's bytes to this chunk's address and
     // moved `done` backwards (1 exchange in ~100 of a 64 MiB Sendrecv).
-    const uint64_t req = b->request.load(std::memory_order_acquire);
-    if (req == b->done.load(std::memory_order_relaxed)) return false;
+    uint64_t req = b->request.load(std::memory_order_acquire);
+    if (req == b->done.load(std::memory_order_relaxed) || (req & kClaimed)) return false;
+    // Claim it: from here on the writer cannot take it back (it gave up: the
+    // request went back to `done` and the claim fails).
+    if (!b->request.compare_exchange_strong(req, req | kClaimed, std::memory_order_acq_rel)) return false;
+    // One snapshot of the fields, then only the snapshot: the writer (another
+    // process) can still change the shared copy between a check and a use.
+    const uint64_t dst_addr = b->dst_addr, dst_key = b->dst_key, len = b->len;
+    const uint32_t dst_reg = b->dst_reg;
     Result status = tcaErrorNotRegistered;
-    if (b->dst_reg < kMaxRegistrations) {
-        const RegistrationEntry &e = nodes_.own().registrations()[b->dst_reg];
+    if (len > kBounceSize) {
+        status = tcaErrorInvalidValue;  // more than the mailbox holds: never read past it
+    } else if (dst_reg < kMaxRegistrations) {
+        const RegistrationEntry &e = nodes_.own().registrations()[dst_reg];
         // Check the target range against our own table: a peer never gets to
         // write outside memory we registered.
-        if (e.key.load(std::memory_order_acquire) == b->dst_key && b->dst_addr >= e.base &&
-            b->len <= e.size && b->dst_addr - e.base <= e.size - b->len) {
-            copy_bytes(reinterpret_cast<unsigned char *>(b->dst_addr), b->data, b->len);
+        if (e.key.load(std::memory_order_acquire) == dst_key && dst_addr >= e.base && len <= e.size &&
+            dst_addr - e.base <= e.size - len) {
+            copy_bytes(reinterpret_cast<unsigned char *>(dst_addr), b->data, len);
             status = tcaSuccess;
         }
     }
     b->status.store(status, std::memory_order_relaxed);
+    b->request.store(req, std::memory_order_relaxed);  // the claim bit off: idle once done is stored
     b->done.store(req, std::memory_order_release);
     b->done_event.notify();
     return true;

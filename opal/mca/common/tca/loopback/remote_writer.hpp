@@ -37,8 +37,10 @@ public:
 
     // Is the handle's registration still alive on its owner?
     Result check_registration(const tcaHandle &h) const noexcept;
-    // Copy; returns once the data is visible at the destination.
-    Result write(const tcaHandle &dst, const RowCopy &c);
+    // Copy; returns once the data is visible at the destination.  On the
+    // bounce path it waits for the target's engine at most as long as
+    // `bound` allows (tcaErrorTimeout then; the bytes may be partly there).
+    Result write(const tcaHandle &dst, const RowCopy &c, const PutBound &bound);
     // Target side of the bounce path: copy a pending chunk into our memory.
     bool service_bounce();
 
@@ -57,9 +59,12 @@ private:
     Result read_registration(const tcaHandle &h, Registration *out) const noexcept;
     Result write_local(unsigned char *dst_base, const RowCopy &c);
     Result write_cma(int node, uint64_t dst_addr, const RowCopy &c);
-    Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c);
+    Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c, const PutBound &bound);
     Result bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src, uint64_t len,
-                        bool src_on_gpu);
+                        bool src_on_gpu, const PutBound &bound);
+    // wait_until on a peer's work, ended early (tcaErrorTimeout) by `bound`.
+    template <class Ready>
+    Result wait_bounded(EventWord &ev, Ready &&ready, int node, const PutBound &bound);
     Result write_gpu(const tcaHandle &dst, const RowCopy &c);
     void refuse_cma(int err);
 

@@ -33,6 +33,7 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "no free resource: every DMA channel / counter / notification slot asked for is held, or a source has "
     "notifications of more than TCA_NOTIFY_TAGS tags unconsumed on one slot (see tcaQueryDevice)",
     "releasing a DMA channel / counter / notification slot that is not acquired (released twice?)",
+    "DMA run aborted: tcaAbortDMAC dropped it before it completed",
 };
 }  // namespace
 
