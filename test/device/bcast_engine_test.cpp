@@ -158,6 +158,24 @@ TEST(BcastEngine, EmptyMessage) {
     EXPECT_TRUE(run_nodes(3, [](int node, Board &b) { return run_bcast(node, b, 3, 0, 0, Engine::Offload, 5); }));
 }
 
+// A request of the core API, root 0, over `buf`, with the components' default
+// segment size and chain threshold.
+tca_coll_bcast_params_t core_params(const int *node_of, int size, int rank, std::vector<unsigned char> &buf,
+                                    size_t staging_bytes, int engine) {
+    tca_coll_bcast_params_t p{};
+    p.node_of = node_of;
+    p.size = size;
+    p.rank = rank;
+    p.root = 0;
+    p.buffer = buf.data();
+    p.bytes = buf.size();
+    p.segment_bytes = 64 * 1024;
+    p.chain_threshold = 256 * 1024;
+    p.staging_bytes = staging_bytes;
+    p.engine = engine;
+    return p;
+}
+
 // The C core of coll tca takes its counters from the device layer, one run
 // per request (4 + children), and gives them back on free: when an
 // application or earlier requests hold them, a new request fails with the
@@ -167,17 +185,8 @@ TEST(BcastCore, CountersComeFromTheDeviceAndGoBack) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
         const int node_of[4] = {0, 1, 0, 1};
         std::vector<unsigned char> buf(1000);
-        tca_coll_bcast_params_t p{};
-        p.node_of = node_of;
-        p.size = 4;
-        p.rank = node;  // rank 0 is the root with two children, rank 1 has one
-        p.root = 0;
-        p.buffer = buf.data();
-        p.bytes = buf.size();
-        p.segment_bytes = 64 * 1024;
-        p.chain_threshold = 256 * 1024;
-        p.staging_bytes = 8192;
-        p.engine = TCA_COLL_ENGINE_OFFLOAD;
+        // rank 0 is the root with two children, rank 1 has one
+        const tca_coll_bcast_params_t p = core_params(node_of, 4, node, buf, 8192, TCA_COLL_ENGINE_OFFLOAD);
         tcaDeviceAttr a{};
         NODE_OK(tcaQueryDevice(&a));
         const int free0 = a.free_counters;
@@ -225,17 +234,7 @@ void dead_root(int engine) {
     EXPECT_TRUE(run_nodes(2, [engine](int node, Board &b) {
         const int node_of[2] = {0, 1};
         std::vector<unsigned char> buf(1000, static_cast<unsigned char>(node));
-        tca_coll_bcast_params_t p{};
-        p.node_of = node_of;
-        p.size = 2;
-        p.rank = node;
-        p.root = 0;
-        p.buffer = buf.data();
-        p.bytes = buf.size();
-        p.segment_bytes = 64 * 1024;
-        p.chain_threshold = 256 * 1024;
-        p.staging_bytes = 0;
-        p.engine = engine;
+        const tca_coll_bcast_params_t p = core_params(node_of, 2, node, buf, 0, engine);
         tcaResult err = tcaSuccess;
         tca_coll_peer_info_t mine{};
         tca_coll_bcast_t *bc = tca_coll_bcast_new(&p, &mine, &err);

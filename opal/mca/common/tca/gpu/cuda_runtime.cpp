@@ -159,30 +159,23 @@ Result CudaRuntime::ipc_close(void *ptr) {
 // the application queued there before it called MPI or TCA, e.g. a
 // cudaMemcpy into the buffer that itself had not landed yet - as Open MPI's
 // own CUDA copies (cuMemcpy) are ordered.
-Result CudaRuntime::stream(void **out) {
-    *out = nullptr;  // cudaStreamLegacy
-    return tcaSuccess;
+namespace {
+const cudaStream_t kLegacyStream = nullptr;
 }
 Result CudaRuntime::copy(void *dst, const void *src, size_t n) {
     if (!load()) return tcaErrorNotSupported;
-    void *s = nullptr;
-    if (Result r = stream(&s); r != tcaSuccess) return r;
-    auto st = static_cast<cudaStream_t>(s);
-    if (Result r = check(api_->memcpy_(dst, src, n, cudaMemcpyDefault, st), "cudaMemcpyAsync", api_->errstr);
+    if (Result r = check(api_->memcpy_(dst, src, n, cudaMemcpyDefault, kLegacyStream), "cudaMemcpyAsync", api_->errstr);
         r != tcaSuccess)
         return r;
-    return check(api_->streamSync(st), "cudaStreamSynchronize", api_->errstr);
+    return check(api_->streamSync(kLegacyStream), "cudaStreamSynchronize", api_->errstr);
 }
 Result CudaRuntime::copy_2d(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h) {
     if (!load()) return tcaErrorNotSupported;
-    void *s = nullptr;
-    if (Result r = stream(&s); r != tcaSuccess) return r;
-    auto st = static_cast<cudaStream_t>(s);
-    if (Result r = check(api_->memcpy2d(dst, dp, src, sp, w, h, cudaMemcpyDefault, st), "cudaMemcpy2DAsync",
+    if (Result r = check(api_->memcpy2d(dst, dp, src, sp, w, h, cudaMemcpyDefault, kLegacyStream), "cudaMemcpy2DAsync",
                          api_->errstr);
         r != tcaSuccess)
         return r;
-    return check(api_->streamSync(st), "cudaStreamSynchronize", api_->errstr);
+    return check(api_->streamSync(kLegacyStream), "cudaStreamSynchronize", api_->errstr);
 }
 bool CudaRuntime::is_device_pointer(const void *p) {
     if (!load()) return false;

@@ -42,7 +42,6 @@ public:
 private:
     CudaRuntime() = default;
     bool load();
-    Result stream(void **out);  // the stream copies go on
     struct Api;
     Api *api_ = nullptr;
     bool tried_ = false;

@@ -322,7 +322,12 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
     return true;
 }
 
-bool DmaEngine::assist() { return assist(PutBound::within(nodes_.policy().timeout_ns, &interrupt_)); }
+bool DmaEngine::assist() {
+    // MPI progress calls in on every pass and there is usually nothing to
+    // do: then no clock read, no write to a shared line, no lock.
+    if (!writer_.bounce_pending() && !chain_running()) return false;
+    return assist(PutBound::within(nodes_.policy().timeout_ns, &interrupt_));
+}
 
 bool DmaEngine::assist(const PutBound &bound) {
     assists_.fetch_add(1, std::memory_order_relaxed);
