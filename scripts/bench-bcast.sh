@@ -70,7 +70,7 @@ if [ "$device" = cuda ]; then
         awk '$2 == 4 && $3 == "bcast" && $4 == 1048576 { m[$1] = $6 }
              END {
                  if (("offload" in m) && ("libnbc" in m))
-                     printf "\ngoal: np 4, 1 MiB GPU persistent broadcast %.2fx libnbc (<= 0.5: %s)\n", m["offload"] / m["libnbc"], m["offload"] <= 0.5 * m["libnbc"] ? "met" : "MISSED"
+                     printf "\ngoal: np 4, 1 MiB GPU persistent broadcast %.2fx libnbc (<= 0.5: %s)\n", m["offload"] / m["libnbc"], (m["offload"] <= 0.5 * m["libnbc"]) ? "met" : "MISSED"
                  else print "\ngoal: not judged (no np 4 1 MiB rows for offload and libnbc)"
              }' "$stats"
     } | tee "$out/bcast-gpu-table.txt"

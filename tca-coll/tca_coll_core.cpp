@@ -51,11 +51,17 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
         *err = tcaErrorNoMemory;
         return nullptr;
     }
+    // GPU memory is located first: it decides the segment size.
+    if (p->detect_gpu && p->bytes > 0 && (*err = locate_buffer(p->buffer, p->bytes, &b->setup.gpu)) != tcaSuccess) {
+        delete b;
+        return nullptr;
+    }
     int ring = 0;
     tcaGetNumNodes(&ring);
     // Only chains have more than one segment, and a chain link has one child:
     // its program is one descriptor per segment (plus the gate).
-    PlanParams pp{p->root, p->bytes, p->segment_bytes, p->chain_threshold, offload_max_segments(1), p->staging_bytes};
+    const size_t segment = b->setup.gpu.on_gpu || p->gpu_anywhere ? p->gpu_segment_bytes : p->segment_bytes;
+    PlanParams pp{p->root, p->bytes, segment, p->chain_threshold, offload_max_segments(1), p->staging_bytes};
     b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
 
     b->wanted_engine = p->engine;
@@ -96,10 +102,6 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
         // GPU memory: CUDA IPC exports whole allocations, so register the
         // allocation up to the buffer's end and address the buffer at its
         // offset (descriptors then move GPU to GPU; no host staging).
-        if (p->detect_gpu && (*err = locate_buffer(p->buffer, p->bytes, &s.gpu)) != tcaSuccess) {
-            delete b;
-            return nullptr;
-        }
         s.buffer_offset = s.gpu.on_gpu ? s.gpu.offset : 0;
         void *start = s.gpu.on_gpu ? s.gpu.base : p->buffer;
         if ((*err = tcaCreateHandle(&s.buffer_handle, start, s.buffer_offset + p->bytes,

@@ -38,6 +38,10 @@ typedef struct tca_coll_bcast_params {
     void *buffer;
     size_t bytes;
     size_t segment_bytes, chain_threshold;
+    /* Segments of GPU buffers, used where this rank's buffer is GPU memory or
+     * gpu_anywhere (another rank's is: all ranks must cut alike). */
+    size_t gpu_segment_bytes;
+    int gpu_anywhere;
     size_t staging_bytes; /* messages up to this size are staged (0: never) */
     int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread where no channel can be acquired) */
     /* 1 (CUDA-aware Open MPI): the buffer may be GPU memory; asked of CUDA and

@@ -1,5 +1,6 @@
 // gpu_test.cpp - GPU memory (tcaMemoryGPU) through CUDA IPC.  Skips cleanly
 // where there is no CUDA build or no GPU; runs the real path where there is.
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -57,6 +58,83 @@ TEST(Gpu, HostToRemoteGpuAndBack) {
             NODE_OK(tcaDestroyHandle(&hdev));
             NODE_OK(tcaFree(dev, tcaMemoryGPU));
         }
+        board.barrier();
+        return 0;
+    }));
+}
+
+// A peer frees a GPU buffer we have written to (our IPC mapping of it
+// stays open) and allocates new ones, which CUDA may place at the freed
+// addresses: inside the old range, and at the old start with more bytes.
+// CUDA refuses to open such an allocation while the stale mapping lives
+// ("already mapped"); keeping the stale mapping instead would write into
+// the freed memory.  Every write must land in the new buffers.
+TEST(Gpu, PeerReallocatesFreedAddresses) {
+    NodeOptions opt;
+    const bool usable = run_nodes(1, [](int, Board &) {
+        void *p = nullptr;
+        const tcaResult rc = tcaMalloc(&p, 4096, tcaMemoryGPU);
+        if (rc == tcaSuccess) tcaFree(p, tcaMemoryGPU);
+        return rc == tcaSuccess ? 0 : 7;
+    }, opt);
+    if (!usable) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        // Rounds of GPU buffers on node 1, in bytes; each round frees the last.
+        const std::vector<std::vector<size_t>> rounds = {{4 << 20}, {1 << 20, 1 << 20, 1 << 20}, {8 << 20}};
+        const size_t most = 8 << 20;
+        void *host = nullptr;
+        NODE_OK(tcaMalloc(&host, most, tcaMemoryCPU));
+        tcaHandle hhost;
+        NODE_OK(tcaCreateHandle(&hhost, host, most, tcaMemoryCPU));
+        uint32_t seed = 50;
+        int reused = 0;
+        std::vector<uint64_t> earlier;  // node 0: the addresses written so far
+        for (const auto &sizes : rounds) {
+            std::vector<void *> dev(sizes.size());
+            std::vector<tcaHandle> hdev(sizes.size());
+            if (node == 1) {
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                    NODE_OK(tcaMalloc(&dev[i], sizes[i], tcaMemoryGPU));
+                    NODE_OK(tcaCreateHandle(&hdev[i], dev[i], sizes[i], tcaMemoryGPU));
+                    board.publish(1, static_cast<int>(i), hdev[i]);
+                }
+            }
+            board.barrier();
+            if (node == 0) {  // one DMA write per buffer, each from a pattern of its own
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                    tcaHandle peer = board.get(1, static_cast<int>(i));
+                    for (uint64_t a : earlier) reused += a == peer.addr;
+                    earlier.push_back(peer.addr);
+                    fill_pattern(host, sizes[i], seed + static_cast<uint32_t>(i));
+                    tcaDesc *d = tcaDescNew();
+                    NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &hhost, 0, sizes[i], tcaDMAUseInternal, 0, 0));
+                    NODE_OK(tcaDescSet(d, 0));
+                    NODE_OK(tcaStartDMADesc(0));
+                    NODE_OK(tcaWaitDMAC(0));
+                    tcaDescFree(d);
+                }
+            }
+            board.barrier();
+            if (node == 1) {  // read each buffer back through a local DMA and check it
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                    std::memset(host, 0, sizes[i]);
+                    tcaDesc *d = tcaDescNew();
+                    NODE_OK(tcaDescSetMemcpy(d, &hhost, 0, &hdev[i], 0, sizes[i], tcaDMAUseInternal, 0, 0));
+                    NODE_OK(tcaDescSet(d, 0));
+                    NODE_OK(tcaStartDMADesc(0));
+                    NODE_OK(tcaWaitDMAC(0));
+                    tcaDescFree(d);
+                    NODE_CHECK(check_pattern(host, sizes[i], seed + static_cast<uint32_t>(i)));
+                    NODE_OK(tcaDestroyHandle(&hdev[i]));
+                    NODE_OK(tcaFree(dev[i], tcaMemoryGPU));
+                }
+            }
+            seed += 10;
+            board.barrier();
+        }
+        if (node == 0) std::printf("node 1 reused an address written to before: %d times\n", reused);
+        NODE_OK(tcaDestroyHandle(&hhost));
+        tcaFree(host, tcaMemoryCPU);
         board.barrier();
         return 0;
     }));

@@ -36,8 +36,10 @@ int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicato
 
 enum { EXCHANGING, IDLE, RUNNING };
 
-/* The agreement of bcast_init: MPI_MIN of each entry over the communicator. */
-enum { VOTE_CONTIGUOUS, VOTE_RESOURCES, VOTE_PARAMS, VOTE_PARAMS_NEG, VOTE_COUNT };
+/* The agreement of bcast_init: MPI_MIN of each entry over the communicator.
+ * HOST_ONLY / GPU_ONLY: 1 where every rank's buffer is host / GPU memory
+ * (both 0: mixed, and every rank then cuts segments for GPU buffers). */
+enum { VOTE_CONTIGUOUS, VOTE_RESOURCES, VOTE_PARAMS, VOTE_PARAMS_NEG, VOTE_HOST_ONLY, VOTE_GPU_ONLY, VOTE_COUNT };
 
 typedef struct mca_coll_tca_request_t {
     ompi_request_t super;
@@ -90,7 +92,7 @@ static int fail(const char *what, tcaResult r) {
  * segments), folded into 30 bits; voted as (d, -d) so MIN tells equality. */
 static int params_digest(void) {
     const mca_coll_tca_component_t *c = &mca_coll_tca_component;
-    const uint64_t v[] = {c->segment_bytes, c->chain_threshold, c->staging_bytes};
+    const uint64_t v[] = {c->segment_bytes, c->gpu_segment_bytes, c->chain_threshold, c->staging_bytes};
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) h = (h ^ v[i]) * 1099511628211ull;
     return (int) ((h ^ (h >> 32)) & 0x3fffffff);
@@ -100,7 +102,8 @@ static int params_digest(void) {
  * `mine` is this rank's vote, `all` the agreed one. */
 static const char *refusal(const int *mine, const int *all, tcaResult local_error, char *why, size_t len) {
     if (!all[VOTE_CONTIGUOUS]) return mine[VOTE_CONTIGUOUS] ? "non-contiguous datatype at another rank" : "non-contiguous datatype";
-    if (all[VOTE_PARAMS] != -all[VOTE_PARAMS_NEG]) return "coll_tca segment/chain/staging sizes differ between ranks";
+    if (all[VOTE_PARAMS] != -all[VOTE_PARAMS_NEG])
+        return "coll_tca segment/gpu_segment/chain/staging sizes differ between ranks";
     if (!all[VOTE_RESOURCES]) {
         if (mine[VOTE_RESOURCES]) return "no device resources at another rank";
         snprintf(why, len, "no device resources here: %s", tcaGetErrorString(local_error));
@@ -181,49 +184,65 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     ptrdiff_t true_lb = 0, true_extent = 0;
     ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
     tca_coll_peer_info_t mine_info;
-    tcaResult err = tcaSuccess;
     tca_coll_bcast_t *core = NULL;
-    const int contiguous = ompi_datatype_is_contiguous_memory_layout(datatype, count) ? 1 : 0;
-    if (contiguous) {
-        const tca_coll_bcast_params_t p = {
-            .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
-            .buffer = (char *) buff + true_lb, .bytes = bytes, .segment_bytes = mca_coll_tca_component.segment_bytes,
-            .chain_threshold = mca_coll_tca_component.chain_threshold,
-            .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine,
-#if OPAL_CUDA_SUPPORT
-            /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
-             * asks CUDA and registers them as GPU memory (moved GPU to GPU). */
-            .detect_gpu = 1,
-#else
-            .detect_gpu = 0,
-#endif
-        };
-        core = tca_coll_bcast_new(&p, &mine_info, &err);
-    }
-    /* Everything that can fail on one rank alone happens before the vote. */
     tca_coll_peer_info_t *children = NULL;
     ompi_request_t **exchange = NULL;
-    if (NULL != core) {
-        const size_t n = (size_t) tca_coll_bcast_num_children(core) + 1;
-        children = (tca_coll_peer_info_t *) calloc(n, sizeof(*children));
-        exchange = (ompi_request_t **) calloc(2 * n, sizeof(*exchange));
-        if (NULL == children || NULL == exchange) {
-            tca_coll_bcast_free(core);
-            core = NULL;
-            err = tcaErrorNoMemory;
+    const int contiguous = ompi_datatype_is_contiguous_memory_layout(datatype, count) ? 1 : 0;
+    /* Segments are cut for the kind of memory (GPU copies cost more each);
+     * a broadcast with host buffers at some ranks and GPU buffers at others
+     * is agreed on in a second round, cut for GPU memory everywhere. */
+    for (int gpu_anywhere = 0;; gpu_anywhere = 1) {
+        tcaResult err = tcaSuccess;
+        if (contiguous) {
+            const tca_coll_bcast_params_t p = {
+                .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
+                .buffer = (char *) buff + true_lb, .bytes = bytes,
+                .segment_bytes = mca_coll_tca_component.segment_bytes,
+                .gpu_segment_bytes = mca_coll_tca_component.gpu_segment_bytes, .gpu_anywhere = gpu_anywhere,
+                .chain_threshold = mca_coll_tca_component.chain_threshold,
+                .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine,
+#if OPAL_CUDA_SUPPORT
+                /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
+                 * asks CUDA and registers them as GPU memory (moved GPU to GPU). */
+                .detect_gpu = 1,
+#else
+                .detect_gpu = 0,
+#endif
+            };
+            core = tca_coll_bcast_new(&p, &mine_info, &err);
         }
-    }
-    const int digest = params_digest();
-    int vote[VOTE_COUNT] = {contiguous, !contiguous || NULL != core, digest, -digest}, all[VOTE_COUNT];
-    int rc = comm->c_coll->coll_allreduce(vote, all, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
-                                          comm->c_coll->coll_allreduce_module);
-    char reason[160];
-    if (OMPI_SUCCESS != rc || NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
-        if (NULL != core) tca_coll_bcast_free(core); /* nobody else knows its counters yet */
-        free(children);
-        free(exchange);
-        if (OMPI_SUCCESS != rc) return rc;
-        return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
+        /* Everything that can fail on one rank alone happens before the vote. */
+        if (NULL != core) {
+            const size_t n = (size_t) tca_coll_bcast_num_children(core) + 1;
+            children = (tca_coll_peer_info_t *) calloc(n, sizeof(*children));
+            exchange = (ompi_request_t **) calloc(2 * n, sizeof(*exchange));
+            if (NULL == children || NULL == exchange) {
+                tca_coll_bcast_free(core);
+                core = NULL;
+                err = tcaErrorNoMemory;
+            }
+        }
+        const int digest = params_digest(), on_gpu = NULL != core && tca_coll_bcast_on_gpu(core);
+        /* A rank without a core votes neither way on the memory: RESOURCES refuses. */
+        int vote[VOTE_COUNT] = {contiguous, !contiguous || NULL != core, digest, -digest,
+                                NULL == core || !on_gpu, NULL == core || on_gpu},
+            all[VOTE_COUNT];
+        int rc = comm->c_coll->coll_allreduce(vote, all, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
+                                              comm->c_coll->coll_allreduce_module);
+        char reason[160];
+        const int mixed = OMPI_SUCCESS == rc && !all[VOTE_HOST_ONLY] && !all[VOTE_GPU_ONLY] && !gpu_anywhere;
+        if (OMPI_SUCCESS != rc || mixed || NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
+            if (NULL != core) tca_coll_bcast_free(core); /* nobody else knows its counters yet */
+            core = NULL;
+            free(children);
+            free(exchange);
+            children = NULL;
+            exchange = NULL;
+            if (OMPI_SUCCESS != rc) return rc;
+            if (mixed) continue;
+            return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
+        }
+        break;
     }
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
                         "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer",
@@ -254,6 +273,7 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     }
 
     /* The one-time exchange with the tree neighbours, posted, not awaited. */
+    int rc = OMPI_SUCCESS;
     const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
     const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
     if (parent >= 0) {

@@ -207,7 +207,7 @@ bool CudaRuntime::is_device_pointer_if_loaded(const void *p) {
 }
 // The driver's cuMemGetAddressRange (the runtime API has no equivalent);
 // libcuda is loaded already where libcudart runs.
-bool CudaRuntime::allocation_base(const void *p, uint64_t *base) {
+bool CudaRuntime::allocation_base(const void *p, uint64_t *base, uint64_t *size) {
     if (!load()) return false;
     using range_fn = int (*)(unsigned long long *base, size_t *size, unsigned long long ptr);
     static range_fn range = [] {
@@ -218,6 +218,7 @@ bool CudaRuntime::allocation_base(const void *p, uint64_t *base) {
     size_t n = 0;
     if (range == nullptr || range(&b, &n, reinterpret_cast<unsigned long long>(p)) != 0) return false;
     *base = b;
+    if (size != nullptr) *size = n;
     return true;
 }
 std::string CudaRuntime::pci_bus_id(int device) {
@@ -246,7 +247,7 @@ Result CudaRuntime::copy(void *, const void *, size_t) { return tcaErrorNotSuppo
 Result CudaRuntime::copy_2d(void *, size_t, const void *, size_t, size_t, size_t) { return tcaErrorNotSupported; }
 bool CudaRuntime::is_device_pointer(const void *) { return false; }
 bool CudaRuntime::is_device_pointer_if_loaded(const void *) { return false; }
-bool CudaRuntime::allocation_base(const void *, uint64_t *) { return false; }
+bool CudaRuntime::allocation_base(const void *, uint64_t *, uint64_t *) { return false; }
 std::string CudaRuntime::pci_bus_id(int) { return {}; }
 
 #endif

@@ -35,8 +35,9 @@ public:
     // is_device_pointer without loading CUDA into a process that has not:
     // false unless a libcudart is already loaded (a GPU pointer implies one).
     bool is_device_pointer_if_loaded(const void *p);
-    // The start of the CUDA allocation holding device pointer p.
-    bool allocation_base(const void *p, uint64_t *base);
+    // The start (and length, if asked) of the CUDA allocation holding device
+    // pointer p; also works on a pointer that an IPC open returned.
+    bool allocation_base(const void *p, uint64_t *base, uint64_t *size = nullptr);
     std::string pci_bus_id(int device);
 
 private:

@@ -4,11 +4,13 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "gpu/cuda_runtime.hpp"
@@ -57,8 +59,10 @@ RemoteWriter::RemoteWriter(NodeSet &nodes, bool single_copy) : nodes_(nodes), ar
     if (!single_copy) cma_refused_ = true;  // TCA_SINGLE_COPY=0: forced bounce (tests, locked-down hosts)
 }
 
-RemoteWriter::~RemoteWriter() {
-    for (auto &[key, m] : ipc_cache_) gpu::CudaRuntime::instance().ipc_close(m.ptr);
+RemoteWriter::~RemoteWriter() = default;
+
+RemoteWriter::IpcMapping::~IpcMapping() {
+    if (ptr != nullptr) gpu::CudaRuntime::instance().ipc_close(ptr);
 }
 
 Result RemoteWriter::check_registration(const tcaHandle &h) const noexcept {
@@ -330,33 +334,68 @@ Result RemoteWriter::write_gpu(const tcaHandle &dst, const RowCopy &c) {
     auto &cuda = gpu::CudaRuntime::instance();
     if (!cuda.available()) return tcaErrorNotSupported;
     unsigned char *base = nullptr;
+    std::shared_ptr<IpcMapping> mapping;  // held until the copy is done
     if (dst.node == nodes_.self()) {
         base = reinterpret_cast<unsigned char *>(dst.addr);
     } else {
         if (nodes_.known_gone(dst.node)) return tcaErrorPeerGone;
-        std::lock_guard g(ipc_lock_);
-        const std::string handle(reinterpret_cast<const char *>(dst.ipc), sizeof dst.ipc);
-        IpcMapping &m = ipc_cache_[{dst.node, dst.addr - dst.ipc_offset}];
-        if (m.ptr == nullptr || m.handle != handle) {
-            void *p = nullptr;
-            bool already_mapped = false;
-            const Result r = cuda.ipc_open(dst.ipc, &p, &already_mapped);
-            if (r != tcaSuccess && !(already_mapped && m.ptr != nullptr)) {
-                if (m.ptr == nullptr) ipc_cache_.erase({dst.node, dst.addr - dst.ipc_offset});
-                if (already_mapped) std::fprintf(stderr, "tca: cudaIpcOpenMemHandle: allocation already mapped\n");
-                return r == tcaSuccess ? tcaErrorSystem : r;
-            }
-            if (r == tcaSuccess) {  // a new allocation (at a reused address, if one was mapped)
-                if (m.ptr != nullptr) cuda.ipc_close(m.ptr);
-                m.ptr = p;
-            }
-            m.handle = handle;
-        }
-        void *slot = m.ptr;
-        base = static_cast<unsigned char *>(slot) + dst.ipc_offset;
+        const uint64_t extent = c.dst_off + (c.height > 1 ? (c.height - 1) * c.dst_pitch : 0) + c.width;
+        if (const Result r = ipc_mapping(dst, dst.ipc_offset + extent, &mapping); r != tcaSuccess) return r;
+        base = static_cast<unsigned char *>(mapping->ptr) + dst.ipc_offset;
     }
     return cuda.copy_2d(base + c.dst_off, c.height > 1 ? c.dst_pitch : c.width, c.src,
                         c.height > 1 ? c.src_pitch : c.width, c.width, c.height);
+}
+
+Result RemoteWriter::ipc_mapping(const tcaHandle &dst, uint64_t needed_end, std::shared_ptr<IpcMapping> *out) {
+    auto &cuda = gpu::CudaRuntime::instance();
+    const std::string handle(reinterpret_cast<const char *>(dst.ipc), sizeof dst.ipc);
+    const MappingKey key{dst.node, dst.addr - dst.ipc_offset};
+    std::lock_guard g(ipc_lock_);
+    if (auto it = ipc_cache_.find(key); it != ipc_cache_.end() && it->second->handle == handle) {
+        *out = it->second;
+        return tcaSuccess;
+    }
+    // New to us, or another handle at a known start (a new allocation at a
+    // reused address, or the same allocation registered again).  Whatever
+    // "already mapped" refers to is one of our mappings of that node: first
+    // those overlapping the bytes needed, then any; an evicted mapping that a
+    // copy still uses closes when that copy ends, so the last tries wait.
+    constexpr int kTries = 1000;  // ~100 ms at most
+    for (int attempt = 0; attempt < kTries; ++attempt) {
+        void *p = nullptr;
+        bool already_mapped = false;
+        const Result r = cuda.ipc_open(dst.ipc, &p, &already_mapped);
+        if (r == tcaSuccess) {
+            auto m = std::make_shared<IpcMapping>();
+            m->handle = handle;
+            m->ptr = p;
+            uint64_t mapped_base = 0;
+            if (!cuda.allocation_base(p, &mapped_base, &m->size)) m->size = needed_end;
+            ipc_cache_[key] = m;
+            *out = std::move(m);
+            return tcaSuccess;
+        }
+        if (!already_mapped) return r;
+        if (attempt == 0) {
+            evict_overlapping(dst.node, key.second, key.second + std::max<uint64_t>(needed_end, 1));
+        } else if (attempt == 1) {
+            evict_overlapping(dst.node, 0, UINT64_MAX);
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+    }
+    std::fprintf(stderr, "tca: cudaIpcOpenMemHandle: node %d's allocation at 0x%" PRIx64
+                         " stays \"already mapped\" after our mappings of that node were closed\n",
+                 dst.node, key.second);
+    return tcaErrorSystem;
+}
+
+void RemoteWriter::evict_overlapping(int node, uint64_t start, uint64_t end) {
+    for (auto it = ipc_cache_.lower_bound({node, 0}); it != ipc_cache_.end() && it->first.first == node;) {
+        const uint64_t b = it->first.second, e = b + std::max<uint64_t>(it->second->size, 1);
+        it = (b < end && start < e) ? ipc_cache_.erase(it) : std::next(it);
+    }
 }
 
 }  // namespace tca::loopback

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -77,19 +78,33 @@ private:
     PeerArenas arenas_;
     std::atomic<bool> cma_refused_{false};
     std::mutex service_lock_;
-    std::mutex ipc_lock_;
-    // (node, allocation base in that node) -> our mapping of the allocation
-    // and the IPC handle it was opened with.  Per allocation, not per
-    // registration: CUDA maps an allocation once per process (a second open,
-    // through another handle of it, fails with "already mapped").  A
-    // different handle at a known base is either the same allocation (the
-    // open says already mapped: kept) or a new one at a reused address (the
-    // open succeeds: the old mapping is closed).
+    // One open CUDA IPC mapping of a peer's allocation.  Closed when the last
+    // holder lets go: the cache, or a copy still running into it after the
+    // mapping was evicted.
     struct IpcMapping {
-        std::string handle;
-        void *ptr = nullptr;
+        std::string handle;   // the handle it was opened with
+        void *ptr = nullptr;  // the allocation's start, mapped here
+        uint64_t size = 0;    // the allocation's length
+        IpcMapping() = default;
+        IpcMapping(const IpcMapping &) = delete;
+        IpcMapping &operator=(const IpcMapping &) = delete;
+        ~IpcMapping();
     };
-    std::map<std::pair<int, uint64_t>, IpcMapping> ipc_cache_;
+    using MappingKey = std::pair<int, uint64_t>;  // (node, allocation start in that node)
+    // The mapping of dst's allocation, opened if needed; needed_end: bytes
+    // from the allocation's start the caller will touch.
+    Result ipc_mapping(const tcaHandle &dst, uint64_t needed_end, std::shared_ptr<IpcMapping> *out);
+    // Drops the cached mappings of `node` that overlap [start, end).
+    void evict_overlapping(int node, uint64_t start, uint64_t end);
+
+    std::mutex ipc_lock_;  // guards ipc_cache_
+    // Per allocation, not per registration: CUDA maps an allocation once per
+    // process (a second open, through another handle of it, fails with
+    // "already mapped").  CUDA also refuses, as "already mapped", a new
+    // allocation whose addresses overlap a freed one we still map (the
+    // peer's cudaFree does not end our mapping): such stale mappings are
+    // evicted and the open retried, as Open MPI's rgpusm cache does.
+    std::map<MappingKey, std::shared_ptr<IpcMapping>> ipc_cache_;
 };
 
 }  // namespace tca::loopback
