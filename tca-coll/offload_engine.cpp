@@ -205,7 +205,7 @@ private:
 tcaResult make_offload_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out) {
     if (setup.plan == nullptr || out == nullptr) return tcaErrorInvalidValue;
     if (offload_needs_channel(*setup.plan, setup.rank) &&
-        (setup.channel < 0 || setup.channel >= TCA_NUM_DMA_CHANNELS))
+        setup.channel < 0)  // an id of tcaChannelAcquire (libtca checks its holder on every use)
         return tcaErrorInvalidChannel;
     auto e = std::make_unique<OffloadEngine>(setup);
     if (const tcaResult r = e->build(); r != tcaSuccess) return r;

@@ -2,6 +2,7 @@
 // notification slots: tcaQueryDevice reports them, acquire hands out only
 // what nobody holds, exhaustion is tcaErrorNoResource, release gives back
 // (once: a second release is tcaErrorNotAcquired), bad indices are errors.
+// Acquire hands out ids (index | owner token << 16); owned_index() is the index.
 #include <algorithm>
 #include <atomic>
 #include <set>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "model/owned_id.hpp"
 
 namespace tca::test {
 namespace {
@@ -60,21 +62,26 @@ TEST(Resources, QueryReportsLimitsAndFreeCounts) {
 TEST(Resources, ChannelsExhaustAndComeBack) {
     EXPECT_TRUE(run_nodes(1, [](int, Board &) {
         std::set<int> got;
+        std::vector<int> ids;
         for (int i = 0; i < TCA_NUM_DMA_CHANNELS; ++i) {
             int ch = -1;
             NODE_OK(tcaChannelAcquire(&ch));
-            NODE_CHECK(ch >= 0 && ch < TCA_NUM_DMA_CHANNELS);
-            NODE_CHECK(got.insert(ch).second);  // never one somebody holds
+            NODE_CHECK(ch >= 0 && owned_index(ch) < TCA_NUM_DMA_CHANNELS);
+            NODE_CHECK(got.insert(owned_index(ch)).second);  // never one somebody holds
+            ids.push_back(ch);
         }
         int ch = 77;
         NODE_EXPECT_RESULT(tcaErrorNoResource, tcaChannelAcquire(&ch));
         NODE_CHECK(ch == -1);
         NODE_CHECK(query().free_dma_channels == 0);
-        NODE_OK(tcaChannelRelease(2));
-        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(2));  // double release
+        const int id2 = *std::find_if(ids.begin(), ids.end(), [](int id) { return owned_index(id) == 2; });
+        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(2));  // the plain number is not the holder
+        NODE_OK(tcaChannelRelease(id2));
+        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(id2));  // double release
         NODE_OK(tcaChannelAcquire(&ch));
-        NODE_CHECK(ch == 2);
-        for (int c : got) NODE_OK(tcaChannelRelease(c));
+        NODE_CHECK(owned_index(ch) == 2 && ch != id2);  // the same channel, a new owner
+        std::replace(ids.begin(), ids.end(), id2, ch);
+        for (int c : ids) NODE_OK(tcaChannelRelease(c));
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(0));
         // Bad arguments.
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaChannelAcquire(nullptr));
@@ -94,15 +101,15 @@ TEST(Resources, CounterRunsExhaustAndComeBack) {
             const tcaResult r = tcaCounterAcquire(6, &first);
             if (r == tcaErrorNoResource) break;
             NODE_OK(r);
-            NODE_CHECK(first >= 0 && first + 6 <= TCA_NUM_COUNTERS);
+            NODE_CHECK(first >= 0 && owned_index(first) + 6 <= TCA_NUM_COUNTERS);
             runs.push_back(first);
         }
         NODE_CHECK(runs.size() == TCA_NUM_COUNTERS / 6);
         std::vector<bool> seen(TCA_NUM_COUNTERS, false);  // runs never overlap
         for (int f : runs)
             for (int k = 0; k < 6; ++k) {
-                NODE_CHECK(!seen[static_cast<size_t>(f + k)]);
-                seen[static_cast<size_t>(f + k)] = true;
+                NODE_CHECK(!seen[static_cast<size_t>(owned_index(f) + k)]);
+                seen[static_cast<size_t>(owned_index(f) + k)] = true;
             }
         const int left = TCA_NUM_COUNTERS % 6;  // 4 single counters are left: a run of 4 fits, 5 does not
         int first = -1;
@@ -120,14 +127,14 @@ TEST(Resources, CounterRunsExhaustAndComeBack) {
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterRelease(r0 + 1, 1));
         // A range that is only partly held is refused whole: nothing is released.
         const int r1 = runs[runs.size() / 2 + 1];  // the run just below r0 (handed out top down)
-        NODE_CHECK(r1 + 6 == r0);
+        NODE_CHECK(owned_index(r1) + 6 == owned_index(r0));
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterRelease(r1, 12));
         NODE_OK(tcaCounterRelease(r1, 6));  // still held after the refused release
         int again = -1;
         NODE_OK(tcaCounterAcquire(6, &again));
-        NODE_CHECK(again == r0);
+        NODE_CHECK(owned_index(again) == owned_index(r0));
         NODE_OK(tcaCounterAcquire(6, &again));
-        NODE_CHECK(again == r1);
+        NODE_CHECK(owned_index(again) == owned_index(r1));
         // Bad arguments.
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaCounterAcquire(0, &first));
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaCounterAcquire(-3, &first));
@@ -144,16 +151,18 @@ TEST(Resources, CounterRunsExhaustAndComeBack) {
 TEST(Resources, SlotsExhaustAndComeBack) {
     EXPECT_TRUE(run_nodes(1, [](int, Board &) {
         std::set<int> got;
-        int slot = -1;
+        int slot = -1, id17 = -1;
         for (int i = 0; i < TCA_NOTIFY_SLOTS; ++i) {
             NODE_OK(tcaSlotAcquire(&slot));
-            NODE_CHECK(slot >= 0 && slot < TCA_NOTIFY_SLOTS && got.insert(slot).second);
+            NODE_CHECK(slot >= 0 && owned_index(slot) < TCA_NOTIFY_SLOTS && got.insert(owned_index(slot)).second);
+            if (owned_index(slot) == 17) id17 = slot;
         }
         NODE_EXPECT_RESULT(tcaErrorNoResource, tcaSlotAcquire(&slot));
-        NODE_OK(tcaSlotRelease(17));
-        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaSlotRelease(17));
+        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaSlotRelease(17));  // not by its plain number
+        NODE_OK(tcaSlotRelease(id17));
+        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaSlotRelease(id17));
         NODE_OK(tcaSlotAcquire(&slot));
-        NODE_CHECK(slot == 17);
+        NODE_CHECK(owned_index(slot) == 17);
         NODE_EXPECT_RESULT(tcaErrorInvalidSlot, tcaSlotRelease(TCA_NOTIFY_SLOTS));
         NODE_EXPECT_RESULT(tcaErrorInvalidSlot, tcaSlotRelease(-1));
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSlotAcquire(nullptr));
@@ -171,7 +180,7 @@ TEST(Resources, NumberedChannelsStillWorkAndAreNotHandedOut) {
         tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
         int first = -1;
         NODE_OK(tcaChannelAcquire(&first));
-        NODE_CHECK(first == TCA_NUM_DMA_CHANNELS - 1);
+        NODE_CHECK(owned_index(first) == TCA_NUM_DMA_CHANNELS - 1);
         NODE_OK(tcaChannelRelease(first));
         tcaDesc *d = tcaDescNew();
         NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 64, 0, 0, 0));
@@ -181,12 +190,16 @@ TEST(Resources, NumberedChannelsStillWorkAndAreNotHandedOut) {
         NODE_CHECK(query().free_dma_channels == TCA_NUM_DMA_CHANNELS - 1);
         std::set<int> got;
         int ch = -1;
-        while (tcaChannelAcquire(&ch) == tcaSuccess) got.insert(ch);
+        std::vector<int> ids;
+        while (tcaChannelAcquire(&ch) == tcaSuccess) {
+            got.insert(owned_index(ch));
+            ids.push_back(ch);
+        }
         NODE_CHECK(got.size() == TCA_NUM_DMA_CHANNELS - 1 && !got.count(0));
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(0));  // used, but not acquired
         NODE_OK(tcaStartDMADesc(0));  // still the program's: the chain is intact
         NODE_OK(tcaWaitDMAC(0));
-        for (int c : got) NODE_OK(tcaChannelRelease(c));
+        for (int c : ids) NODE_OK(tcaChannelRelease(c));
         tcaDescFree(d);
         b.barrier();
         return 0;
@@ -221,8 +234,8 @@ TEST(Resources, ConcurrentAcquireNeverSharesACounter) {
         for (const auto &v : got)
             for (int f : v) {
                 for (int k = 0; k < kRun; ++k) {
-                    NODE_CHECK(!held[static_cast<size_t>(f + k)]);
-                    held[static_cast<size_t>(f + k)] = true;
+                    NODE_CHECK(!held[static_cast<size_t>(owned_index(f) + k)]);
+                    held[static_cast<size_t>(owned_index(f) + k)] = true;
                 }
                 ++total;
             }

@@ -71,7 +71,8 @@ static int idle_channel_locked(void) {
         return -1;
     }
     opal_output_verbose(10, opal_btl_base_framework.framework_output,
-                        "btl:tca: DMA puts use channel %d (%d of up to %d)", channel, c->dma_nchannels + 1,
+                        "btl:tca: DMA puts use channel %d (%d of up to %d)", channel & 0xffff /* the id's index */,
+                        c->dma_nchannels + 1,
                         c->dma_channels);
     c->dma_channel_ids[c->dma_nchannels] = channel;
     c->dma_active[c->dma_nchannels] = NULL;

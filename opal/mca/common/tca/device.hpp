@@ -71,11 +71,16 @@ public:
     // (or no longer) registered fails instead of waiting for the timeout.
     virtual Result take_notification(const tcaHandle &h, int slot, int tag, bool block) = 0;
 
-    virtual Result counter_read(int idx, uint64_t *value) = 0;
-    virtual Result counter_add(int idx, uint64_t add) = 0;
-    virtual Result counter_wait(int idx, uint64_t value) = 0;
+    // Counters by id (model/owned_id.hpp): tcaErrorNotAcquired where the id's
+    // token is not the counter's holder's.
+    virtual Result counter_read(int id, uint64_t *value) = 0;
+    virtual Result counter_add(int id, uint64_t add) = 0;
+    virtual Result counter_wait(int id, uint64_t value) = 0;
     // PIO atomic add to a counter of another node (kicks its triggered descriptors).
-    virtual Result counter_add_remote(int node, int idx, uint64_t add) = 0;
+    virtual Result counter_add_remote(int node, int id, uint64_t add) = 0;
+    // tcaCounterAcquire / tcaCounterRelease: the counter's new holder (0:
+    // nobody), its count back to 0 - a released counter comes back clean.
+    virtual void counter_claim(int index, uint32_t holder) = 0;
 
     // Interrupts (the PEACH2 interrupt line): any node may raise one at any
     // node; a sleeping consumer wakes.  Notifications, channel completions and

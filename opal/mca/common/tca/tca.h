@@ -57,7 +57,7 @@ typedef enum tcaresult {
     tcaErrorEmptyChain = 20,       /* starting a channel on which no chain was ever loaded (an empty chain is fine) */
     tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
     tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire), or a notification with more than TCA_NOTIFY_TAGS tags outstanding on one (source, slot) */
-    tcaErrorNotAcquired = 23,      /* releasing a channel / counter / slot that is not held (double release) */
+    tcaErrorNotAcquired = 23,      /* a channel / counter / slot named by anyone but its holder (tca*Acquire): released twice, by its plain number or by an id kept past its release */
     tcaErrorAborted = 24,          /* the DMA run was dropped by tcaAbortDMAC before it completed */
     tcaErrorResultCount
 } tcaresult;
@@ -272,12 +272,26 @@ TCA_API tcaResult tcaProgress(int *did_work);
  * broadcast).  Acquire never hands out what someone else in this process
  * acquired, and hands out the highest free numbers first.
  *
- * The numbered API stays as it was: a program may load, start and wait on
- * any channel, and use any counter or slot, without acquiring it (published
- * PEACH2 programs do).  A channel loaded that way (tcaDescSet) is never
- * handed out by tcaChannelAcquire afterwards; counters and slots used
- * without acquiring are not tracked, so a program that shares its process
- * with the MPI components should acquire them. */
+ * Acquire returns an id: the index with its holder's token above it
+ * (index | token << 16; first + i names the i-th counter of a run).  The
+ * holder passes the id wherever the numbered API takes a channel, counter or
+ * slot.  While it holds them, the numbered calls refuse them to everyone
+ * else with tcaErrorNotAcquired - named by the plain number, or by an id
+ * kept past its release: tcaDescSet / tcaStartDMADesc / tcaWaitDMAC /
+ * tcaTestDMAC / tcaAbortDMAC on the channel; tcaCounterRead / Add / Wait,
+ * tcaCounterAddRemote and descriptor counter adds and triggers (checked when
+ * the descriptor runs) on the counter; tcaWaitDMARecvDesc /
+ * tcaTestDMARecvDesc on the slot (a sender names another node's slot by
+ * the id it was given; only the index is used there).  A released counter
+ * is back at 0, and adds still on their way for it are refused.  Counters
+ * count up to 2^48 - 1 (an add past that: tcaErrorInvalidValue).
+ *
+ * The numbered API otherwise stays as it was: a program may load, start and
+ * wait on any channel nobody holds, and use any such counter or slot,
+ * without acquiring it (published PEACH2 programs do).  A channel loaded
+ * that way (tcaDescSet) is never handed out by tcaChannelAcquire afterwards;
+ * counters and slots used without acquiring are not tracked, so a program
+ * that shares its process with the MPI components should acquire them. */
 typedef struct tcaDeviceAttr {
     int node_id;             /* this node */
     int num_nodes;           /* nodes in the sub-cluster */
@@ -301,11 +315,11 @@ typedef struct tcaDeviceAttr {
 } tcaDeviceAttr;
 
 TCA_API tcaResult tcaQueryDevice(tcaDeviceAttr *attr);
-/* One free DMA channel into *channel (tcaErrorNoResource if none). */
+/* One free DMA channel's id into *channel (tcaErrorNoResource if none). */
 TCA_API tcaResult tcaChannelAcquire(int *channel);
 TCA_API tcaResult tcaChannelRelease(int channel);
-/* `count` consecutive counters, the first in *first (coll tca addresses a
- * request's counters as first + i); tcaErrorNoResource if no such run is free. */
+/* `count` consecutive counters, the first's id in *first (coll tca addresses
+ * a request's counters as first + i); tcaErrorNoResource if no such run is free. */
 TCA_API tcaResult tcaCounterAcquire(int count, int *first);
 TCA_API tcaResult tcaCounterRelease(int first, int count);
 /* One notification slot into *slot. */

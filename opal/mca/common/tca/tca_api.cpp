@@ -214,7 +214,7 @@ tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHand
     d.height = 1;
     d.dst_pitch = d.src_pitch = size;
     d.flags = flags;
-    d.slot = wait_slot;
+    d.slot = wait_slot >= 0 ? tca::owned_index(wait_slot) : wait_slot;
     d.tag = wait_tag;
     return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
@@ -237,7 +237,7 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
     d.dst_pitch = dst_pitch;
     d.src_pitch = src_pitch;
     d.flags = flags;
-    d.slot = wait_slot;
+    d.slot = wait_slot >= 0 ? tca::owned_index(wait_slot) : wait_slot;
     d.tag = wait_tag;
     return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
@@ -245,7 +245,8 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
 tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step) {
     return descs().with(desc, [&](tcaDesc *live) {
         if (live->chain.empty()) return tcaErrorInvalidValue;
-        if (counter < -1 || counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        if (counter < -1 || (counter >= 0 && tca::owned_index(counter) >= TCA_NUM_COUNTERS))
+            return tcaErrorInvalidCounter;
         tca::Descriptor &d = live->chain.back();
         d.wait_counter = counter;
         d.wait_value = value;
@@ -257,7 +258,8 @@ tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t
 tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add) {
     return descs().with(desc, [&](tcaDesc *live) {
         if (live->chain.empty()) return tcaErrorInvalidValue;
-        if (dst_counter < -1 || dst_counter >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        if (dst_counter < -1 || (dst_counter >= 0 && tca::owned_index(dst_counter) >= TCA_NUM_COUNTERS))
+            return tcaErrorInvalidCounter;
         tca::Descriptor &d = live->chain.back();
         d.add_counter = dst_counter;
         d.add_value = add;
@@ -273,14 +275,18 @@ tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
     });
 }
 
+// Channels are named by id (model/owned_id.hpp): an acquired channel only
+// by its holder's id, one nobody holds by its plain number.
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
+    int ch = -1;
+    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
     return guarded([&] {
         return descs().with(desc, [&](tcaDesc *live) {
-            const tcaResult r = dev->load_chain(dma_channel, live->chain);
+            const tcaResult r = dev->load_chain(ch, live->chain);
             // A numbered channel used without acquiring it (published programs):
             // from now on no tcaChannelAcquire hands it to someone else.
-            if (r == tcaSuccess) dev->resources().channels.note_direct_use(dma_channel);
+            if (r == tcaSuccess && ch == dma_channel) dev->resources().channels.note_direct_use(ch);
             return r;
         });
     });
@@ -288,32 +294,43 @@ tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
 
 tcaResult tcaStartDMADesc(int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
-    return guarded([&] { return dev->start_channel(dma_channel); });
+    int ch = -1;
+    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+    return guarded([&] { return dev->start_channel(ch); });
 }
 
 tcaResult tcaWaitDMAC(int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
-    return guarded([&] { return dev->wait_channel(dma_channel, true); });
+    int ch = -1;
+    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+    return guarded([&] { return dev->wait_channel(ch, true); });
 }
 
 tcaResult tcaAbortDMAC(int dma_channel) {
     TCA_REQUIRE_DEVICE(dev);
-    return dev->abort_channel(dma_channel);
+    int ch = -1;
+    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+    return dev->abort_channel(ch);
 }
 
 tcaResult tcaTestDMAC(int dma_channel, int *done) {
     TCA_REQUIRE_DEVICE(dev);
     if (done == nullptr) return tcaErrorInvalidValue;
+    int ch = -1;
+    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
     return guarded([&] {
-        const tcaResult r = dev->wait_channel(dma_channel, false);
+        const tcaResult r = dev->wait_channel(ch, false);
         *done = r != tcaErrorNotReady;
         return r == tcaErrorNotReady ? tcaSuccess : r;
     });
 }
 
+// Our own slots are named by id as channels are; a slot of another node
+// (descriptors, PIO writes) by its index.
 tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
     TCA_REQUIRE_DEVICE(dev);
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
+    if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
     return guarded([&] { return dev->take_notification(*handle, slot, tag, true); });
 }
 
@@ -322,6 +339,7 @@ tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
     if (flag == nullptr) return tcaErrorInvalidValue;
     *flag = 0;
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
+    if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
     return guarded([&] {
         const tcaResult r = dev->take_notification(*handle, slot, tag, false);
         if (r == tcaErrorNotReady) return tcaSuccess;
@@ -335,6 +353,7 @@ tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t siz
     if (dst == nullptr) return tcaErrorInvalidHandle;
     if (dst_off < 0) return tcaErrorOutOfRange;
     if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
+    if (slot >= 0) slot = tca::owned_index(slot);
     return guarded([&] { return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag); });
 }
 
@@ -437,14 +456,23 @@ tcaResult tcaChannelRelease(int channel) {
     return dev->resources().channels.release(channel, 1);
 }
 
+// The counter words carry the holder (checked by every add, also a peer's):
+// set on acquire, cleared with the count on release.
 tcaResult tcaCounterAcquire(int count, int *first) {
     TCA_REQUIRE_DEVICE(dev);
-    return dev->resources().counters.acquire(count, first);
+    uint32_t token = 0;
+    const tcaResult r = dev->resources().counters.acquire(count, first, &token);
+    if (r == tcaSuccess)
+        for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(*first) + i, token);
+    return r;
 }
 
 tcaResult tcaCounterRelease(int first, int count) {
     TCA_REQUIRE_DEVICE(dev);
-    return dev->resources().counters.release(first, count);
+    const tcaResult r = dev->resources().counters.release(first, count);
+    if (r == tcaSuccess)
+        for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(first) + i, 0);
+    return r;
 }
 
 tcaResult tcaSlotAcquire(int *slot) {

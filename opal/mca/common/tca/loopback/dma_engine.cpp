@@ -262,7 +262,7 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound
         if (Result r = sender_.post(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
     if (d.flags & tcaDMANotifySelf)
         if (Result r = sender_.post(nodes_, nodes_.self(), d.slot, d.tag); r != tcaSuccess) return r;
-    if (d.add_counter >= 0) nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
+    if (d.add_counter >= 0) return nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
     return tcaSuccess;
 }
 
@@ -307,7 +307,13 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
         // Triggered descriptor: thresholds move by `step` every run of this
         // chain, so monotonic counters serve every epoch without re-arming.
         const uint64_t threshold = d.wait_value + run->epoch * d.wait_step;
-        if (nodes_.own().counter(d.wait_counter).load(std::memory_order_acquire) < threshold) return false;
+        uint64_t now = 0;
+        if (const Result r = nodes_.counter_read(d.wait_counter, &now); r != tcaSuccess) {
+            report_failure(r, ch.next);  // the counter changed hands: this trigger can never fire
+            finish_run(ch, r);
+            return true;
+        }
+        if (now < threshold) return false;
     }
     if (const Result r = execute(d, &ch.clock, bound); r != tcaSuccess) {
         // A bounce copy the target's engine did not take within the bound

@@ -22,8 +22,10 @@
 #include "loopback/internal_heap.hpp"
 #include "loopback/launch_info.hpp"
 #include "loopback/node_set.hpp"
+#include "model/owned_id.hpp"
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
+#include "model/owned_id.hpp"
 #include "loopback/shared_heap.hpp"
 
 namespace tca {
@@ -361,30 +363,35 @@ public:
             nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);
     }
 
-    Result counter_read(int idx, uint64_t *value) override {
-        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+    // Counters are named by id (owned_id.hpp): the token part must be the
+    // counter's holder's (NodeSet checks it in the counter word).
+    static bool counter_id_valid(int id) noexcept { return id >= 0 && owned_index(id) < TCA_NUM_COUNTERS; }
+    Result counter_read(int id, uint64_t *value) override {
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
         if (value == nullptr) return tcaErrorInvalidValue;
-        *value = nodes_.own().counter(idx).load(std::memory_order_acquire);
-        return tcaSuccess;
+        return nodes_.counter_read(id, value);
     }
-    Result counter_add(int idx, uint64_t add) override {
-        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-        nodes_.counter_add(nodes_.self(), idx, add);
-        return tcaSuccess;
+    Result counter_add(int id, uint64_t add) override {
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        return nodes_.counter_add(nodes_.self(), id, add);
     }
-    Result counter_wait(int idx, uint64_t value) override {
-        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
-        auto &c = nodes_.own().counter(idx);
-        return nodes_.wait_until(nodes_.own().header()->app_event,
-                                 [&] { return c.load(std::memory_order_acquire) >= value; }, -1);
+    Result counter_wait(int id, uint64_t value) override {
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        Result held = tcaSuccess;
+        const Result r = nodes_.wait_until(nodes_.own().header()->app_event, [&] {
+            uint64_t now = 0;
+            held = nodes_.counter_read(id, &now);  // released meanwhile: stop waiting
+            return held != tcaSuccess || now >= value;
+        }, -1);
+        return r != tcaSuccess ? r : held;
     }
+    void counter_claim(int index, uint32_t holder) override { nodes_.counter_claim(index, holder); }
 
-    Result counter_add_remote(int node, int idx, uint64_t add) override {
+    Result counter_add_remote(int node, int id, uint64_t add) override {
         if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;
-        if (idx < 0 || idx >= TCA_NUM_COUNTERS) return tcaErrorInvalidCounter;
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
         if (node != nodes_.self() && nodes_.known_gone(node)) return tcaErrorPeerGone;
-        nodes_.counter_add(node, idx, add);
-        return tcaSuccess;
+        return nodes_.counter_add(node, id, add);
     }
 
     bool assist() override { return engine_.assist(); }

@@ -2,6 +2,8 @@
 // launcher needed), liveness and cleanup.
 #include "loopback/node_set.hpp"
 
+#include "model/owned_id.hpp"
+
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -112,14 +114,32 @@ void NodeSet::note_unresponsive(int node, std::chrono::steady_clock::duration wa
                  static_cast<long long>(s));
 }
 
-void NodeSet::counter_add(int node, int idx, uint64_t v) noexcept {
+Result NodeSet::counter_add(int node, int id, uint64_t v) noexcept {
     const SegmentView s = view(node);
-    s.counter(idx).fetch_add(v, std::memory_order_acq_rel);
+    std::atomic<uint64_t> &word = s.counter(owned_index(id));
+    const uint32_t holder = owned_token(id);
+    uint64_t cur = word.load(std::memory_order_relaxed);
+    do {
+        if (counter_holder(cur) != holder) return tcaErrorNotAcquired;  // held by another, or released
+        if (v > kCounterValueMask - counter_count(cur)) return tcaErrorInvalidValue;  // past 2^48
+    } while (!word.compare_exchange_weak(cur, cur + v, std::memory_order_acq_rel, std::memory_order_relaxed));
     // No engine wake-up: a counter can only release a triggered descriptor of
     // a running chain, and an engine with a running chain looks at its
     // triggers by itself (DmaEngine::run).  A wake per counter add would cost
     // a syscall and a context switch per hop.
     s.header()->app_event.notify();
+    return tcaSuccess;
+}
+
+Result NodeSet::counter_read(int id, uint64_t *value) const noexcept {
+    const uint64_t w = own().counter(owned_index(id)).load(std::memory_order_acquire);
+    if (counter_holder(w) != owned_token(id)) return tcaErrorNotAcquired;
+    *value = counter_count(w);
+    return tcaSuccess;
+}
+
+void NodeSet::counter_claim(int index, uint32_t holder) noexcept {
+    own().counter(index).store(uint64_t{holder} << kCounterTokenShift, std::memory_order_release);
 }
 
 }  // namespace tca::loopback

@@ -76,7 +76,13 @@ public:
     }
 
     // Add to a node's counter and wake whoever waits on it there.
-    void counter_add(int node, int idx, uint64_t v) noexcept;
+    // Counters by id (owned_id.hpp): an id whose token is not the counter's
+    // holder's is refused (tcaErrorNotAcquired).  The add: atomic with that
+    // check; past a 48-bit count, tcaErrorInvalidValue.
+    Result counter_add(int node, int id, uint64_t v) noexcept;
+    Result counter_read(int id, uint64_t *value) const noexcept;
+    // A new holder (token; 0: nobody) of one of our counters, the count reset to 0.
+    void counter_claim(int index, uint32_t holder) noexcept;
 
     // Wait until ready() is true.  watch_node >= 0: fail with
     // tcaErrorPeerGone once that node is gone and ready() is still false.

@@ -38,10 +38,18 @@ enum class SegmentState : uint32_t { Creating = 0, Ready = 1, Finalized = 2 };
 // One cache line per counter: a broadcast's counters are taken as a run of
 // consecutive indices, some added to by the owner (go, done) and some by
 // peers (data, credits); sharing lines made every add bounce them all.
+// The word holds the counter's holder (the token of tcaCounterAcquire, 0
+// if nobody holds it) in its top 16 bits and the count in the low 48: an add
+// checks the holder and adds in one atomic step, so a late add for a
+// released counter can never land in its next holder's count.
 struct alignas(64) PaddedCounter {
     std::atomic<uint64_t> value;
 };
 static_assert(sizeof(PaddedCounter) == 64);
+constexpr int kCounterTokenShift = 48;
+constexpr uint64_t kCounterValueMask = (uint64_t{1} << kCounterTokenShift) - 1;
+constexpr uint64_t counter_count(uint64_t word) noexcept { return word & kCounterValueMask; }
+constexpr uint32_t counter_holder(uint64_t word) noexcept { return static_cast<uint32_t>(word >> kCounterTokenShift); }
 
 // Peers read the fields between two loads of key (a seqlock: the owner
 // zeroes key before it reuses an entry), so a torn read is never used.

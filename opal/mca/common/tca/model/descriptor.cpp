@@ -1,6 +1,7 @@
 // descriptor.cpp - descriptor validation: the rules PEACH2 enforces (put only,
 // source local) plus the range checks that turn silent corruption into errors.
 #include "model/descriptor.hpp"
+#include "model/owned_id.hpp"
 
 #include <limits>
 
@@ -33,7 +34,8 @@ Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) n
     if (Result r = check_handle(&d.src, num_nodes); r != tcaSuccess) return r;
     if (static_cast<int>(d.src.node) != local_node) return tcaErrorRemoteRead;
     if (d.notifies() && (d.slot < 0 || d.slot >= TCA_NOTIFY_SLOTS)) return tcaErrorInvalidSlot;
-    if (d.wait_counter >= TCA_NUM_COUNTERS || d.add_counter >= TCA_NUM_COUNTERS)
+    const auto bad_counter = [](int id) { return id >= 0 && owned_index(id) >= TCA_NUM_COUNTERS; };  // -1: none
+    if (bad_counter(d.wait_counter) || bad_counter(d.add_counter))
         return tcaErrorInvalidCounter;
     if (d.height > 1 && (d.dst_pitch < d.width || d.src_pitch < d.width)) return tcaErrorInvalidValue;
     if (!range_fits(d.dst, d.dst_off, strided_span(d.width, d.height, d.dst_pitch)))

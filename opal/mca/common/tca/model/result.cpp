@@ -32,7 +32,7 @@ constexpr std::array<const char *, tcaErrorResultCount> kMessages = {
     "node id outside the sub-cluster",
     "no free resource: every DMA channel / counter / notification slot asked for is held, or a source has "
     "notifications of more than TCA_NOTIFY_TAGS tags unconsumed on one slot (see tcaQueryDevice)",
-    "releasing a DMA channel / counter / notification slot that is not acquired (released twice?)",
+    "a DMA channel / counter / notification slot named by someone other than its holder (tca*Acquire): by its plain number, by an id kept past its release, or released twice",
     "DMA run aborted: tcaAbortDMAC dropped it before it completed",
 };
 }  // namespace
