@@ -6,6 +6,8 @@
 # Run from the build directory after `make check` built the test programs:
 #   STRESS_RUNS=20     passes over everything (default 20)
 #   STRESS_SUITES      "device mpi" (default), or one of them
+#   STRESS_CASES       MPI cases by name, shell patterns (default: every case, "*")
+#   GTEST_FILTER       (GoogleTest's own) device tests by name
 #   STRESS_LOAD        busy-loop load processes (default: nproc)
 #   STRESS_NICE        niceness of the load *and* the tests (default 10): they
 #                      compete with each other as equals, other users' work
@@ -27,7 +29,7 @@ device_tests="tca_device_tests tca_coll_engine_tests tca_btl_core_tests"
 for t in $device_tests tca_p2p_test tca_bcast_test; do
     [ -x "./$t" ] || { echo "stress: ./$t not built (run make check first, or make check-stress)" >&2; exit 2; }
 done
-mpi_cases=$(ls "$srcdir"/test/mpi/cases/*.mpi)
+mpi_cases=$(for p in ${STRESS_CASES:-*}; do ls "$srcdir"/test/mpi/cases/$p.mpi; done)
 
 load_pids=""
 stop_load() {

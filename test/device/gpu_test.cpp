@@ -9,17 +9,19 @@
 namespace tca::test {
 namespace {
 
-// host(node 0) -> GPU(node 1) -> host(node 0 back through node 1's DMA)
-TEST(Gpu, HostToRemoteGpuAndBack) {
-    // Probe in a child: CUDA must not be initialised in the parent before fork().
-    NodeOptions opt;
-    const bool usable = run_nodes(1, [](int, Board &) {
+// Probed in a child: CUDA must not be initialised in the parent before fork().
+bool gpu_usable() {
+    return run_nodes(1, [](int, Board &) {
         void *p = nullptr;
         const tcaResult rc = tcaMalloc(&p, 4096, tcaMemoryGPU);
         if (rc == tcaSuccess) tcaFree(p, tcaMemoryGPU);
         return rc == tcaSuccess ? 0 : 7;
-    }, opt);
-    if (!usable) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    });
+}
+
+// host(node 0) -> GPU(node 1) -> host(node 0 back through node 1's DMA)
+TEST(Gpu, HostToRemoteGpuAndBack) {
+    if (!gpu_usable()) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t size = (4 << 20) + 13;
         void *host = nullptr, *dev = nullptr;
@@ -70,14 +72,7 @@ TEST(Gpu, HostToRemoteGpuAndBack) {
 // ("already mapped"); keeping the stale mapping instead would write into
 // the freed memory.  Every write must land in the new buffers.
 TEST(Gpu, PeerReallocatesFreedAddresses) {
-    NodeOptions opt;
-    const bool usable = run_nodes(1, [](int, Board &) {
-        void *p = nullptr;
-        const tcaResult rc = tcaMalloc(&p, 4096, tcaMemoryGPU);
-        if (rc == tcaSuccess) tcaFree(p, tcaMemoryGPU);
-        return rc == tcaSuccess ? 0 : 7;
-    }, opt);
-    if (!usable) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    if (!gpu_usable()) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         // Rounds of GPU buffers on node 1, in bytes; each round frees the last.
         const std::vector<std::vector<size_t>> rounds = {{4 << 20}, {1 << 20, 1 << 20, 1 << 20}, {8 << 20}};

@@ -5,6 +5,7 @@
 // release - with tcaErrorNotAcquired, instead of replacing a loaded chain or
 // adding into someone's counter; a released counter comes back at 0 and
 // late adds for it are refused.
+#include <functional>
 #include <vector>
 
 #include "harness.hpp"
@@ -26,11 +27,22 @@ tcaResult put_on(int channel, tcaHandle dst, tcaHandle src, size_t n, int add_co
     return r;
 }
 
-TEST(Ownership, AnAcquiredChannelServesOnlyItsHolder) {
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
+// Two nodes, each with a registered 4 KiB buffer (filled with node + 1);
+// body(node, board, buf, mine, peer) runs on both, a barrier ends it.
+using PairBody = std::function<int(int, Board &, std::vector<unsigned char> &, tcaHandle, tcaHandle)>;
+::testing::AssertionResult on_two_nodes(const PairBody &body) {
+    return run_nodes(2, [&](int node, Board &b) {
         std::vector<unsigned char> buf(4096, static_cast<unsigned char>(node + 1));
         tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+        const tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+        const int rc = body(node, b, buf, mine, peer);
+        b.barrier();
+        return rc;
+    });
+}
+
+TEST(Ownership, AnAcquiredChannelServesOnlyItsHolder) {
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &buf, tcaHandle mine, tcaHandle peer) {
         if (node == 0) {
             int ch = -1;
             NODE_OK(tcaChannelAcquire(&ch));
@@ -61,16 +73,12 @@ TEST(Ownership, AnAcquiredChannelServesOnlyItsHolder) {
         }
         b.barrier();
         if (node == 1) NODE_CHECK(buf[0] == 1 && buf[63] == 1 && buf[64] == 2);  // both puts landed, no more
-        b.barrier();
         return 0;
     }));
 }
 
 TEST(Ownership, AnAcquiredCounterCountsOnlyItsHoldersAdds) {
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
-        std::vector<unsigned char> buf(4096);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
         if (node == 1) {
             int c = -1;
             NODE_OK(tcaCounterAcquire(1, &c));
@@ -102,7 +110,6 @@ TEST(Ownership, AnAcquiredCounterCountsOnlyItsHoldersAdds) {
             NODE_CHECK(v == 12);  // 1 + 10 + 1: none of the refused adds
             NODE_OK(tcaCounterRelease(c, 1));
         }
-        b.barrier();
         return 0;
     }));
 }
@@ -111,10 +118,7 @@ TEST(Ownership, AnAcquiredCounterCountsOnlyItsHoldersAdds) {
 // and an add that arrives late (a peer still holding the old id) cannot land
 // in the next holder's count.
 TEST(Ownership, AReleasedCounterComesBackCleanAndLateAddsAreRefused) {
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
-        std::vector<unsigned char> buf(4096);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
         if (node == 1) {
             int c = -1;
             NODE_OK(tcaCounterAcquire(1, &c));
@@ -151,7 +155,6 @@ TEST(Ownership, AReleasedCounterComesBackCleanAndLateAddsAreRefused) {
             NODE_OK(tcaCounterRead(owned_index(c), &v));
             NODE_CHECK(v == 3);
         }
-        b.barrier();
         return 0;
     }));
 }
@@ -159,10 +162,7 @@ TEST(Ownership, AReleasedCounterComesBackCleanAndLateAddsAreRefused) {
 // A triggered descriptor that waits on a counter somebody else holds can
 // never fire: the chain fails at once instead of hanging its channel.
 TEST(Ownership, ATriggerOnSomeoneElsesCounterFailsTheChain) {
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
-        std::vector<unsigned char> buf(4096);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+    EXPECT_TRUE(on_two_nodes([](int node, Board &, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
         if (node == 0) {
             int c = -1;
             NODE_OK(tcaCounterAcquire(1, &c));
@@ -175,17 +175,13 @@ TEST(Ownership, ATriggerOnSomeoneElsesCounterFailsTheChain) {
             tcaDescFree(d);
             NODE_OK(tcaCounterRelease(c, 1));
         }
-        b.barrier();
         return 0;
     }));
 }
 
 // Waiting on an acquired slot takes its holder's id.
 TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) {
-        std::vector<unsigned char> buf(4096);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
         if (node == 1) {
             int s = -1;
             NODE_OK(tcaSlotAcquire(&s));
@@ -209,7 +205,6 @@ TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
             NODE_OK(tcaWaitDMARecvDesc(&peer, s, 5));
             NODE_OK(tcaSlotRelease(s));
         }
-        b.barrier();
         return 0;
     }));
 }
