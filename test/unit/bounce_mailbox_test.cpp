@@ -1,10 +1,11 @@
 // bounce_mailbox_test.cpp - white-box checks of the target side of the bounce
 // path: the mailbox lies in shared memory that the writer (another process)
 // can change at any time, so the server copies its fields once and uses only
-// that copy, and refuses a length larger than the mailbox.
+// that copy, and never reads past the mailbox's ring.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -24,41 +25,99 @@ struct OneNode {
     ~OneNode() { nodes.finalize(false); }
 };
 
-// A mailbox whose length passes the registration check (the destination
-// holds it) but is larger than the mailbox's data area: the old server
-// copied that many bytes, reading past the mailbox into the rest of the
-// segment and handing them to the destination.
-TEST(BounceMailbox, LengthLargerThanTheMailboxIsRefused) {
-    OneNode n("oversize");
-    ASSERT_EQ(n.nodes.create_own(64 * 1024), tcaSuccess);
-    RemoteWriter writer(n.nodes, false);
-    std::vector<unsigned char> dst(2 * kBounceSize, 0);
-    RegistrationEntry &e = n.nodes.own().registrations()[3];
-    e.base = reinterpret_cast<uint64_t>(dst.data());
-    e.size = dst.size();
-    e.region = tcaMemoryCPU;
-    e.key.store(0x1234);
-    BounceArea *b = n.nodes.own().bounce();
-    std::memset(b->data, 0xab, kBounceSize);
-    b->dst_addr = e.base;
-    b->dst_key = 0x1234;
-    b->dst_reg = 3;
-    b->len = kBounceSize + 4096;
-    b->request.store(b->done.load() + 1);
-    EXPECT_TRUE(writer.service_bounce());
-    EXPECT_EQ(b->status.load(), tcaErrorInvalidValue);
-    EXPECT_EQ(dst[0], 0);
-    EXPECT_EQ(dst[kBounceSize], 0);
-    EXPECT_EQ(b->request.load(), b->done.load());  // served: the mailbox is idle again
-    // The same mailbox with a length that fits is served.
-    b->len = kBounceSize;
-    b->request.store(b->done.load() + 1);
-    EXPECT_TRUE(writer.service_bounce());
-    EXPECT_EQ(b->status.load(), tcaSuccess);
-    EXPECT_EQ(dst[0], 0xab);
-    EXPECT_EQ(dst[kBounceSize - 1], 0xab);
-    EXPECT_EQ(dst[kBounceSize], 0);
-    EXPECT_EQ(b->request.load(), b->done.load());
+// A mailbox with a registered destination of 2 rings and a ring of 0xab.
+struct Mailbox {
+    OneNode n;
+    const bool created;  // before the writer: it serves our own segment
+    RemoteWriter writer;
+    std::vector<unsigned char> dst = std::vector<unsigned char>(2 * kBounceSize + 4096, 0);
+    BounceArea *b = nullptr;
+    explicit Mailbox(const char *what)
+        : n(what), created(n.nodes.create_own(64 * 1024) == tcaSuccess), writer(n.nodes, false) {
+        RegistrationEntry &e = n.nodes.own().registrations()[3];
+        e.base = reinterpret_cast<uint64_t>(dst.data());
+        e.size = dst.size();
+        e.region = tcaMemoryCPU;
+        e.key.store(0x1234);
+        b = n.nodes.own().bounce();
+        std::memset(b->data, 0xab, kBounceSize);
+    }
+    uint64_t post(uint64_t len, uint64_t filled) {  // as a writer would
+        b->dst_addr = reinterpret_cast<uint64_t>(dst.data());
+        b->dst_key = 0x1234;
+        b->dst_reg = 3;
+        b->len = len;
+        b->filled.store(filled);
+        b->drained.store(0);
+        b->cancelled.store(0);
+        const uint64_t seq = b->done.load() + 1;
+        b->request.store(seq);
+        return seq;
+    }
+    bool idle() const { return b->request.load() == b->done.load(); }
+};
+
+// The writer streams a row through the mailbox as a ring and says how far it
+// got in `filled`, which lies in memory it can change at will: the server
+// copies at most the request's length, and only from the ring (a writer that
+// claims more than the ring holds gets the ring's bytes again, never what
+// lies past it in the segment).
+TEST(BounceMailbox, TheServerReadsOnlyTheRingAndOnlyTheLength) {
+    Mailbox m("ring");
+    ASSERT_TRUE(m.created);
+    const uint64_t len = kBounceSize + 4096;
+    m.post(len, UINT64_MAX);  // a lying `filled`: beyond the length and beyond the ring
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_EQ(m.b->status.load(), tcaSuccess);
+    EXPECT_TRUE(m.idle());
+    EXPECT_EQ(m.dst[0], 0xab);
+    EXPECT_EQ(m.dst[kBounceSize - 1], 0xab);
+    EXPECT_EQ(m.dst[kBounceSize], 0xab);  // from the ring's start again
+    EXPECT_EQ(m.dst[len - 1], 0xab);
+    EXPECT_EQ(m.dst[len], 0);  // past the length: untouched
+}
+
+// The server copies out behind the writer: what is filled so far, reported
+// as drained, and ends the request only when all of it is out.
+TEST(BounceMailbox, TheServerCopiesOutBehindTheWriter) {
+    Mailbox m("stream");
+    ASSERT_TRUE(m.created);
+    m.post(3 * 4096, 4096);
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_EQ(m.b->drained.load(), 4096u);
+    EXPECT_EQ(m.dst[4095], 0xab);
+    EXPECT_EQ(m.dst[4096], 0);
+    EXPECT_FALSE(m.idle());
+    EXPECT_FALSE(m.writer.service_bounce());  // nothing new: no progress
+    m.b->filled.store(3 * 4096);
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_TRUE(m.idle());
+    EXPECT_EQ(m.b->status.load(), tcaSuccess);
+    EXPECT_EQ(m.dst[3 * 4096 - 1], 0xab);
+    EXPECT_EQ(m.dst[3 * 4096], 0);
+}
+
+// A writer that gives up (its bound ran out) ends the request either way:
+// claimed and half copied, or never claimed; the mailbox is idle after.
+TEST(BounceMailbox, AWriterThatGivesUpEndsItsRequest) {
+    Mailbox m("cancel");
+    ASSERT_TRUE(m.created);
+    m.post(3 * 4096, 4096);
+    EXPECT_TRUE(m.writer.service_bounce());  // claimed, 4 KiB out
+    m.b->cancelled.store(1);
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_TRUE(m.idle());
+    EXPECT_EQ(m.b->status.load(), tcaErrorTimeout);
+    EXPECT_EQ(m.dst[4096], 0);
+    // Never claimed: marked cancelled in the request word, ended unread.
+    std::fill(m.dst.begin(), m.dst.end(), 0);
+    const uint64_t seq = m.post(4096, 4096);
+    m.b->request.store(seq | (1ull << 62));
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_TRUE(m.idle());
+    EXPECT_EQ(m.b->done.load(), seq);
+    EXPECT_EQ(m.b->status.load(), tcaErrorTimeout);
+    EXPECT_EQ(m.dst[0], 0);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ namespace {
 std::vector<std::string> all_variables() {
     std::vector<std::string> v = {"TCA_INTERNAL_SIZE", "TCA_SHARED_HEAP", "TCA_S_LINKS",   "TCA_SINGLE_COPY",
                                   "TCA_SPIN_NS",       "TCA_TIMEOUT_MS",  "TCA_TIMING",    "TCA_LINK_BANDWIDTH_MBS",
-                                  "TCA_NODE_ID",       "TCA_NUM_NODES",   "TCA_JOB_KEY"};
+                                  "TCA_NODE_ID",       "TCA_NUM_NODES",   "TCA_JOB_KEY",   "TCA_STREAMING_MIN"};
     for (const TimingModel::Parameter &p : TimingModel::parameters()) v.push_back(p.variable);
     return v;
 }
@@ -178,6 +178,9 @@ TEST(EnvSettings, Numbers) {
         {"TCA_TIMEOUT_MS", "1", true, [](const DeviceSettings &s) { return uint64_t(s.policy.timeout_ns); },
          1'000'000},
         {"TCA_TIMEOUT_MS", "0", false, nullptr, 0},
+        {"TCA_STREAMING_MIN", "0", true, [](const DeviceSettings &s) { return s.streaming_min; }, 0},
+        {"TCA_STREAMING_MIN", "32M", true, [](const DeviceSettings &s) { return s.streaming_min; }, 32u << 20},
+        {"TCA_STREAMING_MIN", "1.5M", false, nullptr, 0},
         {"TCA_TIMEOUT_MS", "86400001", false, nullptr, 0},
     };
     for (const Row &row : rows) {
@@ -189,7 +192,7 @@ TEST(EnvSettings, Numbers) {
             expect_refused(row.name, row.text);
         }
     }
-    for (const char *name : {"TCA_INTERNAL_SIZE", "TCA_SPIN_NS", "TCA_TIMEOUT_MS"})
+    for (const char *name : {"TCA_INTERNAL_SIZE", "TCA_SPIN_NS", "TCA_TIMEOUT_MS", "TCA_STREAMING_MIN"})
         for (const char *t : kHostileAll) expect_refused(name, t);
 }
 

@@ -1,6 +1,7 @@
 // dma_engine.cpp - chain execution.  Data first, then notifications and
 // counter updates, so a notification is never seen before its data.
 #include "loopback/dma_engine.hpp"
+#include "loopback/byte_copy.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -46,7 +47,7 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, Chai
     } else if (c.height <= 1) {
         for (uint64_t at = 0; at < total; at += kPiece) {
             const uint64_t n = std::min(kPiece, total - at);
-            const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu};
+            const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu, c.streaming};
             if (Result r = write_piece(w, dst, part, arrived(at), arrived(at + n), bound); r != tcaSuccess) return r;
         }
     } else {
@@ -54,7 +55,7 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, Chai
         for (uint64_t row = 0; row < c.height; row += rows) {
             const uint64_t n = std::min(rows, c.height - row);
             const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,
-                               c.width, n, c.src_on_gpu};
+                               c.width, n, c.src_on_gpu, c.streaming};
             if (Result r = write_piece(w, dst, part, arrived(row * c.width), arrived((row + n) * c.width), bound); r != tcaSuccess) return r;
         }
     }
@@ -64,8 +65,14 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, Chai
 }  // namespace
 
 DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
-                     const TimingModel &timing, SourceResolver resolve)
-    : nodes_(nodes), writer_(writer), sender_(sender), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {}
+                     const TimingModel &timing, SourceResolver resolve, uint64_t streaming_min)
+    : nodes_(nodes),
+      streaming_min_(streaming_min > 0 ? streaming_min : streaming_threshold()),
+      writer_(writer),
+      sender_(sender),
+      topo_(topo),
+      timing_(timing),
+      resolve_(std::move(resolve)) {}
 
 DmaEngine::~DmaEngine() { stop_thread(); }
 
@@ -96,13 +103,15 @@ Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
     auto c = std::make_shared<Chain>();
     c->descs.assign(chain.begin(), chain.end());
     c->register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, total = 0;
     bool triggered = false;
     for (const Descriptor &d : chain) {
         bytes += std::min<uint64_t>(d.bytes(), kInlineMaxBytes + 1);  // no overflow over 255 descriptors
+        total += std::min<uint64_t>(d.bytes(), streaming_min_);
         triggered |= d.wait_counter >= 0;
     }
     c->run_inline = !triggered && bytes <= kInlineMaxBytes;
+    c->streaming = total >= streaming_min_;
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
     ch.loaded = std::move(c);  // queued runs keep the chain they were started with
@@ -238,12 +247,13 @@ void DmaEngine::report_failure(Result r, size_t index) const {
     std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), index, result_message(r));
 }
 
-Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound &bound) {
+Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound &bound, bool streaming) {
     const unsigned char *src = nullptr;
     bool on_gpu = false;
     if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess) return r;
-    const RowCopy copy{src, d.height > 1 ? d.src_pitch : d.width, d.dst_off,
-                       d.height > 1 ? d.dst_pitch : d.width, d.width, d.height, on_gpu};
+    const RowCopy copy{src,     d.height > 1 ? d.src_pitch : d.width,
+                       d.dst_off, d.height > 1 ? d.dst_pitch : d.width,
+                       d.width, d.height, on_gpu, streaming};
     if (!timing_.enabled) {
         if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess) return r;
     } else {
@@ -315,7 +325,7 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
         }
         if (now < threshold) return false;
     }
-    if (const Result r = execute(d, &ch.clock, bound); r != tcaSuccess) {
+    if (const Result r = execute(d, &ch.clock, bound, chain.streaming); r != tcaSuccess) {
         // A bounce copy the target's engine did not take within the bound
         // (stopped target, stop or abort): not a failure of the run - the
         // descriptor runs again later (rewriting the same bytes).

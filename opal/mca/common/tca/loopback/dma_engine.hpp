@@ -31,8 +31,10 @@ using SourceResolver = std::function<Result(const tcaHandle &, uint64_t off, con
 
 class DmaEngine {
 public:
+    // streaming_min: bytes in a run from which its copies stream (0: the
+    // last-level cache's size; byte_copy.hpp).
     DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
-              const TimingModel &timing, SourceResolver resolve);
+              const TimingModel &timing, SourceResolver resolve, uint64_t streaming_min = 0);
     ~DmaEngine();
     DmaEngine(const DmaEngine &) = delete;
     DmaEngine &operator=(const DmaEngine &) = delete;
@@ -73,7 +75,7 @@ public:
     // Execute one descriptor now, on the calling thread (PIO and tests use it).
     // With the timing model on, data and notification wait for the modelled
     // times of `clock` (the running chain's), or of a chain of their own.
-    Result execute(const Descriptor &d, ChainClock *clock, const PutBound &bound);
+    Result execute(const Descriptor &d, ChainClock *clock, const PutBound &bound, bool streaming = false);
     // How long a start running a short chain inline waits for a peer's engine.
     static constexpr int64_t kInlinePatienceNs = 10'000'000;
 
@@ -82,6 +84,7 @@ private:
         std::vector<Descriptor> descs;
         bool register_mode = true;
         bool run_inline = false;  // short and untriggered: may run on the starting thread
+        bool streaming = false;   // moves more than the last-level cache holds (byte_copy.hpp)
     };
     struct Run {
         std::shared_ptr<const Chain> chain;
@@ -119,6 +122,7 @@ private:
     Result run_error(Channel &ch, uint64_t after, uint64_t upto);
 
     NodeSet &nodes_;
+    const uint64_t streaming_min_;
     RemoteWriter &writer_;
     NotificationSender &sender_;
     const Topology &topo_;

@@ -111,6 +111,7 @@ Result DeviceSettings::from_environment(DeviceSettings *out) {
     if (Result r = env_bool("TCA_SHARED_HEAP", s.shared_heap, &s.shared_heap); r != tcaSuccess) return r;
     if (Result r = env_bool("TCA_S_LINKS", s.s_links, &s.s_links); r != tcaSuccess) return r;
     if (Result r = env_bool("TCA_SINGLE_COPY", s.single_copy, &s.single_copy); r != tcaSuccess) return r;
+    if (Result r = env_number("TCA_STREAMING_MIN", kStreamingMin, &s.streaming_min); r != tcaSuccess) return r;
     if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
     if (Result r = timing_from_environment(&s.timing); r != tcaSuccess) return r;
     *out = s;

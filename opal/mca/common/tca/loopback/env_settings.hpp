@@ -42,6 +42,10 @@ Result timing_from_environment(TimingModel *out);
 // small job need, at most what fits a node's internal region of the address map.
 constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
 
+// Bytes in one DMA run from which its copies use non-temporal stores
+// (TCA_STREAMING_MIN); 0, the default: the last-level cache's size, at most 8 MiB.
+constexpr EnvRange kStreamingMin{0, 0, 1ull << 50, true};
+
 // Everything the environment configures in a device, read and checked before
 // anything is created.
 struct DeviceSettings {
@@ -51,6 +55,7 @@ struct DeviceSettings {
     bool shared_heap = true;
     bool s_links = false;     // TCA_S_LINKS: two rings joined by S links (even N >= 4)
     bool single_copy = true;  // TCA_SINGLE_COPY=0: every put takes the bounce path
+    uint64_t streaming_min = kStreamingMin.fallback;  // TCA_STREAMING_MIN (0: auto)
     WaitPolicy policy;        // TCA_SPIN_NS, TCA_TIMEOUT_MS
     TimingModel timing;       // TCA_TIMING and the model's parameters
 

@@ -49,7 +49,8 @@ public:
           engine_(nodes_, writer_, sender_, topo_, timing_,
                   [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
                       return resolve_source(h, off, p, gpu);
-                  }),
+                  },
+                  settings.streaming_min),
           heap_(settings.internal_size),
           shared_heap_(nodes_),
           use_shared_heap_(settings.shared_heap) {

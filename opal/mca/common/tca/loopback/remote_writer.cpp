@@ -14,45 +14,15 @@
 #include <vector>
 
 #include "gpu/cuda_runtime.hpp"
+#include "loopback/byte_copy.hpp"
 
 namespace tca::loopback {
 
 namespace {
 constexpr size_t kMaxIov = 512;
-constexpr int kBounceWakeAfterUs = 10;  // see bounce_chunk
+constexpr int kBounceWakeAfterUs = 10;  // see wait_served
+constexpr uint64_t kBouncePiece = 32 * 1024;  // the writer raises `filled` every piece
 
-// The last word of a copy is stored exactly once, after the rest.  glibc's
-// memcpy writes with overlapping stores (8..15 bytes: the first and the last
-// 8, so an 8-byte copy stores the same word twice; longer copies rewrite
-// their tail).  Programs poll a flag word that a PIO or DMA write sets and
-// then clear it themselves (the published PIO marker protocol, tcaSendPIO's
-// final word): a clear landing between two stores of the flag is undone by
-// the second, and the next wait passes at once on stale data (seen as about
-// 1 run in 20 of test/tca-api/pio_allreduce).  Short copies go out as
-// non-overlapping constant-size pieces in address order, one store each (an
-// aligned word is never torn); long ones as memcpy of all but the last 8
-// bytes, then those 8 bytes in one store.
-void copy_bytes(unsigned char *dst, const unsigned char *src, uint64_t n) {
-    if (n >= 64) {
-        std::memcpy(dst, src, n - 8);
-        __builtin_memcpy(dst + n - 8, src + n - 8, 8);
-        return;
-    }
-    uint64_t i = 0;
-    for (; i + 8 <= n; i += 8) __builtin_memcpy(dst + i, src + i, 8);
-    if (i + 4 <= n) __builtin_memcpy(dst + i, src + i, 4), i += 4;
-    if (i + 2 <= n) __builtin_memcpy(dst + i, src + i, 2), i += 2;
-    if (i < n) dst[i] = src[i];
-}
-
-void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch,
-               uint64_t width, uint64_t height) {
-    if (height == 1 || (dst_pitch == width && src_pitch == width)) {
-        copy_bytes(dst, src, width * height);
-        return;
-    }
-    for (uint64_t r = 0; r < height; ++r) copy_bytes(dst + r * dst_pitch, src + r * src_pitch, width);
-}
 }  // namespace
 
 RemoteWriter::RemoteWriter(NodeSet &nodes, bool single_copy) : nodes_(nodes), arenas_(nodes) {
@@ -125,7 +95,7 @@ Result RemoteWriter::write_local(unsigned char *dst_base, const RowCopy &c) {
     if (c.src_on_gpu) return gpu::CudaRuntime::instance().copy_2d(dst, c.dst_pitch ? c.dst_pitch : c.width, c.src,
                                                                     c.src_pitch ? c.src_pitch : c.width, c.width,
                                                                     c.height);
-    copy_rows(dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.height);
+    copy_rows(dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.height, c.streaming);
     return tcaSuccess;
 }
 
@@ -193,17 +163,21 @@ Result RemoteWriter::write_cma(int node, uint64_t dst_addr, const RowCopy &c) {
 }
 
 // The mailbox protocol.  A writer holds the robust lock, waits until the
-// mailbox is idle (request == done: nothing posted or being served), fills
-// it and posts request = done + 1.  A server claims a request by setting
-// kClaimed on it (compare-and-swap), copies, then clears the bit and stores
-// done.  A writer that gives up (its bound ran out: a stopped target) takes
-// an unclaimed request back (request = done again), so nobody serves it
-// later; a claimed one it leaves to the server, and the mailbox stays busy -
-// the next writer waits for idle - until served.  The same idle wait keeps a
-// writer that recovers the lock from a dead writer (EOWNERDEAD) off a
-// mailbox the target is still serving.
+// mailbox is idle (request == done: nothing posted or being served), posts
+// request = done + 1 for one whole row, and then streams the row through the
+// mailbox as a ring: piece by piece, raising `filled`, never overwriting
+// what the server has not `drained` yet.  A server claims a request by
+// setting kClaimed on it (compare-and-swap), copies out behind the writer,
+// then clears the bit and stores done.  A writer that gives up (its bound ran
+// out: a stopped target) marks the request kCancelled if unclaimed (the
+// server then ends it without copying) or raises `cancelled` if claimed (the
+// server ends it where it is); either way the mailbox stays busy - the next
+// writer waits for idle - until the server has ended it.  The same idle wait
+// keeps a writer that recovers the lock from a dead writer (EOWNERDEAD) off
+// a mailbox the target is still serving; a writer that dies half way is
+// noticed by the server (its process is gone).
 namespace {
-constexpr uint64_t kClaimed = 1ull << 63;
+constexpr uint64_t kClaimed = 1ull << 63, kCancelled = 1ull << 62;
 
 bool mailbox_idle(const BounceArea *b) noexcept {
     return b->request.load(std::memory_order_acquire) == b->done.load(std::memory_order_acquire);
@@ -244,50 +218,82 @@ Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_a
     for (uint64_t row = 0; row < c.height && result == tcaSuccess; ++row) {
         const unsigned char *src = c.src + row * c.src_pitch;
         const uint64_t dst_row = dst_addr + c.dst_off + row * c.dst_pitch;
-        for (uint64_t off = 0; off < c.width && result == tcaSuccess; off += kBounceSize) {
-            const uint64_t len = std::min<uint64_t>(kBounceSize, c.width - off);
-            result = bounce_chunk(node, dst, dst_row + off, src + off, len, c.src_on_gpu, bound);
-        }
+        if (c.width > 0) result = bounce_row(node, dst, dst_row, src, c.width, c.src_on_gpu, bound);
     }
     pthread_mutex_unlock(&b->lock);
     return result;
 }
 
-Result RemoteWriter::bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
-                                  uint64_t len, bool src_on_gpu, const PutBound &bound) {
+Result RemoteWriter::bounce_row(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
+                                uint64_t len, bool src_on_gpu, const PutBound &bound) {
     SegmentView target = nodes_.view(node);
     BounceArea *b = target.bounce();
-    if (src_on_gpu) {
-        if (Result r = gpu::CudaRuntime::instance().copy(b->data, src, len); r != tcaSuccess) return r;
-    } else {
-        std::memcpy(b->data, src, len);
-    }
     b->src_node = static_cast<uint32_t>(nodes_.self());
     b->dst_addr = dst_addr;
     b->dst_key = dst.key;
     b->dst_reg = dst.reg_index;
     b->len = len;
+    b->filled.store(0, std::memory_order_relaxed);
+    b->drained.store(0, std::memory_order_relaxed);
+    b->cancelled.store(0, std::memory_order_relaxed);
     const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;  // idle: request == done
+    // Posted before the bytes: a target in MPI progress claims it at once and
+    // copies each piece out while we copy the next one in.
     b->request.store(seq, std::memory_order_release);
-    auto done = [&] {
-        service_bounce();
-        return b->done.load(std::memory_order_acquire) == seq;
+    auto ended = [&] { return b->done.load(std::memory_order_acquire) == seq; };
+    // Pieces divide the ring, so none wraps.  From GPU memory: half rings
+    // (each CUDA copy has a fixed cost).
+    const uint64_t piece = src_on_gpu ? kBounceSize / 2 : kBouncePiece;
+    Result r = tcaSuccess;
+    for (uint64_t off = 0; off < len && r == tcaSuccess; off += piece) {
+        const uint64_t n = std::min(piece, len - off);
+        if (off + n > kBounceSize) {  // wait until the bytes this piece overwrites are out
+            const uint64_t need = off + n - kBounceSize;
+            r = wait_served(target, [&] { return b->drained.load(std::memory_order_acquire) >= need || ended(); },
+                            node, bound);
+            if (r == tcaSuccess && ended()) break;  // the server refused the request: its status says why
+        }
+        if (r != tcaSuccess) break;
+        unsigned char *slot = b->data + off % kBounceSize;
+        if (src_on_gpu)
+            r = gpu::CudaRuntime::instance().copy(slot, src + off, n);
+        else
+            std::memcpy(slot, src + off, n);
+        if (r == tcaSuccess) b->filled.store(off + n, std::memory_order_release);
+    }
+    if (r == tcaSuccess) r = wait_served(target, ended, node, bound);
+    if (r != tcaSuccess) {
+        // Give up.  Unclaimed: mark it so nobody serves it (a CAS, so a claim
+        // and this cannot both win); claimed: ask the server to end it.
+        uint64_t expected = seq;
+        if (!b->request.compare_exchange_strong(expected, seq | kCancelled, std::memory_order_acq_rel))
+            b->cancelled.store(1, std::memory_order_release);
+        target.header()->engine_event.wake_all();  // the server ends it even if it sleeps
+        return r;
+    }
+    return static_cast<Result>(b->status.load(std::memory_order_acquire));
+}
+
+// Waits (bounded) for the target to serve our mailbox request so far.
+template <class Ready>
+Result RemoteWriter::wait_served(SegmentView target, Ready &&ready, int node, const PutBound &bound) {
+    auto served = [&] {
+        service_bounce();  // ours meanwhile: two writers into each other would deadlock
+        return ready();
     };
     // A target inside MPI progress serves its mailbox itself (tcaProgress)
     // within a few microseconds: give it that long before waking its engine
     // thread, which would first have to take the core from that very thread.
     const auto patience = std::chrono::steady_clock::now() + std::chrono::microseconds(kBounceWakeAfterUs);
-    while (!done() && std::chrono::steady_clock::now() < patience) cpu_relax();
-    if (b->done.load(std::memory_order_acquire) != seq)
+    while (!served()) {
+        if (std::chrono::steady_clock::now() < patience) {
+            cpu_relax();
+            continue;
+        }
         target.header()->engine_event.wake_all();  // not served: its engine may be napping
-    const Result r = wait_bounded(b->done_event, done, node, bound);
-    if (r == tcaErrorTimeout) {
-        // Take the request back unless the server has claimed it already.
-        uint64_t expected = seq;
-        b->request.compare_exchange_strong(expected, seq - 1, std::memory_order_acq_rel);
+        return wait_bounded(target.bounce()->done_event, served, node, bound);
     }
-    if (r != tcaSuccess) return r;
-    return static_cast<Result>(b->status.load(std::memory_order_acquire));
+    return tcaSuccess;
 }
 
 bool RemoteWriter::service_bounce() {
@@ -296,38 +302,83 @@ bool RemoteWriter::service_bounce() {
     if (b->request.load(std::memory_order_relaxed) == b->done.load(std::memory_order_relaxed)) return false;
     std::unique_lock g(service_lock_, std::try_to_lock);
     if (!g.owns_lock()) return false;
-    // ...but the request is read only under the lock.  A request read before
-    // it can be one another thread of ours has served meanwhile, after which
-    // the writer already filled the mailbox with its next chunk: serving the
-    // stale number copied that next chunk's bytes to this chunk's address and
-    // moved `done` backwards (1 exchange in ~100 of a 64 MiB Sendrecv).
-    uint64_t req = b->request.load(std::memory_order_acquire);
-    if (req == b->done.load(std::memory_order_relaxed) || (req & kClaimed)) return false;
-    // Claim it: from here on the writer cannot take it back (it gave up: the
-    // request went back to `done` and the claim fails).
-    if (!b->request.compare_exchange_strong(req, req | kClaimed, std::memory_order_acq_rel)) return false;
-    // One snapshot of the fields, then only the snapshot: the writer (another
-    // process) can still change the shared copy between a check and a use.
-    const uint64_t dst_addr = b->dst_addr, dst_key = b->dst_key, len = b->len;
-    const uint32_t dst_reg = b->dst_reg;
-    Result status = tcaErrorNotRegistered;
-    if (len > kBounceSize) {
-        status = tcaErrorInvalidValue;  // more than the mailbox holds: never read past it
-    } else if (dst_reg < kMaxRegistrations) {
-        const RegistrationEntry &e = nodes_.own().registrations()[dst_reg];
-        // Check the target range against our own table: a peer never gets to
-        // write outside memory we registered.
-        if (e.key.load(std::memory_order_acquire) == dst_key && dst_addr >= e.base && len <= e.size &&
-            dst_addr - e.base <= e.size - len) {
-            copy_bytes(reinterpret_cast<unsigned char *>(dst_addr), b->data, len);
-            status = tcaSuccess;
-        }
+    if (serving_.req == 0)
+        if (const Claim c = claim_bounce(b); c != Claim::Serving) return c == Claim::Refused;
+    // Copy out what the writer has streamed in so far (the snapshot's length
+    // bounds it whatever the shared `filled` says), in runs that stop at the
+    // ring's end.
+    const uint64_t filled = std::min(b->filled.load(std::memory_order_acquire), serving_.len);
+    const bool progress = filled > serving_.copied;
+    while (serving_.copied < filled) {
+        const uint64_t at = serving_.copied % kBounceSize, n = std::min(filled - serving_.copied, kBounceSize - at);
+        copy_bytes(reinterpret_cast<unsigned char *>(serving_.dst_addr) + serving_.copied, b->data + at, n);
+        serving_.copied += n;
     }
+    if (progress) {
+        b->drained.store(serving_.copied, std::memory_order_release);
+        b->done_event.notify();  // a writer may wait for room
+    }
+    if (serving_.copied < serving_.len) {
+        if (b->cancelled.load(std::memory_order_acquire) != 0) {  // the writer gave up
+            finish_bounce(b, tcaErrorTimeout);
+            return true;
+        }
+        // A writer that died half way would hold the mailbox for ever; looked
+        // at once a millisecond while it adds nothing (a process check).
+        if (!progress) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= serving_.look_at) {
+                serving_.look_at = now + std::chrono::milliseconds(1);
+                if (nodes_.gone(static_cast<int>(serving_.src_node))) finish_bounce(b, tcaErrorPeerGone);
+            }
+        }
+        return progress;
+    }
+    finish_bounce(b, tcaSuccess);
+    return true;
+}
+
+// service_lock_ held.  Claims the posted request and checks it, on one
+// snapshot of its fields: the writer (another process) can still change the
+// shared copy between a check and a use.
+RemoteWriter::Claim RemoteWriter::claim_bounce(BounceArea *b) {
+    // The request is read only under the lock.  A request read before it can
+    // be one another thread of ours has served meanwhile, after which the
+    // writer already posted its next chunk: serving the stale number copied
+    // that next chunk's bytes to this chunk's address and moved `done`
+    // backwards (1 exchange in ~100 of a 64 MiB Sendrecv).
+    uint64_t req = b->request.load(std::memory_order_acquire);
+    if (req == b->done.load(std::memory_order_relaxed) || (req & kClaimed)) return Claim::None;
+    if (req & kCancelled) {  // given up before anyone claimed it: end it unread
+        serving_.req = req & ~kCancelled;
+        finish_bounce(b, tcaErrorTimeout);
+        return Claim::Refused;
+    }
+    // Claim it: from here on the writer cannot take it back (a writer that
+    // gave up first set kCancelled on it, and the claim fails).
+    if (!b->request.compare_exchange_strong(req, req | kClaimed, std::memory_order_acq_rel)) return Claim::None;
+    serving_ = Serving{req, b->dst_addr, b->len, 0, b->src_node};
+    const uint64_t dst_key = b->dst_key;
+    const uint32_t dst_reg = b->dst_reg;
+    // Check the target range against our own table: a peer never gets to
+    // write outside memory we registered.
+    const RegistrationEntry *e = dst_reg < kMaxRegistrations ? &nodes_.own().registrations()[dst_reg] : nullptr;
+    if (e == nullptr || e->key.load(std::memory_order_acquire) != dst_key || serving_.dst_addr < e->base ||
+        serving_.len > e->size || serving_.dst_addr - e->base > e->size - serving_.len) {
+        finish_bounce(b, tcaErrorNotRegistered);
+        return Claim::Refused;
+    }
+    return Claim::Serving;
+}
+
+// service_lock_ held: the request being served is done (status for the writer).
+void RemoteWriter::finish_bounce(BounceArea *b, Result status) {
+    const uint64_t req = serving_.req;
+    serving_ = Serving{};
     b->status.store(status, std::memory_order_relaxed);
     b->request.store(req, std::memory_order_relaxed);  // the claim bit off: idle once done is stored
     b->done.store(req, std::memory_order_release);
     b->done_event.notify();
-    return true;
 }
 
 Result RemoteWriter::write_gpu(const tcaHandle &dst, const RowCopy &c) {

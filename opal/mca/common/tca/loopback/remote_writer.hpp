@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@ struct RowCopy {  // a contiguous (height 1) or block-stride transfer
     uint64_t width;
     uint64_t height;
     bool src_on_gpu;
+    bool streaming = false;  // part of a run larger than the cache: non-temporal stores (byte_copy.hpp)
 };
 
 class RemoteWriter {
@@ -66,18 +68,32 @@ private:
     Result write_local(unsigned char *dst_base, const RowCopy &c);
     Result write_cma(int node, uint64_t dst_addr, const RowCopy &c);
     Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c, const PutBound &bound);
-    Result bounce_chunk(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src, uint64_t len,
-                        bool src_on_gpu, const PutBound &bound);
+    Result bounce_row(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src, uint64_t len,
+                      bool src_on_gpu, const PutBound &bound);
+    template <class Ready>
+    Result wait_served(SegmentView target, Ready &&ready, int node, const PutBound &bound);
     // wait_until on a peer's work, ended early (tcaErrorTimeout) by `bound`.
     template <class Ready>
     Result wait_bounded(EventWord &ev, Ready &&ready, int node, const PutBound &bound);
     Result write_gpu(const tcaHandle &dst, const RowCopy &c);
+    enum class Claim { None, Serving, Refused };  // Refused: answered with an error at once
+    Claim claim_bounce(BounceArea *b);
+    void finish_bounce(BounceArea *b, Result status);
     void refuse_cma(int err);
 
     NodeSet &nodes_;
     PeerArenas arenas_;
     std::atomic<bool> cma_refused_{false};
     std::mutex service_lock_;
+    // The bounce request of a peer we are copying out (service_lock_): a
+    // snapshot of its checked fields and how far we got.
+    struct Serving {
+        uint64_t req = 0;  // 0: none
+        uint64_t dst_addr = 0, len = 0, copied = 0;
+        uint32_t src_node = 0;
+        std::chrono::steady_clock::time_point look_at{};  // next check that the writer lives
+    };
+    Serving serving_;
     // One open CUDA IPC mapping of a peer's allocation.  Closed when the last
     // holder lets go: the cache, or a copy still running into it after the
     // mapping was evicted.

@@ -21,7 +21,7 @@ namespace tca::loopback {
 // 2: padded counters, 3: event words with listener lines, 4: start time,
 // 5: notification counts per (source, slot, tag) instead of rings,
 // 6: shared-heap arena table, arena fields in registrations
-inline constexpr uint32_t kLayoutVersion = 6;
+inline constexpr uint32_t kLayoutVersion = 7;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
@@ -89,8 +89,11 @@ struct alignas(64) NotifyTable {
     std::atomic<uint64_t> words[kNotifyTags];  // 0 = free
 };
 
-// Single-slot mailbox: a peer copies a chunk here and this node's DMA-engine
-// thread moves it into its own memory.  Used only when process_vm_writev is refused.
+// Mailbox for one writer at a time: a peer streams a row through `data` (a
+// ring) and this node's DMA-engine thread (or a thread of ours in MPI
+// progress) moves it into its own memory behind it, so the two copies
+// overlap.  Used only when process_vm_writev is refused.  Protocol: see
+// remote_writer.cpp.
 struct alignas(64) BounceArea {
     pthread_mutex_t lock;  // robust, process-shared: one writer at a time
     std::atomic<uint64_t> request{0};
@@ -101,6 +104,9 @@ struct alignas(64) BounceArea {
     uint64_t dst_key = 0;
     uint32_t dst_reg = 0;
     uint64_t len = 0;
+    std::atomic<uint64_t> filled{0};     // bytes of the row the writer has put into the ring so far
+    std::atomic<uint64_t> drained{0};    // bytes of it the server has copied out
+    std::atomic<uint32_t> cancelled{0};  // the writer gave up on a claimed request
     EventWord done_event;
     alignas(64) unsigned char data[kBounceSize];
 };
