@@ -76,18 +76,6 @@ TEST(Bounce, BothWaysWithEveryThreadServing) {
     }, opt));
 }
 
-// The state letter of /proc/<pid>/stat ('T' = stopped).
-char process_state(pid_t pid) {
-    char path[64], buf[512] = {};
-    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-    FILE *f = std::fopen(path, "r");
-    if (f == nullptr) return '?';
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    const char *paren = std::strrchr(buf, ')');
-    return paren != nullptr && paren + 2 < buf + n ? paren[2] : '?';
-}
-
 // Node 0 writes into node 1 while node 1 is stopped (SIGSTOP) for three times
 // the wait timeout.  The write gives up after the timeout (it used to wait
 // for as long as the peer lived, which made every put to a stopped or wedged
@@ -100,13 +88,9 @@ TEST(Bounce, StoppedPeerTimesOutThenWriteSucceeds) {
     opt.timeout_s = 30;
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t n = (1u << 20) + 5;
-        std::vector<unsigned char> buf(n, 0);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, board, buf.data(), n, tcaMemoryCPU, &mine);
-        if (node == 1) board.value[0].store(static_cast<int>(getpid()));
-        board.barrier();
+        StoppablePair pair(node, board, n);
+        auto &[buf, mine, peer, target] = pair;
         if (node == 0) {
-            const pid_t target = static_cast<pid_t>(board.value[0].load());
             fill_pattern(buf.data(), n, 5);
             NODE_CHECK(kill(target, SIGSTOP) == 0);
             // A stop takes effect asynchronously: write only once it has.

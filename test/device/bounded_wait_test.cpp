@@ -25,18 +25,6 @@ double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// The state letter of /proc/<pid>/stat ('T' = stopped).
-char process_state(pid_t pid) {
-    char path[64], buf[512] = {};
-    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-    FILE *f = std::fopen(path, "r");
-    if (f == nullptr) return '?';
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    const char *paren = std::strrchr(buf, ')');
-    return paren != nullptr && paren + 2 < buf + n ? paren[2] : '?';
-}
-
 // Stops a process and resumes it when resume() is called, or after
 // kWatchdog at the latest: code that waits for ever (the defect these tests
 // catch) then comes back late instead of hanging until the harness kills it.
@@ -138,13 +126,9 @@ TEST(BoundedWait, PioWriteToStoppedTargetTimesOut) {
     opt.timeout_s = 60;
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t n = (1u << 20) + 5;
-        std::vector<unsigned char> buf(n, 0);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, board, buf.data(), n, tcaMemoryCPU, &mine);
-        if (node == 1) board.value[0].store(static_cast<int>(getpid()));
-        board.barrier();
+        StoppablePair pair(node, board, n);
+        auto &[buf, mine, peer, target] = pair;
         if (node == 0) {
-            const pid_t target = static_cast<pid_t>(board.value[0].load());
             fill_pattern(buf.data(), n, 7);
             Stopper stop(target);
             NODE_CHECK(stop.stopped());
@@ -178,13 +162,9 @@ TEST(BoundedWait, FinalizeDoesNotWaitForAStoppedTarget) {
     opt.timeout_s = 60;
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t n = (1u << 20) + 5;
-        std::vector<unsigned char> buf(n, 0);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, board, buf.data(), n, tcaMemoryCPU, &mine);
-        if (node == 1) board.value[0].store(static_cast<int>(getpid()));
-        board.barrier();
+        StoppablePair pair(node, board, n);
+        auto &[buf, mine, peer, target] = pair;
         if (node == 0) {
-            const pid_t target = static_cast<pid_t>(board.value[0].load());
             tcaDesc *d = tcaDescNew();
             NODE_CHECK(d != nullptr);
             NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, n, 0, 0, 0));

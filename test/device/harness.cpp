@@ -49,6 +49,25 @@ void Board::end_barrier(int node) {
     }
 }
 
+StoppablePair::StoppablePair(int node, Board &board, size_t size) : buf(size, 0) {
+    peer = register_and_swap(node, board, buf.data(), size, tcaMemoryCPU, &mine);
+    if (node == 1) board.value[0].store(static_cast<int>(getpid()));
+    board.barrier();
+    target = static_cast<pid_t>(board.value[0].load());
+}
+
+// The state letter of /proc/<pid>/stat ('T' = stopped).
+char process_state(pid_t pid) {
+    char path[64], buf[512] = {};
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    FILE *f = std::fopen(path, "r");
+    if (f == nullptr) return '?';
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const char *paren = std::strrchr(buf, ')');
+    return paren != nullptr && paren + 2 < buf + n ? paren[2] : '?';
+}
+
 tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine) {
     const tcaResult r = tcaCreateHandle(mine, buf, size, type);
     if (r != tcaSuccess) {

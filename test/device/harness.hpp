@@ -5,12 +5,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tca.h"
 
@@ -54,6 +56,18 @@ using NodeBody = std::function<int(int node, Board &board)>;
 // Register caller-owned memory, swap handles with node 1 - node through board
 // slot 0; returns the peer's handle.  Fails the node on error.
 tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine);
+
+// Two nodes for the tests that stop node 1 (SIGSTOP): a registered host
+// buffer of `size` zero bytes on each, the peer's handle, and node 1's pid
+// (published through board.value[0]; a barrier ends the set-up).
+struct StoppablePair {
+    std::vector<unsigned char> buf;
+    tcaHandle mine{}, peer{};
+    pid_t target = 0;  // node 1's process
+    StoppablePair(int node, Board &board, size_t size);
+};
+// The state letter of /proc/<pid>/stat ('T' = stopped, '?' = unreadable).
+char process_state(pid_t pid);
 
 // The usual start of a two-node test: tcaMalloc `size` bytes of `type`,
 // register them, swap handles through board slot 0.  Fails the node on error.
