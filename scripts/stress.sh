@@ -29,7 +29,15 @@ device_tests="tca_device_tests tca_coll_engine_tests tca_btl_core_tests"
 for t in $device_tests tca_p2p_test tca_bcast_test; do
     [ -x "./$t" ] || { echo "stress: ./$t not built (run make check first, or make check-stress)" >&2; exit 2; }
 done
-mpi_cases=$(for p in ${STRESS_CASES:-*}; do ls "$srcdir"/test/mpi/cases/$p.mpi; done)
+# The patterns are globbed against the case directory only (not the current one).
+mpi_cases=
+set -f
+for p in ${STRESS_CASES:-*}; do
+    set +f
+    mpi_cases="$mpi_cases $(ls "$srcdir"/test/mpi/cases/$p.mpi)"
+    set -f
+done
+set +f
 
 load_pids=""
 stop_load() {
