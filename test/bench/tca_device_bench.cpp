@@ -21,7 +21,7 @@
 // Both are pinned, one CPU each (as mpirun --bind-to core pins MPI ranks),
 // unless -P.  Node 0 measures and prints; node 1 mirrors every step.
 //
-// Usage: tca_device_bench [-r repeats] [-q] [-P] [-h]
+// Usage: tca_device_bench [-r repeats] [-q] [-L] [-s bytes] [-P] [-h]
 #include <emmintrin.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -97,6 +97,8 @@ struct Options {
     int repeats = 5;
     bool quick = false;  // smoke-test sizes: fewer iterations
     bool pin = true;     // one CPU per node
+    bool latency_only = false;  // skip the copy measurements (profiling the ping-pongs)
+    size_t only_size = 0;       // > 0: the copy measurements at this size only
 
     int warmup() const { return quick ? 100 : 1000; }
     int latency_iters() const { return quick ? 2000 : 20000; }
@@ -652,7 +654,8 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
         std::memset(dst, 0, n.max_dma);
     }
     std::vector<BandwidthRow> bw;
-    for (const size_t size : sizes) {
+    for (const size_t size : opt.latency_only ? std::vector<size_t>{} : sizes) {
+        if (opt.only_size != 0 && size != opt.only_size) continue;
         const int iters = opt.dma_iters(size);
         std::vector<double> dma_s;
         PlainCopies plain;
@@ -674,9 +677,11 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
 
 void usage(FILE *f, const char *prog) {
     std::fprintf(f,
-                 "usage: %s [-r repeats] [-q] [-P] [-h]\n"
+                 "usage: %s [-r repeats] [-q] [-L] [-s bytes] [-P] [-h]\n"
                  "  -r N  repeat every measurement N times (default 5); min and median are printed\n"
                  "  -q    quick mode: fewer iterations (smoke test)\n"
+                 "  -L    latency only: skip the DMA copy measurements\n"
+                 "  -s N  the DMA copy measurements at N bytes only (one of the sizes measured)\n"
                  "  -P    do not pin the two nodes to one CPU each\n"
                  "  -h    this help\n",
                  prog);
@@ -685,7 +690,7 @@ void usage(FILE *f, const char *prog) {
 // Returns false (after printing why) when the options are bad.
 bool parse_options(int argc, char **argv, Options *opt, bool *help) {
     *help = false;
-    for (int c; (c = getopt(argc, argv, "r:qPh")) != -1;) {
+    for (int c; (c = getopt(argc, argv, "r:qLs:Ph")) != -1;) {
         switch (c) {
         case 'r': {
             char *end = nullptr;
@@ -698,6 +703,20 @@ bool parse_options(int argc, char **argv, Options *opt, bool *help) {
             break;
         }
         case 'q': opt->quick = true; break;
+        case 'L': opt->latency_only = true; break;
+        case 's': {
+            char *end = nullptr;
+            const unsigned long long v = std::strtoull(optarg, &end, 10);
+            const std::vector<size_t> sizes = dma_sizes();
+            if (end == optarg || *end != '\0' || std::find(sizes.begin(), sizes.end(), v) == sizes.end()) {
+                std::fprintf(stderr, "%s: -s wants one of the measured sizes in bytes:", argv[0]);
+                for (const size_t z : sizes) std::fprintf(stderr, " %zu", z);
+                std::fprintf(stderr, "\n");
+                return false;
+            }
+            opt->only_size = static_cast<size_t>(v);
+            break;
+        }
         case 'P': opt->pin = false; break;
         case 'h': *help = true; return true;
         default: return false;
@@ -794,6 +813,14 @@ int main(int argc, char **argv) {
             if (CPU_ISSET(c, &allowed)) cpus[k++] = c;
     if (cpus[1] >= 0) std::printf("# nodes pinned to CPUs %d and %d\n", cpus[0], cpus[1]);
     else std::printf("# nodes not pinned\n");
+    // The receiver of a put polls for up to 1 ms before it sleeps (unless the
+    // user set TCA_SPIN_NS).  Measured on a 2-vCPU VM: with the default 20 us
+    // the receiver of each 1 MiB put is asleep when it lands, and waking it
+    // (futex, an IPI into an idle CPU) costs the sender about 14 us a put;
+    // polling for ever instead slows a 1 GiB copy by a third (the poller
+    // shares the core).  Either is a figure of the host, not of the copy.
+    setenv("TCA_SPIN_NS", "1000000", 0);
+    std::printf("# waits spin TCA_SPIN_NS = %s ns before they sleep\n", std::getenv("TCA_SPIN_NS"));
     std::fflush(nullptr);  // nothing buffered may be written twice by the children
     pid_t pids[kNumNodes] = {-1, -1};
     for (int node = 0; node < kNumNodes; ++node) {

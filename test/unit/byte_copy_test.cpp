@@ -2,6 +2,7 @@
 // past the end, at any alignment of source and destination: plain copies and
 // the non-temporal copy used for runs larger than the cache.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
@@ -42,7 +43,14 @@ TEST(ByteCopy, RowsKeepTheirPitch) {
     }
 }
 
-TEST(ByteCopy, StreamingStartsAtTheLastLevelCache) { EXPECT_GE(streaming_threshold(), uint64_t{1} << 20); }
+TEST(ByteCopy, StreamingStartsBeyondTheCaches) {
+    const uint64_t t = streaming_threshold();
+    EXPECT_GE(t, uint64_t{1} << 20);
+    EXPECT_LE(t, uint64_t{8} << 20);
+    if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 >= (512 << 10)) {
+        EXPECT_LE(t, 2 * static_cast<uint64_t>(l2));
+    }
+}
 
 }  // namespace
 }  // namespace tca::loopback

@@ -135,7 +135,7 @@ Result DmaEngine::start(int channel) {
         std::lock_guard q(ch.queue_lock);
         ch.queue.push_back(Run{ch.loaded, epoch, 0});
     }
-    ch.started.fetch_add(1, std::memory_order_release);
+    ch.started.store(ch.started.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     nodes_.own().header()->engine_event.notify();
     return tcaSuccess;
 }
@@ -146,8 +146,9 @@ Result DmaEngine::start(int channel) {
 // copy within kInlinePatienceNs (stopped, or just slow), the rest of the run,
 // from the descriptor that did not finish, goes to the queue.
 void DmaEngine::run_inline(Channel &ch, const std::shared_ptr<const Chain> &chain, uint64_t epoch) {
-    const uint64_t number = ch.started.fetch_add(1, std::memory_order_relaxed) + 1;
-    const PutBound bound = PutBound::within(std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
+    const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
+    ch.started.store(number, std::memory_order_relaxed);
+    const PutBound bound = PutBound::from_first_wait(std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
     Result r = tcaSuccess;
     size_t i = 0;
     for (; i < chain->descs.size() && r == tcaSuccess; ++i) {
@@ -171,6 +172,7 @@ void DmaEngine::record_error(Channel &ch, uint64_t first, uint64_t last, Result 
     std::lock_guard g(ch.error_lock);
     ch.errors.push_back(RunError{first, last, r});
     if (ch.errors.size() > kKeptErrors) ch.errors.pop_front();
+    if (last > ch.errors_upto.load(std::memory_order_relaxed)) ch.errors_upto.store(last, std::memory_order_release);
 }
 
 // The first error among runs (after, upto], or tcaSuccess.
@@ -212,6 +214,9 @@ Result DmaEngine::wait(int channel, bool block) {
         if (expired && !done()) return tcaErrorTimeout;
     }
     // Every waiter of a run sees its error (not only the first to look).
+    // No error recorded past what was reported: nothing to say or to move
+    // (errors of runs up to `target` are recorded before they complete).
+    if (ch.errors_upto.load(std::memory_order_acquire) <= reported) return tcaSuccess;
     const Result r = run_error(ch, reported, target);
     uint64_t seen = ch.reported.load(std::memory_order_relaxed);
     while (seen < target && !ch.reported.compare_exchange_weak(seen, target, std::memory_order_acq_rel)) {
@@ -340,9 +345,9 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
 
 bool DmaEngine::assist() {
     // MPI progress calls in on every pass and there is usually nothing to
-    // do: then no clock read, no write to a shared line, no lock.
+    // do: then no write to a shared line, no lock.
     if (!writer_.bounce_pending() && !chain_running()) return false;
-    return assist(PutBound::within(nodes_.policy().timeout_ns, &interrupt_));
+    return assist(PutBound::from_first_wait(nodes_.policy().timeout_ns, &interrupt_));
 }
 
 bool DmaEngine::assist(const PutBound &bound) {

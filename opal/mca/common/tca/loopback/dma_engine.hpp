@@ -102,10 +102,11 @@ private:
         uint64_t starts_since_load = 0;       // under app_lock
         std::mutex queue_lock;                // push: starters; pop: the scanner
         std::deque<Run> queue;                // started runs, front = running
-        std::atomic<uint64_t> started{0};
+        std::atomic<uint64_t> started{0};    // written under app_lock only
         std::atomic<uint64_t> completed{0};
         std::mutex error_lock;
         std::deque<RunError> errors;        // the latest failed runs, oldest first (under error_lock)
+        std::atomic<uint64_t> errors_upto{0};  // the last run any recorded error covers: waits past it take no lock
         std::atomic<uint64_t> reported{0};  // runs up to this one were waited for by a wait that returned
         size_t next = 0;  // scanner only (scan_lock_)
         bool charged = false;

@@ -306,7 +306,7 @@ public:
         const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
         // Synchronous: a target that does not take a bounce copy within the
         // timeout (stopped) fails the write with tcaErrorTimeout.
-        if (Result r = writer_.write(dst, copy, PutBound::within(nodes_.policy().timeout_ns)); r != tcaSuccess)
+        if (Result r = writer_.write(dst, copy, PutBound::from_first_wait(nodes_.policy().timeout_ns)); r != tcaSuccess)
             return r;
         if (flags & tcaDMANotify)
             if (Result r = sender_.post(nodes_, dst.node, slot, tag); r != tcaSuccess) return r;
@@ -358,7 +358,7 @@ public:
         // only blocking, never call tcaProgress): no hand-off to a napping
         // engine thread between the peer's notification and our next start.
         // Bounded by this wait's timeout, as the wait itself.
-        const PutBound bound = PutBound::within(nodes_.policy().timeout_ns);
+        const PutBound bound = PutBound::from_first_wait(nodes_.policy().timeout_ns);
         const std::function<void()> drive = [this, &bound] { engine_.assist(bound); };
         return inbox_.take(
             nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);

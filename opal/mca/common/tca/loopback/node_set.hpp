@@ -25,16 +25,28 @@ struct WaitPolicy {
 // How long a put may wait for a peer's engine (the bounce path): until the
 // deadline, and not once *cancel is non-zero (the DMA engine's stop or
 // abort).  The default waits for ever (only the engine thread does).
+// from_first_wait() starts the clock at the first over(), i.e. only once a
+// put actually waits: almost every put never does, and a clock read costs
+// about as much as a small put itself.  One bound belongs to one thread.
 struct PutBound {
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    using clock = std::chrono::steady_clock;
+    mutable clock::time_point deadline = clock::time_point::max();
     const std::atomic<int> *cancel = nullptr;
+    int64_t patience_ns = -1;  // >= 0: deadline not set yet, set by the first over()
+
     static PutBound within(int64_t ns, const std::atomic<int> *cancel = nullptr) {
-        return {std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns), cancel};
+        return {clock::now() + std::chrono::nanoseconds(ns), cancel};
+    }
+    static PutBound from_first_wait(int64_t ns, const std::atomic<int> *cancel = nullptr) {
+        return {clock::time_point::max(), cancel, ns};
     }
     bool over() const noexcept {
-        return (cancel != nullptr && cancel->load(std::memory_order_acquire) != 0) ||
-               (deadline != std::chrono::steady_clock::time_point::max() &&
-                std::chrono::steady_clock::now() >= deadline);
+        if (cancel != nullptr && cancel->load(std::memory_order_acquire) != 0) return true;
+        if (deadline == clock::time_point::max()) {
+            if (patience_ns >= 0) deadline = clock::now() + std::chrono::nanoseconds(patience_ns);
+            return false;
+        }
+        return clock::now() >= deadline;
     }
 };
 
