@@ -33,6 +33,7 @@ typedef struct mca_coll_tca_component_t {
     opal_list_t active;
     opal_list_t freed; /* freed by the user; their resources go back once no late peer can write */
     int progress_registered;
+    int session_joined; /* this process's TCA session (common_tca_session.h) is ours to leave */
 } mca_coll_tca_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_tca_component_t mca_coll_tca_component;

@@ -1,8 +1,12 @@
 /* coll_tca_component.c - the component and its MCA parameters. */
 #include "coll_tca.h"
 
+#include "common_tca_session.h"
+#include "ompi/mca/coll/base/base.h"
+#include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
+#include "tca_error_text.h"
 #include "tca_mca_check.h"
 #include "tca_cuda_abi.h"
 
@@ -117,11 +121,43 @@ bool mca_coll_tca_params_valid(void) {
     return ok;
 }
 
+/* The sub-cluster size btl tca was given, when it is loaded (it started the
+ * session in its init, before coll's framework opened; asking for the same
+ * size joins it); else 0: all local ranks form one sub-cluster. */
+static int btl_tca_subcluster_size(void) {
+    const int index = mca_base_var_find("opal", "btl", "tca", "subcluster_size");
+    const int *value = NULL;
+    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &value, NULL, NULL) || NULL == value) return 0;
+    return *value;
+}
+
+/* Joins the process's TCA session now: this is before MPI_Init's modex
+ * fence, so when btl tca is not loaded and this starts the session, the
+ * place it publishes still reaches every peer. */
+static void join_session(void) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    tca_session_place_t place;
+    int device_result = tcaSuccess;
+    char why[768];
+    if (c->priority < 0) return;
+    const int rc = mca_common_tca_session_join("coll tca", ompi_coll_base_framework.framework_output,
+                                               btl_tca_subcluster_size(), &place, &device_result, why, sizeof(why));
+    if (OPAL_SUCCESS == rc) {
+        c->session_joined = 1;
+    } else if (OPAL_ERR_BAD_PARAM == rc) {
+        tca_show_help("help-coll-tca.txt", "session-conflict", why);
+    } else if (OPAL_ERR_NOT_AVAILABLE != rc) {
+        tca_show_help("help-coll-tca.txt", "device-failed", tca_error_text(device_result, why, sizeof(why)));
+    }
+}
+
 static int tca_open(void) {
     OBJ_CONSTRUCT(&mca_coll_tca_component.lock, opal_mutex_t);
     OBJ_CONSTRUCT(&mca_coll_tca_component.active, opal_list_t);
     OBJ_CONSTRUCT(&mca_coll_tca_component.freed, opal_list_t);
     mca_coll_tca_component.progress_registered = 0;
+    mca_coll_tca_component.session_joined = 0;
+    join_session();
     return OMPI_SUCCESS;
 }
 
@@ -129,6 +165,8 @@ static int tca_close(void) {
     if (mca_coll_tca_component.progress_registered) opal_progress_unregister(mca_coll_tca_progress);
     mca_coll_tca_component.progress_registered = 0;
     mca_coll_tca_release_freed(1); /* MPI_Finalize: every peer is done with them */
+    if (mca_coll_tca_component.session_joined) mca_common_tca_session_leave();
+    mca_coll_tca_component.session_joined = 0;
     OBJ_DESTRUCT(&mca_coll_tca_component.freed);
     OBJ_DESTRUCT(&mca_coll_tca_component.active);
     OBJ_DESTRUCT(&mca_coll_tca_component.lock);

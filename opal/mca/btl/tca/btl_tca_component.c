@@ -17,6 +17,7 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
+#include "common_tca_session.h"
 #include "tca_cuda_abi.h"
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
@@ -235,36 +236,29 @@ void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *wha
                                     endpoint ? endpoint->proc : NULL, msg);
 }
 
-/* Which sub-cluster and node this process is: consecutive local ranks. */
-static void place_in_subcluster(mca_btl_tca_component_t *c) {
-    const int local_rank = opal_process_info.my_local_rank;
-    const int local_size = opal_process_info.num_local_peers + 1;
-    int size = c->subcluster_size;
-    if (size <= 0 || size > local_size) size = local_size;
-    if (size > TCA_MAX_NODES) size = TCA_MAX_NODES;
-    c->subcluster = local_rank / size;
-    c->node = local_rank % size;
-    c->num_nodes = local_size - c->subcluster * size < size ? local_size - c->subcluster * size : size;
-}
-
+/* Joins the process's TCA session (common_tca_session.h): its place in the
+ * host's sub-clusters and the device, shared with coll tca.  OPAL_ERR_NOT_AVAILABLE:
+ * the last, partial sub-cluster of a host may hold one process - nobody to reach. */
 static int start_device(mca_btl_tca_component_t *c) {
-    char key[64];
-    snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid, c->subcluster);
-    const tcaInitParams params = {.job_key = key, .node_id = c->node, .num_nodes = c->num_nodes};
-    tcaResult r = tcaInitWithParams(&params);
-    if (tcaSuccess != r) {
-        char why[768];
-        tca_show_help(HELP_FILE, "device-failed", tca_error_text(r, why, sizeof(why)));
+    tca_session_place_t place;
+    int device_result = tcaSuccess;
+    char why[768];
+    const int rc = mca_common_tca_session_join("btl tca", opal_btl_base_framework.framework_output, c->subcluster_size,
+                                               &place, &device_result, why, sizeof(why));
+    if (OPAL_ERR_NOT_AVAILABLE == rc) return rc;
+    if (OPAL_ERR_BAD_PARAM == rc) {
+        tca_show_help(HELP_FILE, "session-conflict", why);
+        return OPAL_ERROR;
+    }
+    if (OPAL_SUCCESS != rc) {
+        tca_show_help(HELP_FILE, "device-failed", tca_error_text(device_result, why, sizeof(why)));
         return OPAL_ERROR;
     }
     c->device_up = 1;
-
-    /* An aborted job leaves no segment behind: the launcher removes it. */
-    char path[256];
-    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0] &&
-        NULL != opal_pmix.register_cleanup) {
-        (void) opal_pmix.register_cleanup(path, false, false, false);
-    }
+    c->subcluster = place.subcluster;
+    c->node = place.node;
+    c->num_nodes = place.num_nodes;
+    tcaResult r;
 
     /* auto: the largest of 64, 32, ... 2 slots whose rings fit */
     const bool auto_slots = 0 == c->ring_slots;
@@ -293,7 +287,7 @@ static void stop_device(mca_btl_tca_component_t *c) {
     if (!c->device_up) return;
     if (NULL != c->area) (void) tcaFree(c->area, tcaMemoryInternal);
     c->area = NULL;
-    (void) tcaFinalize();
+    mca_common_tca_session_leave();
     c->device_up = 0;
 }
 
@@ -445,8 +439,6 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
 #endif
     if (0 == opal_process_info.num_local_peers) return NULL; /* nobody to reach */
     if (!params_valid(c, m)) return NULL;
-    place_in_subcluster(c);
-    if (c->num_nodes < 2) return NULL; /* the last, partial sub-cluster of a host may hold one process */
 
     size_t max_payload = m->super.btl_eager_limit;
     if (m->super.btl_rndv_eager_limit > max_payload) max_payload = m->super.btl_rndv_eager_limit;

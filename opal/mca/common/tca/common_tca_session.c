@@ -1,0 +1,77 @@
+/* common_tca_session.c - see common_tca_session.h: the Open MPI side of the
+ * session (launch facts, device start, modex, launcher cleanup); who shares
+ * the node is session_core.cpp's. */
+#include "common_tca_session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "tca.h"
+
+/* Published per process; a version bump makes older peers "not found". */
+#define SESSION_KEY "tca.session.1"
+
+static int start_device(const tca_session_place_t *place, void *ctx) {
+    (void) ctx;
+    char key[64];
+    snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid, (int) place->subcluster);
+    const tcaInitParams params = {.job_key = key, .node_id = place->node, .num_nodes = place->num_nodes};
+    tcaResult r = tcaInitWithParams(&params);
+    if (tcaSuccess != r) return r;
+
+    /* An aborted job leaves no segment behind: the launcher removes it. */
+    char path[256];
+    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0] && NULL != opal_pmix.register_cleanup) {
+        (void) opal_pmix.register_cleanup(path, false, false, false);
+    }
+
+    tca_session_place_t blob = *place;
+    int rc;
+    OPAL_MODEX_SEND_STRING(rc, OPAL_PMIX_LOCAL, SESSION_KEY, &blob, sizeof(blob));
+    if (OPAL_SUCCESS != rc) {
+        (void) tcaFinalize();
+        return tcaErrorSystem;
+    }
+    return tcaSuccess;
+}
+
+int mca_common_tca_session_join(const char *client, int output, int requested_size, tca_session_place_t *place,
+                                int *device_result, char *why, size_t why_len) {
+    if (0 == opal_process_info.num_local_peers) return OPAL_ERR_NOT_AVAILABLE;
+    const int local_size = (int) opal_process_info.num_local_peers + 1;
+    const int outcome = tca_session_core_join(requested_size, (int) opal_process_info.my_local_rank, local_size,
+                                              start_device, NULL, place, device_result, why, why_len);
+    switch (outcome) {
+    case TCA_SESSION_STARTED:
+    case TCA_SESSION_JOINED:
+        opal_output_verbose(5, output, "%s: %s the TCA session: node %d of %d in sub-cluster %d", client,
+                            TCA_SESSION_STARTED == outcome ? "started" : "joined", (int) place->node,
+                            (int) place->num_nodes, (int) place->subcluster);
+        return OPAL_SUCCESS;
+    case TCA_SESSION_ALONE: return OPAL_ERR_NOT_AVAILABLE;
+    case TCA_SESSION_CONFLICT: return OPAL_ERR_BAD_PARAM;
+    default: return OPAL_ERROR;
+    }
+}
+
+void mca_common_tca_session_leave(void) {
+    if (tca_session_core_leave()) (void) tcaFinalize();
+}
+
+int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place) {
+    tca_session_place_t *blob = NULL;
+    size_t size = 0;
+    int rc;
+    OPAL_MODEX_RECV_STRING(rc, SESSION_KEY, proc, (void **) &blob, &size);
+    if (OPAL_SUCCESS != rc || NULL == blob || size != sizeof(*blob)) {
+        free(blob);
+        return OPAL_ERR_NOT_FOUND;
+    }
+    *place = *blob;
+    free(blob);
+    return OPAL_SUCCESS;
+}

@@ -1,0 +1,34 @@
+/* common_tca_session.h - the TCA session of an MPI process, shared by btl tca
+ * and coll tca (libmca_common_tca, one copy per process).  The first client
+ * to join places the process in its host's sub-clusters, starts the device
+ * (tcaInitWithParams) and publishes the place in the modex under one key of
+ * the session's own; the last to leave stops the device.  Neither component
+ * needs the other: coll tca joins on its own when btl tca is not loaded.
+ * Join before the modex fence of MPI_Init (a component's open or init). */
+#ifndef MCA_COMMON_TCA_SESSION_H
+#define MCA_COMMON_TCA_SESSION_H
+
+#include "opal_config.h"
+
+#include "opal/util/proc.h"
+#include "session/session_core.h"
+
+BEGIN_C_DECLS
+
+/* OPAL_SUCCESS: joined, *place filled (leave once done); a line at
+ * verbosity 5 on `output` (the client's framework stream) says whether this
+ * client started the session or joined it.  OPAL_ERR_NOT_AVAILABLE:
+ * nobody else in this process's sub-cluster, nothing started (do not leave).
+ * OPAL_ERR_BAD_PARAM: the session already runs with another sub-cluster size
+ * (why says how).  OPAL_ERROR: the device did not start (*device_result, a
+ * tcaResult; tcaGetErrorDetail may say more).  requested_size < 0: any. */
+TCA_SESSION_API int mca_common_tca_session_join(const char *client, int output, int requested_size,
+                                                tca_session_place_t *place, int *device_result, char *why,
+                                                size_t why_len);
+TCA_SESSION_API void mca_common_tca_session_leave(void);
+/* The place a process of this job published (OPAL_ERR_NOT_FOUND: none). */
+TCA_SESSION_API int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place);
+
+END_C_DECLS
+
+#endif
