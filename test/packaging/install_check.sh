@@ -63,6 +63,7 @@ done
 run=$(find "$tmp/root" -name tca-mpirun)
 [ -n "$run" ] && [ -x "$run" ] || { fail "tca-mpirun not installed (or not executable)"; exit 1; }
 [ -x "${run%/*}/tca_info" ] || fail "tca_info not beside tca-mpirun"
+[ -x "${run%/*}/tca_device_bench" ] || fail "tca_device_bench not beside tca-mpirun"
 grep -qx "installed_dir=\"$componentdir\"" "$run" || fail "installed tca-mpirun does not name $componentdir: $(grep '^installed_dir=' "$run")"
 
 # Staged, not yet at $componentdir: the installed script must look there (and
@@ -115,11 +116,12 @@ if ! (cd "$tmp/tree" && ${MAKE:-make} install prefix="$prefix") >"$tmp/install-p
     fail "make install prefix=DIR failed"
     exit 1
 fi
-for f in bin/tca-mpirun bin/tca_info lib/tca-ompi/mca_btl_tca.so lib/tca-ompi/mca_coll_tca.so \
+for f in bin/tca-mpirun bin/tca_info bin/tca_device_bench lib/tca-ompi/mca_btl_tca.so lib/tca-ompi/mca_coll_tca.so \
          share/tca-ompi/help-btl-tca.txt share/tca-ompi/help-coll-tca.txt include/tca.h lib/pkgconfig/tca.pc; do
     [ -e "$prefix/$f" ] || fail "make install prefix=DIR: $f not installed"
 done
 ls "$prefix"/lib/libtca.so* >/dev/null 2>&1 || fail "make install prefix=DIR: libtca.so not installed"
+ls "$prefix"/lib/libmca_common_tca.so* >/dev/null 2>&1 || fail "make install prefix=DIR: libmca_common_tca.so not installed"
 grep -qx "installed_dir=\"$prefix/lib/tca-ompi\"" "$prefix/bin/tca-mpirun" ||
     fail "make install prefix=DIR: tca-mpirun names $(grep '^installed_dir=' "$prefix/bin/tca-mpirun")"
 grep -qx "libdir=$prefix/lib" "$prefix/lib/pkgconfig/tca.pc" || fail "make install prefix=DIR: tca.pc names another libdir"

@@ -326,6 +326,50 @@ TCA_API tcaResult tcaCounterRelease(int first, int count);
 TCA_API tcaResult tcaSlotAcquire(int *slot);
 TCA_API tcaResult tcaSlotRelease(int slot);
 
+/* ---- describing the device (extension; what tca_info prints) ---- */
+/* The sub-cluster's shape: of the running device (tcaQueryTopology), or of a
+ * model of num_nodes nodes without any device (tcaQueryModelTopology;
+ * s_links needs an even num_nodes >= 4, else tcaErrorInvalidValue).  The
+ * rings are ordered by node id: ring r holds nodes r * ring_size ..
+ * (r + 1) * ring_size - 1, each one's east neighbour the next (wrapping). */
+typedef struct tcaTopologyAttr {
+    int num_nodes;
+    int ring_size;        /* nodes per E/W ring */
+    int s_links;          /* 1: two rings joined node by node by S links */
+    int window_shift;     /* routing compares global address bits from this one up */
+    uint64_t bar_base;    /* the global address space: one BAR */
+    uint64_t bar_size;
+    uint64_t window_size; /* per node; node n's window starts at bar_base + n * window_size */
+    uint64_t region_size; /* host, gpu0, gpu1, internal: one each per window, in that order */
+    int reserved[8];      /* zero */
+} tcaTopologyAttr;
+TCA_API tcaResult tcaQueryTopology(tcaTopologyAttr *attr);
+TCA_API tcaResult tcaQueryModelTopology(int num_nodes, int s_links, tcaTopologyAttr *attr);
+/* Hops from one node to another in such a model (tcaGetHopCount: the running device's). */
+TCA_API tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_node, int *hops);
+
+/* The backend behind the API and how it was set up (strings NUL-terminated, truncated to fit). */
+typedef struct tcaBackendAttr {
+    char backend[64];        /* "loopback" */
+    char job_key[128];       /* the sub-cluster's key */
+    char launch_source[128]; /* where node id and count came from */
+    char put_mechanism[192]; /* how host-memory puts reach another process */
+    int64_t spin_ns;         /* waits spin this long, then sleep (TCA_SPIN_NS) */
+    int64_t timeout_ns;      /* and give up after this (TCA_TIMEOUT_MS) */
+    int gpu_built;           /* 1: built with CUDA (tcaMemoryGPU possible) */
+    int gpu_devices;         /* CUDA devices this process sees; -1: no usable CUDA runtime */
+    char gpu_status[128];    /* why not, where gpu_devices is -1 */
+    int timing_model;        /* 1: TCA_TIMING is on */
+    int reserved[7];         /* zero */
+} tcaBackendAttr;
+TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
+
+/* The timing model's parameters, index 0, 1, ... (tcaErrorInvalidValue past
+ * the last): environment variable, value in effect (the running device's,
+ * else what the environment sets), unit, meaning.  The strings are static. */
+TCA_API tcaResult tcaTimingParameter(int index, const char **variable, double *value, const char **unit,
+                                     const char **meaning);
+
 /* ---- housekeeping (extension) ---- */
 /* The file that holds this node's state, for a launcher to remove after an
  * aborted job ("" if the backend keeps none). */

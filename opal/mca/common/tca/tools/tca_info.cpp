@@ -1,7 +1,10 @@
 // tca_info - like ucx_info: what the TCA device layer sees.  Run it alone (a
 // one-node sub-cluster) or under mpirun / with TCA_JOB_KEY, TCA_NODE_ID and
 // TCA_NUM_NODES to see the real sub-cluster.  -n N -s describe an N-node
-// layout (with S links) without starting a device.
+// layout (with S links) without starting a device.  A user of libtca like any
+// other: only the public API (tca.h; it links the shared library, which
+// exports nothing else), plus hwloc for locality.
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,9 +13,6 @@
 #include <memory>
 #include <string>
 
-#include "device.hpp"
-#include "gpu/cuda_runtime.hpp"
-#include "loopback/env_settings.hpp"
 #include "tca.h"
 #include "tools/locality.hpp"
 
@@ -25,45 +25,51 @@ void usage() {
                 "  -s           with -n: two rings joined by S links\n");
 }
 
-void print_topology(const tca::Topology &t, int self) {
-    const tca::AddressMap &m = t.address_map();
+// Hops between two nodes: of the running device, or of the model (-n).
+struct Hops {
+    const tcaTopologyAttr &t;
+    bool model;
+    int operator()(int from, int to) const {
+        int h = -1;
+        const tcaResult r = model ? tcaModelHopCount(t.num_nodes, t.s_links, from, to, &h) : tcaGetHopCount(from, to, &h);
+        return r == tcaSuccess ? h : -1;
+    }
+};
+
+void print_topology(const tcaTopologyAttr &t, int self, const Hops &hops) {
     std::printf("# Sub-cluster\n");
-    std::printf("#   nodes            : %d%s\n", t.num_nodes(), t.has_s_links() ? " (two rings joined by S links)" : "");
-    std::printf("#   ring size        : %d\n", t.ring_size());
+    std::printf("#   nodes            : %d%s\n", t.num_nodes, t.s_links ? " (two rings joined by S links)" : "");
+    std::printf("#   ring size        : %d\n", t.ring_size);
     if (self >= 0) std::printf("#   this node        : %d\n", self);
     std::printf("#   ring (E order)   :");
-    for (int r = 0; r < (t.has_s_links() ? 2 : 1); ++r) {
-        const int start = r * t.ring_size();
-        int n = start;
+    for (int start = 0; start < t.num_nodes; start += t.ring_size) {  // rings hold consecutive node ids
         std::printf(" [");
-        do {
-            std::printf("%d%s", n, t.east_of(n) == start ? "" : " ");
-            n = t.east_of(n);
-        } while (n != start);
+        for (int n = start; n < start + t.ring_size; ++n) std::printf("%d%s", n, n + 1 < start + t.ring_size ? " " : "");
         std::printf("]");
     }
     std::printf("\n# Hops (row = from, column = to)\n#     ");
-    const int show = t.num_nodes() > 16 ? 16 : t.num_nodes();
+    const int show = t.num_nodes > 16 ? 16 : t.num_nodes;
     for (int j = 0; j < show; ++j) std::printf("%3d", j);
     std::printf("\n");
     for (int i = 0; i < show; ++i) {
         std::printf("#  %2d ", i);
-        for (int j = 0; j < show; ++j) std::printf("%3d", t.hops(i, j));
+        for (int j = 0; j < show; ++j) std::printf("%3d", hops(i, j));
         std::printf("\n");
     }
-    if (show < t.num_nodes()) std::printf("#   (first %d of %d nodes shown)\n", show, t.num_nodes());
+    if (show < t.num_nodes) std::printf("#   (first %d of %d nodes shown)\n", show, t.num_nodes);
     std::printf("# Global address space\n");
-    std::printf("#   BAR              : 0x%llx, %llu GiB\n", static_cast<unsigned long long>(m.kBarBase),
-                static_cast<unsigned long long>(m.kBarSize >> 30));
+    std::printf("#   BAR              : 0x%llx, %llu GiB\n", static_cast<unsigned long long>(t.bar_base),
+                static_cast<unsigned long long>(t.bar_size >> 30));
     std::printf("#   window per node  : %llu GiB (aligned, routing compares address bit %d and up)\n",
-                static_cast<unsigned long long>(m.window_size() >> 30), m.window_shift());
+                static_cast<unsigned long long>(t.window_size >> 30), t.window_shift);
     std::printf("#   regions          : host, gpu0, gpu1, internal, %llu GiB each\n",
-                static_cast<unsigned long long>(m.region_size() >> 30));
-    const int last = t.num_nodes() > 4 ? 3 : t.num_nodes();
-    for (int n = 0; n < last; ++n)
-        std::printf("#   node %-2d window   : 0x%llx - 0x%llx\n", n,
-                    static_cast<unsigned long long>(m.window_base(n)),
-                    static_cast<unsigned long long>(m.window_base(n) + m.window_size() - 1));
+                static_cast<unsigned long long>(t.region_size >> 30));
+    const int last = t.num_nodes > 4 ? 3 : t.num_nodes;
+    for (int n = 0; n < last; ++n) {
+        const uint64_t base = t.bar_base + static_cast<uint64_t>(n) * t.window_size;
+        std::printf("#   node %-2d window   : 0x%llx - 0x%llx\n", n, static_cast<unsigned long long>(base),
+                    static_cast<unsigned long long>(base + t.window_size - 1));
+    }
 }
 
 void print_limits() {
@@ -94,14 +100,21 @@ void print_resources() {
     std::printf("#   nodes            : %d of at most %d\n", a.num_nodes, a.max_nodes);
 }
 
-void print_timing(const tca::TimingModel &tm) {
-    std::printf("# Timing model (TCA_TIMING=%d; deadline based, calibrated to PEACH2's published figures)\n",
-                tm.enabled ? 1 : 0);
-    for (const tca::TimingModel::Parameter &p : tca::TimingModel::parameters())
-        std::printf("#   %-31s: %8.0f %-4s  %s\n", p.variable, tm.*p.field, p.unit, p.meaning);
+// The model's parameters in effect: the running device's, else the environment's
+// (false after tcaTimingParameter refused a value; libtca printed which).
+bool print_timing(int enabled) {
+    std::printf("# Timing model (TCA_TIMING=%d; deadline based, calibrated to PEACH2's published figures)\n", enabled);
+    const char *variable = nullptr, *unit = nullptr, *meaning = nullptr;
+    double value = 0;
+    for (int i = 0;; ++i) {
+        const tcaResult r = tcaTimingParameter(i, &variable, &value, &unit, &meaning);
+        if (r == tcaErrorInvalidValue && i > 0) return true;  // past the last
+        if (r != tcaSuccess) return false;
+        std::printf("#   %-31s: %8.0f %-4s  %s\n", variable, value, unit, meaning);
+    }
 }
 
-void print_locality() {
+void print_locality(const tcaBackendAttr *backend) {
     const tca::tools::Locality l = tca::tools::query_locality();
     std::printf("# Locality (hwloc)\n");
     if (!l.error.empty()) {
@@ -117,10 +130,9 @@ void print_locality() {
     for (const auto &g : l.gpus)
         std::printf("#   GPU              : %s %s NUMA %d%s\n", g.pci_bus_id.c_str(), g.name.c_str(), g.numa_node,
                     g.near ? " (nearest)" : "");
-    auto &cuda = tca::gpu::CudaRuntime::instance();
-    std::printf("#   CUDA             : %s\n",
-                cuda.available() ? ("available, " + std::to_string(cuda.device_count()) + " device(s)").c_str()
-                                 : cuda.unavailable_reason().c_str());
+    if (backend == nullptr) return;  // -n: no device to ask
+    if (backend->gpu_devices >= 0) std::printf("#   CUDA             : available, %d device(s)\n", backend->gpu_devices);
+    else std::printf("#   CUDA             : %s\n", backend->gpu_status);
 }
 
 }  // namespace
@@ -138,17 +150,19 @@ int main(int argc, char **argv) {
     }
     std::printf("# TCA transport for Open MPI - device layer information\n");
     if (model_nodes > 0) {
-        try {
-            print_topology(tca::Topology(model_nodes, s_links), -1);
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "tca_info: %s\n", e.what());
+        tcaTopologyAttr t{};
+        if (tcaQueryModelTopology(model_nodes, s_links ? 1 : 0, &t) != tcaSuccess) {
+            std::fprintf(stderr, "tca_info: no such sub-cluster: %d nodes%s (1..%d; S links need an even count >= 4)\n",
+                         model_nodes, s_links ? " with S links" : "", TCA_MAX_NODES);
             return 2;
         }
+        print_topology(t, -1, Hops{t, true});
         print_limits();
-        tca::TimingModel timing;
-        if (tca::loopback::timing_from_environment(&timing) != tcaSuccess) return 1;  // the line is out
-        print_timing(timing);
-        print_locality();
+        const char *on = std::getenv("TCA_TIMING");
+        if (!print_timing(on != nullptr && (std::strcmp(on, "1") == 0 || strcasecmp(on, "on") == 0 ||
+                                            strcasecmp(on, "yes") == 0 || strcasecmp(on, "true") == 0)))
+            return 1;  // the line naming the bad value is out
+        print_locality(nullptr);
         return 0;
     }
     const tcaResult r = tcaInit();
@@ -156,24 +170,28 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "tca_info: tcaInit failed: %s\n", tcaGetErrorString(r));
         return 1;
     }
-    tca::Device *dev = tca::current_device();
-    const tca::DeviceInfo info = dev->info();
+    tcaBackendAttr b{};
+    tcaTopologyAttr t{};
+    tcaDeviceAttr d{};
+    if (tcaQueryBackend(&b) != tcaSuccess || tcaQueryTopology(&t) != tcaSuccess || tcaQueryDevice(&d) != tcaSuccess) {
+        std::fprintf(stderr, "tca_info: the device did not describe itself\n");
+        tcaFinalize();
+        return 1;
+    }
     std::printf("# Backend\n");
-    std::printf("#   device           : %s\n", info.backend.c_str());
-    std::printf("#   job key          : %s (from %s)\n", info.job_key.c_str(), info.launch_source.c_str());
-    std::printf("#   host-memory puts : %s\n", info.put_mechanism.c_str());
+    std::printf("#   device           : %s\n", b.backend);
+    std::printf("#   job key          : %s (from %s)\n", b.job_key, b.launch_source);
+    std::printf("#   host-memory puts : %s\n", b.put_mechanism);
     std::printf("#   internal memory  : %llu KiB per node (TCA_INTERNAL_SIZE)\n",
-                static_cast<unsigned long long>(info.internal_size >> 10));
+                static_cast<unsigned long long>(d.internal_size >> 10));
     std::printf("#   waits            : spin %lld ns then sleep (TCA_SPIN_NS), timeout %lld ms (TCA_TIMEOUT_MS)\n",
-                static_cast<long long>(info.spin_ns), static_cast<long long>(info.timeout_ns / 1000000));
-    std::printf("#   GPU memory       : %s\n", tca::gpu::CudaRuntime::instance().compiled_in()
-                                                   ? "CUDA IPC (built with CUDA)"
-                                                   : "not built (configure --with-cuda)");
-    print_topology(dev->topology(), dev->node_id());
+                static_cast<long long>(b.spin_ns), static_cast<long long>(b.timeout_ns / 1000000));
+    std::printf("#   GPU memory       : %s\n", b.gpu_built ? "CUDA IPC (built with CUDA)" : "not built (configure --with-cuda)");
+    print_topology(t, d.node_id, Hops{t, false});
     print_limits();
     print_resources();
-    print_timing(dev->timing());
-    print_locality();
+    print_timing(b.timing_model);
+    print_locality(&b);
     tcaFinalize();
     return 0;
 }

@@ -1,0 +1,116 @@
+// tca_api_query.cpp - the C API that describes the device (tca.h, "describing
+// the device"): topology, backend, timing-model parameters.  tca_info uses
+// only these and the rest of the public API.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "api_guard.hpp"
+#include "device.hpp"
+#include "gpu/cuda_runtime.hpp"
+#include "loopback/env_settings.hpp"
+#include "tca.h"
+
+namespace {
+
+void fill_topology(const tca::Topology &t, tcaTopologyAttr *attr) {
+    const tca::AddressMap &m = t.address_map();
+    tcaTopologyAttr a{};
+    a.num_nodes = t.num_nodes();
+    a.ring_size = t.ring_size();
+    a.s_links = t.has_s_links() ? 1 : 0;
+    a.window_shift = m.window_shift();
+    a.bar_base = m.kBarBase;
+    a.bar_size = m.kBarSize;
+    a.window_size = m.window_size();
+    a.region_size = m.region_size();
+    *attr = a;
+}
+
+// tcaErrorInvalidValue for a shape the model refuses.
+tcaResult check_model(int num_nodes, int s_links) {
+    if (num_nodes < 1 || num_nodes > TCA_MAX_NODES) return tcaErrorInvalidValue;
+    if (s_links != 0 && (num_nodes < 4 || num_nodes % 2 != 0)) return tcaErrorInvalidValue;
+    return tcaSuccess;
+}
+
+template <size_t N>
+void copy_text(char (&dst)[N], const std::string &src) {
+    const size_t n = std::min(N - 1, src.size());
+    std::memcpy(dst, src.data(), n);
+    dst[n] = '\0';
+}
+
+}  // namespace
+
+tcaResult tcaQueryTopology(tcaTopologyAttr *attr) {
+    tca::Device *dev = tca::current_device();
+    if (dev == nullptr) return tcaErrorNotInitialized;
+    if (attr == nullptr) return tcaErrorInvalidValue;
+    fill_topology(dev->topology(), attr);
+    return tcaSuccess;
+}
+
+tcaResult tcaQueryModelTopology(int num_nodes, int s_links, tcaTopologyAttr *attr) {
+    if (attr == nullptr) return tcaErrorInvalidValue;
+    return tca::guarded([&] {
+        if (const tcaResult r = check_model(num_nodes, s_links); r != tcaSuccess) return r;
+        fill_topology(tca::Topology(num_nodes, s_links != 0), attr);
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_node, int *hops) {
+    if (hops == nullptr) return tcaErrorInvalidValue;
+    return tca::guarded([&] {
+        if (const tcaResult r = check_model(num_nodes, s_links); r != tcaSuccess) return r;
+        if (from_node < 0 || from_node >= num_nodes || to_node < 0 || to_node >= num_nodes) return tcaErrorInvalidNode;
+        *hops = tca::Topology(num_nodes, s_links != 0).hops(from_node, to_node);
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
+    tca::Device *dev = tca::current_device();
+    if (dev == nullptr) return tcaErrorNotInitialized;
+    if (attr == nullptr) return tcaErrorInvalidValue;
+    return tca::guarded([&] {
+        const tca::DeviceInfo info = dev->info();
+        tcaBackendAttr a{};
+        copy_text(a.backend, info.backend);
+        copy_text(a.job_key, info.job_key);
+        copy_text(a.launch_source, info.launch_source);
+        copy_text(a.put_mechanism, info.put_mechanism);
+        a.spin_ns = info.spin_ns;
+        a.timeout_ns = info.timeout_ns;
+        auto &cuda = tca::gpu::CudaRuntime::instance();
+        a.gpu_built = cuda.compiled_in() ? 1 : 0;
+        a.gpu_devices = cuda.available() ? cuda.device_count() : -1;
+        if (a.gpu_devices < 0) copy_text(a.gpu_status, cuda.unavailable_reason());
+        a.timing_model = dev->timing().enabled ? 1 : 0;
+        *attr = a;
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaTimingParameter(int index, const char **variable, double *value, const char **unit,
+                             const char **meaning) {
+    const auto params = tca::TimingModel::parameters();
+    if (index < 0 || static_cast<size_t>(index) >= params.size()) return tcaErrorInvalidValue;
+    return tca::guarded([&] {
+        tca::TimingModel from_env;
+        const tca::TimingModel *tm = nullptr;
+        if (tca::Device *dev = tca::current_device(); dev != nullptr) {
+            tm = &dev->timing();
+        } else {
+            if (const tcaResult r = tca::loopback::timing_from_environment(&from_env); r != tcaSuccess) return r;
+            tm = &from_env;
+        }
+        const tca::TimingModel::Parameter &p = params[static_cast<size_t>(index)];
+        if (variable != nullptr) *variable = p.variable;
+        if (value != nullptr) *value = tm->*p.field;
+        if (unit != nullptr) *unit = p.unit;
+        if (meaning != nullptr) *meaning = p.meaning;
+        return tcaSuccess;
+    });
+}
