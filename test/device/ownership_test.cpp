@@ -209,5 +209,64 @@ TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
     }));
 }
 
+// The sender side: a slot held on the receiving node takes notifications only
+// under its holder's id.  A PIO write or descriptor naming it by plain number
+// is refused before it writes a byte; released, the plain number works again.
+TEST(Ownership, AHeldSlotTakesNotificationsOnlyUnderItsHoldersId) {
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &buf, tcaHandle mine, tcaHandle peer) {
+        if (node == 1) {
+            int s = -1;
+            NODE_OK(tcaSlotAcquire(&s));
+            b.value[0].store(s);
+        }
+        b.barrier();
+        const int id = b.value[0].load(), index = owned_index(id);
+        if (node == 0) {
+            const unsigned char fresh[64] = {0x5a};
+            // PIO: refused, nothing written.
+            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotify, index, 7));
+            // A descriptor: its run fails at the wait, nothing written either.
+            tcaDesc *d = tcaDescNew();
+            NODE_OK(tcaDescSetMemcpy(d, &peer, 64, &mine, 0, 64, tcaDMANotify, index, 7));
+            NODE_OK(tcaDescSet(d, 0));
+            NODE_OK(tcaStartDMADesc(0));
+            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaWaitDMAC(0));
+            tcaDescFree(d);
+            // Self-notifications into our own slot are checked the same way.
+            int own = -1;
+            NODE_OK(tcaSlotAcquire(&own));
+            NODE_EXPECT_RESULT(tcaErrorNotAcquired,
+                               tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotifySelf, owned_index(own), 7));
+            NODE_OK(tcaSlotRelease(own));
+        }
+        b.barrier();
+        if (node == 1) {  // the refused writes left our buffer alone, and no notification is there
+            NODE_CHECK(buf[0] == 2 && buf[64] == 2);
+            int flag = 1;
+            NODE_OK(tcaTestDMARecvDesc(&peer, id, 7, &flag));
+            NODE_CHECK(flag == 0);
+        }
+        b.barrier();
+        if (node == 0) {  // under the holder's id
+            const unsigned char fresh[64] = {0x5a};
+            NODE_OK(tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotify, id, 7));
+        }
+        b.barrier();
+        if (node == 1) {
+            NODE_OK(tcaWaitDMARecvDesc(&peer, id, 7));
+            NODE_CHECK(buf[0] == 0x5a);
+            NODE_OK(tcaSlotRelease(id));
+        }
+        b.barrier();
+        if (node == 0) {  // released: the plain number is anyone's again
+            const unsigned char again[8] = {0x66};
+            NODE_OK(tcaPioWrite(&peer, 128, again, sizeof again, tcaDMANotify, index, 8));
+        }
+        b.barrier();
+        if (node == 1) NODE_OK(tcaWaitDMARecvDesc(&peer, index, 8));
+        return 0;
+    }));
+}
+
 }  // namespace
 }  // namespace tca::test

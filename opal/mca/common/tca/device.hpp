@@ -81,6 +81,9 @@ public:
     // tcaCounterAcquire / tcaCounterRelease: the counter's new holder (0:
     // nobody), its count back to 0 - a released counter comes back clean.
     virtual void counter_claim(int index, uint32_t holder) = 0;
+    // tcaSlotAcquire / tcaSlotRelease: the slot's new holder (0: nobody), which
+    // senders check: a notification naming a held slot needs the holder's id.
+    virtual void slot_claim(int index, uint32_t holder) = 0;
 
     // Interrupts (the PEACH2 interrupt line): any node may raise one at any
     // node; a sleeping consumer wakes.  Notifications, channel completions and

@@ -214,7 +214,7 @@ tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHand
     d.height = 1;
     d.dst_pitch = d.src_pitch = size;
     d.flags = flags;
-    d.slot = wait_slot >= 0 ? tca::owned_index(wait_slot) : wait_slot;
+    d.slot = wait_slot;  // an id: checked against the target's holder when the descriptor runs
     d.tag = wait_tag;
     return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
@@ -237,7 +237,7 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
     d.dst_pitch = dst_pitch;
     d.src_pitch = src_pitch;
     d.flags = flags;
-    d.slot = wait_slot >= 0 ? tca::owned_index(wait_slot) : wait_slot;
+    d.slot = wait_slot;
     d.tag = wait_tag;
     return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
 }
@@ -325,8 +325,9 @@ tcaResult tcaTestDMAC(int dma_channel, int *done) {
     });
 }
 
-// Our own slots are named by id as channels are; a slot of another node
-// (descriptors, PIO writes) by its index.
+// Slots are named by id as channels are, also by senders (descriptors, PIO
+// writes): a held slot of any node takes notifications only under its
+// holder's id, which the holder hands to its senders.
 tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
     TCA_REQUIRE_DEVICE(dev);
     if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
@@ -353,7 +354,6 @@ tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t siz
     if (dst == nullptr) return tcaErrorInvalidHandle;
     if (dst_off < 0) return tcaErrorOutOfRange;
     if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
-    if (slot >= 0) slot = tca::owned_index(slot);
     return guarded([&] { return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag); });
 }
 
@@ -475,14 +475,21 @@ tcaResult tcaCounterRelease(int first, int count) {
     return r;
 }
 
+// The slot's holder is published in the node's segment: senders (PIO
+// writes, descriptors) check it before they write.
 tcaResult tcaSlotAcquire(int *slot) {
     TCA_REQUIRE_DEVICE(dev);
-    return dev->resources().slots.acquire(1, slot);
+    uint32_t token = 0;
+    const tcaResult r = dev->resources().slots.acquire(1, slot, &token);
+    if (r == tcaSuccess) dev->slot_claim(tca::owned_index(*slot), token);
+    return r;
 }
 
 tcaResult tcaSlotRelease(int slot) {
     TCA_REQUIRE_DEVICE(dev);
-    return dev->resources().slots.release(slot, 1);
+    const tcaResult r = dev->resources().slots.release(slot, 1);
+    if (r == tcaSuccess) dev->slot_claim(tca::owned_index(slot), 0);
+    return r;
 }
 
 tcaResult tcaGetBackingPath(char *path, size_t len) {

@@ -259,6 +259,7 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound
     const RowCopy copy{src,     d.height > 1 ? d.src_pitch : d.width,
                        d.dst_off, d.height > 1 ? d.dst_pitch : d.width,
                        d.width, d.height, on_gpu, streaming};
+    if (Result r = sender_.admit(nodes_, d.dst.node, d.flags, d.slot); r != tcaSuccess) return r;
     if (!timing_.enabled) {
         if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess) return r;
     } else {
@@ -273,10 +274,7 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound
                                   clock->table_mode() && !(d.flags & tcaDMAUseInternal)};
         if (Result r = paced_write(writer_, d.dst, copy, clock->next(timing_, cost), bound); r != tcaSuccess) return r;
     }
-    if (d.flags & tcaDMANotify)
-        if (Result r = sender_.post(nodes_, d.dst.node, d.slot, d.tag); r != tcaSuccess) return r;
-    if (d.flags & tcaDMANotifySelf)
-        if (Result r = sender_.post(nodes_, nodes_.self(), d.slot, d.tag); r != tcaSuccess) return r;
+    if (Result r = sender_.post_all(nodes_, d.dst.node, d.flags, d.slot, d.tag); r != tcaSuccess) return r;
     if (d.add_counter >= 0) return nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
     return tcaSuccess;
 }

@@ -22,11 +22,10 @@
 #include "loopback/internal_heap.hpp"
 #include "loopback/launch_info.hpp"
 #include "loopback/node_set.hpp"
-#include "model/owned_id.hpp"
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
-#include "model/owned_id.hpp"
 #include "loopback/shared_heap.hpp"
+#include "model/owned_id.hpp"
 
 namespace tca {
 
@@ -298,9 +297,10 @@ public:
         if (src == nullptr && size != 0) return tcaErrorInvalidValue;
         if (flags & ~(tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed))
             return tcaErrorInvalidValue;
-        if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || slot >= TCA_NOTIFY_SLOTS))
+        if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || owned_index(slot) >= TCA_NOTIFY_SLOTS))
             return tcaErrorInvalidSlot;
         if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
+        if (Result r = sender_.admit(nodes_, dst.node, flags, slot); r != tcaSuccess) return r;
         if (timing_.enabled && !(flags & kPioUntimed))
             spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
         const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
@@ -308,11 +308,7 @@ public:
         // timeout (stopped) fails the write with tcaErrorTimeout.
         if (Result r = writer_.write(dst, copy, PutBound::from_first_wait(nodes_.policy().timeout_ns)); r != tcaSuccess)
             return r;
-        if (flags & tcaDMANotify)
-            if (Result r = sender_.post(nodes_, dst.node, slot, tag); r != tcaSuccess) return r;
-        if (flags & tcaDMANotifySelf)
-            if (Result r = sender_.post(nodes_, nodes_.self(), slot, tag); r != tcaSuccess) return r;
-        return tcaSuccess;
+        return sender_.post_all(nodes_, dst.node, flags, slot, tag);
     }
 
     Result pio_map(const tcaHandle &h, void **addr) override {
@@ -387,6 +383,7 @@ public:
         return r != tcaSuccess ? r : held;
     }
     void counter_claim(int index, uint32_t holder) override { nodes_.counter_claim(index, holder); }
+    void slot_claim(int index, uint32_t holder) override { nodes_.slot_claim(index, holder); }
 
     Result counter_add_remote(int node, int id, uint64_t add) override {
         if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;

@@ -2,8 +2,6 @@
 // launcher needed), liveness and cleanup.
 #include "loopback/node_set.hpp"
 
-#include "model/owned_id.hpp"
-
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -12,6 +10,7 @@
 
 #include "loopback/env_settings.hpp"
 #include "loopback/shm_scan.hpp"
+#include "model/owned_id.hpp"
 
 namespace tca::loopback {
 
@@ -140,6 +139,15 @@ Result NodeSet::counter_read(int id, uint64_t *value) const noexcept {
 
 void NodeSet::counter_claim(int index, uint32_t holder) noexcept {
     own().counter(index).store(uint64_t{holder} << kCounterTokenShift, std::memory_order_release);
+}
+
+void NodeSet::slot_claim(int index, uint32_t holder) noexcept {
+    own().header()->slot_holder[index].store(holder, std::memory_order_release);
+}
+
+Result NodeSet::slot_check(int node, int id) const noexcept {
+    const uint32_t holder = view(node).header()->slot_holder[owned_index(id)].load(std::memory_order_acquire);
+    return holder == 0 || holder == owned_token(id) ? tcaSuccess : tcaErrorNotAcquired;
 }
 
 }  // namespace tca::loopback

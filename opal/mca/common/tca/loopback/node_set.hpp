@@ -95,6 +95,11 @@ public:
     Result counter_read(int id, uint64_t *value) const noexcept;
     // A new holder (token; 0: nobody) of one of our counters, the count reset to 0.
     void counter_claim(int index, uint32_t holder) noexcept;
+    // A new holder (token; 0: nobody) of one of our notification slots.
+    void slot_claim(int index, uint32_t holder) noexcept;
+    // May a notification name slot `id` (index | token << 16) of `node`?
+    // tcaErrorNotAcquired while someone else holds that slot there.
+    Result slot_check(int node, int id) const noexcept;
 
     // Wait until ready() is true.  watch_node >= 0: fail with
     // tcaErrorPeerGone once that node is gone and ready() is still false.

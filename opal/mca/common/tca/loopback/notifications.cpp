@@ -11,6 +11,8 @@
 
 #include <cstdio>
 
+#include "model/owned_id.hpp"
+
 namespace tca::loopback {
 
 namespace {
@@ -60,6 +62,23 @@ Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag) {
                  "tags outstanding per source and slot; counts per tag are not limited)\n",
                  nodes.self(), slot, tag, target, nodes.self(), kNotifyTags);
     return tcaErrorNoResource;
+}
+
+Result NotificationSender::admit(const NodeSet &nodes, int dst_node, int flags, int slot_id) const {
+    if (flags & tcaDMANotify)
+        if (Result r = nodes.slot_check(dst_node, slot_id); r != tcaSuccess) return r;
+    if (flags & tcaDMANotifySelf)
+        if (Result r = nodes.slot_check(nodes.self(), slot_id); r != tcaSuccess) return r;
+    return tcaSuccess;
+}
+
+Result NotificationSender::post_all(NodeSet &nodes, int dst_node, int flags, int slot_id, int tag) {
+    const int slot = owned_index(slot_id);
+    if (flags & tcaDMANotify)
+        if (Result r = post(nodes, dst_node, slot, tag); r != tcaSuccess) return r;
+    if (flags & tcaDMANotifySelf)
+        if (Result r = post(nodes, nodes.self(), slot, tag); r != tcaSuccess) return r;
+    return tcaSuccess;
 }
 
 bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag) {

@@ -21,6 +21,13 @@ public:
     // announces is visible (release).  tcaErrorNoResource, with a message,
     // when this node already used kNotifyTags other tags on that slot there.
     Result post(NodeSet &nodes, int target, int slot, int tag);
+
+    // For a write with `flags` (tcaDMANotify: to dst_node, tcaDMANotifySelf:
+    // to us) naming slot id `slot_id` (index | holder token << 16): before the
+    // data is written, whether every receiver takes it (tcaErrorNotAcquired
+    // where someone else holds that slot there); after, post them all.
+    Result admit(const NodeSet &nodes, int dst_node, int flags, int slot_id) const;
+    Result post_all(NodeSet &nodes, int dst_node, int flags, int slot_id, int tag);
 };
 
 class NotificationInbox {

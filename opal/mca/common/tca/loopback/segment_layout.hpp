@@ -21,7 +21,7 @@ namespace tca::loopback {
 // 2: padded counters, 3: event words with listener lines, 4: start time,
 // 5: notification counts per (source, slot, tag) instead of rings,
 // 6: shared-heap arena table, arena fields in registrations
-inline constexpr uint32_t kLayoutVersion = 7;
+inline constexpr uint32_t kLayoutVersion = 8;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
@@ -129,6 +129,10 @@ struct alignas(64) SegmentHeader {
     uint64_t internal_size;
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
     uint64_t arena_offset;  // kMaxArenas ArenaSlots
+    // Per notification slot of this node: its holder's token (tcaSlotAcquire),
+    // 0 while nobody holds it.  Senders read it before they write, so a
+    // notification naming a held slot without the holder's id is refused.
+    alignas(64) std::atomic<uint32_t> slot_holder[TCA_NOTIFY_SLOTS];
 };
 
 // Offsets of every part for a given node count and internal-memory size.

@@ -33,7 +33,7 @@ Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) n
     if (Result r = check_handle(&d.dst, num_nodes); r != tcaSuccess) return r;
     if (Result r = check_handle(&d.src, num_nodes); r != tcaSuccess) return r;
     if (static_cast<int>(d.src.node) != local_node) return tcaErrorRemoteRead;
-    if (d.notifies() && (d.slot < 0 || d.slot >= TCA_NOTIFY_SLOTS)) return tcaErrorInvalidSlot;
+    if (d.notifies() && (d.slot < 0 || owned_index(d.slot) >= TCA_NOTIFY_SLOTS)) return tcaErrorInvalidSlot;
     const auto bad_counter = [](int id) { return id >= 0 && owned_index(id) >= TCA_NUM_COUNTERS; };  // -1: none
     if (bad_counter(d.wait_counter) || bad_counter(d.add_counter))
         return tcaErrorInvalidCounter;
