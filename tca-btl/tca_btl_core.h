@@ -42,6 +42,17 @@ TCA_BTL_CORE_HIDDEN void tca_btl_rx_release(tca_btl_peer_t *p);
 /* Our progress thread sleeps (1) or not (0): ask this peer for doorbells. */
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping);
 
+/* ---- cookies: what a peer sends back to name our pending operation ---- */
+/* Checked against a table (cookie_table.hpp), never turned into a pointer:
+ * a cookie not handed out, already answered or forged names nothing. */
+typedef struct tca_btl_cookies tca_btl_cookies_t;
+TCA_BTL_CORE_HIDDEN tca_btl_cookies_t *tca_btl_cookies_new(uint32_t capacity);
+TCA_BTL_CORE_HIDDEN void tca_btl_cookies_free(tca_btl_cookies_t *t);
+/* 1 and *cookie naming value until taken; 0 while every entry is in use. */
+TCA_BTL_CORE_HIDDEN int tca_btl_cookie_put(tca_btl_cookies_t *t, void *value, uint64_t *cookie);
+/* The value the cookie names, once; NULL for anything else. */
+TCA_BTL_CORE_HIDDEN void *tca_btl_cookie_take(tca_btl_cookies_t *t, uint64_t cookie);
+
 /* ---- the progress thread ---- */
 typedef struct tca_btl_progress_thread tca_btl_progress_thread_t;
 TCA_BTL_CORE_HIDDEN tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *ctx),

@@ -158,6 +158,10 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag, const void *payload,
                              size_t size);
 size_t mca_btl_tca_get_request_bytes(void);
+/* The emulated get's state (pending gets named by checked cookies, records
+ * from a free list): set up in component init, torn down at shutdown. */
+int mca_btl_tca_get_init(void);
+void mca_btl_tca_get_fini(void);
 
 #if OPAL_CUDA_SUPPORT
 /* cuda.c: the application's CUDA context for the progress thread */

@@ -458,6 +458,11 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         stop_device(c);
         return NULL;
     }
+    if (OPAL_SUCCESS != mca_btl_tca_get_init()) {
+        mca_btl_tca_get_fini();
+        stop_device(c);
+        return NULL;
+    }
 
     const bool want_thread = c->progress_thread == MCA_BTL_TCA_THREAD_ON ||
                              (c->progress_thread == MCA_BTL_TCA_THREAD_AUTO && enable_mpi_threads);
@@ -476,6 +481,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         tca_show_help(HELP_FILE, "modex-failed");
         if (c->thread) tca_btl_progress_thread_stop(c->thread);
         c->thread = NULL;
+        mca_btl_tca_get_fini();
         stop_device(c);
         return NULL;
     }
@@ -597,6 +603,7 @@ void mca_btl_tca_component_shutdown(void) {
                         "btl:tca: node %d served %lld emulated gets, %d of its own unanswered", c->node,
                         (long long) c->gets_served, (int) c->gets_pending);
     mca_btl_tca_put_fini();
+    mca_btl_tca_get_fini();
     for (int n = 0; n < TCA_MAX_NODES; ++n) {
         if (NULL != c->endpoints[n]) OBJ_RELEASE(c->endpoints[n]);
         c->endpoints[n] = NULL;

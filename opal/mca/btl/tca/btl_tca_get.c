@@ -63,6 +63,37 @@ typedef struct served_get_t {
     struct mca_btl_base_registration_handle_t src, dst; /* put's local and remote handles */
 } served_get_t;
 
+/* Either record, from a free list: no allocation per get once warm. */
+typedef struct get_item_t {
+    opal_free_list_item_t super;
+    union {
+        pending_get_t pending;
+        served_get_t served;
+    } u;
+} get_item_t;
+static OBJ_CLASS_INSTANCE(get_item_t, opal_free_list_item_t, NULL, NULL);
+
+/* Outstanding gets in flight at once (ob1 retries a get refused for lack of one). */
+#define MAX_PENDING_GETS 4096
+static opal_free_list_t get_items;
+static tca_btl_cookies_t *pending_gets; /* cookie -> get_item_t of a pending get */
+
+int mca_btl_tca_get_init(void) {
+    OBJ_CONSTRUCT(&get_items, opal_free_list_t);
+    if (OPAL_SUCCESS != opal_free_list_init(&get_items, sizeof(get_item_t), 64,
+                                            OBJ_CLASS(get_item_t), 0, 0, 16, MAX_PENDING_GETS * 2, 16, NULL, 0,
+                                            NULL, NULL, NULL))
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    pending_gets = tca_btl_cookies_new(MAX_PENDING_GETS);
+    return NULL == pending_gets ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
+}
+
+void mca_btl_tca_get_fini(void) {
+    tca_btl_cookies_free(pending_gets);
+    pending_gets = NULL;
+    OBJ_DESTRUCT(&get_items);
+}
+
 size_t mca_btl_tca_get_request_bytes(void) {
     return sizeof(get_request_t);
 }
@@ -94,17 +125,21 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                       dst_addr - dst->addr > dst->size - size))
         return OPAL_ERR_BAD_PARAM;
 
-    pending_get_t *pg = (pending_get_t *) malloc(sizeof(*pg));
-    if (OPAL_UNLIKELY(NULL == pg)) return OPAL_ERR_OUT_OF_RESOURCE;
-    *pg = (pending_get_t){.endpoint = ep, .local_address = local_address, .local_handle = local_handle,
-                          .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata};
-    get_request_t req = {.cookie = (uint64_t) (uintptr_t) pg, .src_addr = remote_address, .dst_addr = dst_addr,
-                         .size = size, .src = *src, .dst = *dst};
+    get_item_t *item = (get_item_t *) opal_free_list_get(&get_items);
+    if (OPAL_UNLIKELY(NULL == item)) return OPAL_ERR_OUT_OF_RESOURCE;
+    item->u.pending = (pending_get_t){.endpoint = ep, .local_address = local_address, .local_handle = local_handle,
+                                      .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata};
+    get_request_t req = {.src_addr = remote_address, .dst_addr = dst_addr, .size = size, .src = *src, .dst = *dst};
+    if (OPAL_UNLIKELY(!tca_btl_cookie_put(pending_gets, item, &req.cookie))) {
+        opal_free_list_return(&get_items, &item->super);
+        return OPAL_ERR_OUT_OF_RESOURCE; /* ob1 queues the get and retries */
+    }
     OPAL_THREAD_ADD_FETCH32(&mca_btl_tca_component.gets_pending, 1);
     const int rc = send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req));
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) { /* ob1 queues the get and retries */
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         OPAL_THREAD_ADD_FETCH32(&mca_btl_tca_component.gets_pending, -1);
-        free(pg);
+        (void) tca_btl_cookie_take(pending_gets, req.cookie);
+        opal_free_list_return(&get_items, &item->super);
     }
     return rc;
 }
@@ -113,13 +148,13 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 static void served_put_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
                             struct mca_btl_base_registration_handle_t *local_handle, void *context, void *cbdata,
                             int status) {
-    served_get_t *sg = (served_get_t *) context;
+    get_item_t *item = (get_item_t *) context;
     (void) btl;
     (void) local_address;
     (void) local_handle;
     (void) cbdata;
-    const get_done_t done = {.cookie = sg->cookie, .status = status};
-    free(sg);
+    const get_done_t done = {.cookie = item->u.served.cookie, .status = status};
+    opal_free_list_return(&get_items, &item->super);
     OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.gets_served, 1);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
         mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
@@ -137,12 +172,13 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, const get_request_
         (void) send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &refused, sizeof(refused));
         return;
     }
-    served_get_t *sg = (served_get_t *) malloc(sizeof(*sg));
-    if (OPAL_UNLIKELY(NULL == sg)) {
+    get_item_t *item = (get_item_t *) opal_free_list_get(&get_items);
+    if (OPAL_UNLIKELY(NULL == item)) {
         refused.status = OPAL_ERR_OUT_OF_RESOURCE;
         (void) send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &refused, sizeof(refused));
         return;
     }
+    served_get_t *sg = &item->u.served;
     sg->cookie = req->cookie;
     sg->src.h = req->src;
     sg->dst.h = req->dst;
@@ -150,22 +186,31 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, const get_request_
     const int need_dma = tcaMemoryGPU == src->region || tcaMemoryGPU == req->dst.region;
     const int rc = mca_btl_tca_put_ex(&mca_btl_tca_module.super, ep, (void *) (uintptr_t) req->src_addr,
                                       req->dst_addr, &sg->src, &sg->dst, (size_t) req->size, need_dma,
-                                      served_put_done, sg, NULL);
+                                      served_put_done, item, NULL);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         /* the put did not start, so it will not call back */
-        free(sg);
+        opal_free_list_return(&get_items, &item->super);
         refused.status = rc;
         (void) send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &refused, sizeof(refused));
     }
 }
 
+/* The cookie came from the peer: it is looked up, never dereferenced. */
 static void finish_get(struct mca_btl_base_endpoint_t *ep, const get_done_t *done) {
-    pending_get_t *pg = (pending_get_t *) (uintptr_t) done->cookie;
-    (void) ep;
+    get_item_t *item = (get_item_t *) tca_btl_cookie_take(pending_gets, done->cookie);
+    if (OPAL_UNLIKELY(NULL == item)) {
+        tca_show_help(HELP_FILE, "bad-get-answer", ep->node, (unsigned long long) done->cookie);
+        return;
+    }
+    const pending_get_t pg = item->u.pending;
+    opal_free_list_return(&get_items, &item->super);
     OPAL_THREAD_ADD_FETCH32(&mca_btl_tca_component.gets_pending, -1);
-    pg->cbfunc(&mca_btl_tca_module.super, pg->endpoint, pg->local_address, pg->local_handle, pg->cbcontext,
-               pg->cbdata, done->status);
-    free(pg);
+    /* Asked of one peer, answered by another: the data cannot be trusted. */
+    const int status = pg.endpoint == ep ? done->status : OPAL_ERROR;
+    if (OPAL_UNLIKELY(pg.endpoint != ep))
+        tca_show_help(HELP_FILE, "bad-get-answer", ep->node, (unsigned long long) done->cookie);
+    pg.cbfunc(&mca_btl_tca_module.super, pg.endpoint, pg.local_address, pg.local_handle, pg.cbcontext, pg.cbdata,
+              status);
 }
 
 /* From progress, for the btl's own tags; the payload stays valid during the call. */

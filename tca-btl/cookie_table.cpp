@@ -1,0 +1,71 @@
+// cookie_table.cpp - see cookie_table.hpp.
+#include "cookie_table.hpp"
+
+#include <algorithm>
+
+namespace tca::btl {
+
+namespace {
+constexpr uint64_t kLow = 0xffffffffull;
+}
+
+CookieTable::CookieTable(uint32_t capacity)
+    : capacity_(std::clamp<uint32_t>(capacity, 1, kMaxCapacity)), entries_(new Entry[capacity_]) {
+    for (uint32_t i = 0; i < capacity_; ++i)
+        entries_[i].next_free.store(i + 1 < capacity_ ? i + 2 : 0, std::memory_order_relaxed);
+    free_head_.store(1, std::memory_order_release);  // entry 0 first, tag 0
+}
+
+bool CookieTable::pop_free(uint32_t *index) noexcept {
+    uint64_t head = free_head_.load(std::memory_order_acquire);
+    for (;;) {
+        const uint32_t first = static_cast<uint32_t>(head & kLow);
+        if (first == 0) return false;
+        // May read an entry another thread popped meanwhile: then the tag
+        // moved and the CAS fails.
+        const uint32_t next = entries_[first - 1].next_free.load(std::memory_order_relaxed);
+        const uint64_t want = ((head >> 32) + 1) << 32 | next;
+        if (free_head_.compare_exchange_weak(head, want, std::memory_order_acq_rel, std::memory_order_acquire)) {
+            *index = first - 1;
+            return true;
+        }
+    }
+}
+
+void CookieTable::push_free(uint32_t index) noexcept {
+    uint64_t head = free_head_.load(std::memory_order_relaxed);
+    for (;;) {
+        entries_[index].next_free.store(static_cast<uint32_t>(head & kLow), std::memory_order_relaxed);
+        const uint64_t want = ((head >> 32) + 1) << 32 | (index + 1);
+        if (free_head_.compare_exchange_weak(head, want, std::memory_order_release, std::memory_order_relaxed)) return;
+    }
+}
+
+bool CookieTable::put(void *value, uint64_t *cookie) noexcept {
+    uint32_t i = 0;
+    if (!pop_free(&i)) return false;
+    Entry &e = entries_[i];
+    const uint64_t generation = e.state.load(std::memory_order_relaxed) >> 1;
+    e.value.store(value, std::memory_order_relaxed);
+    e.state.store(generation << 1 | 1, std::memory_order_release);
+    in_use_.fetch_add(1, std::memory_order_relaxed);
+    *cookie = generation << 32 | i;
+    return true;
+}
+
+void *CookieTable::take(uint64_t cookie) noexcept {
+    const uint64_t i = cookie & kLow, generation = cookie >> 32;
+    if (i >= capacity_ || generation >= (uint64_t{1} << 31)) return nullptr;
+    Entry &e = entries_[i];
+    uint64_t expected = generation << 1 | 1;
+    // Once: the entry moves to the next generation, free.
+    if (!e.state.compare_exchange_strong(expected, (generation + 1) % (uint64_t{1} << 31) << 1,
+                                         std::memory_order_acq_rel, std::memory_order_relaxed))
+        return nullptr;
+    void *v = e.value.exchange(nullptr, std::memory_order_relaxed);
+    in_use_.fetch_sub(1, std::memory_order_relaxed);
+    push_free(static_cast<uint32_t>(i));
+    return v;
+}
+
+}  // namespace tca::btl

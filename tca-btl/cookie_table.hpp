@@ -1,0 +1,45 @@
+// cookie_table.hpp - what a peer may send back to name one of our pending
+// operations: a cookie (entry index | generation << 32) checked against a
+// fixed table, never a pointer.  An emulated get sends its cookie with the
+// request and the data owner returns it with GET_DONE; a cookie that was not
+// handed out, was already answered, or is forged names nothing (take() gives
+// nullptr) instead of a pointer into our memory.  Lock-free and allocation
+// free once built: free entries form a stack with an ABA tag in its head.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace tca::btl {
+
+class CookieTable {
+public:
+    static constexpr uint32_t kMaxCapacity = 1u << 24;
+
+    explicit CookieTable(uint32_t capacity);
+
+    // A cookie that names `value` until take(); false while every entry is in use.
+    bool put(void *value, uint64_t *cookie) noexcept;
+    // The value `cookie` names, once; nullptr for anything else.
+    void *take(uint64_t cookie) noexcept;
+    uint32_t capacity() const noexcept { return capacity_; }
+    uint32_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
+
+private:
+    // state: generation << 1 | in_use.  A take needs the generation the put gave out.
+    struct Entry {
+        std::atomic<uint64_t> state{0};
+        std::atomic<void *> value{nullptr};
+        std::atomic<uint32_t> next_free{0};  // index + 1 of the next free entry, 0: none
+    };
+    bool pop_free(uint32_t *index) noexcept;
+    void push_free(uint32_t index) noexcept;
+
+    const uint32_t capacity_;
+    std::unique_ptr<Entry[]> entries_;
+    std::atomic<uint64_t> free_head_{0};  // index + 1 of the first free entry | ABA tag << 32
+    std::atomic<uint32_t> in_use_{0};
+};
+
+}  // namespace tca::btl
