@@ -88,7 +88,8 @@ TEST_F(SessionCore, TheFirstClientStartsTheDeviceTheLastStopsIt) {
 TEST_F(SessionCore, AClientAskingForAnotherSizeIsRefusedWithTheReason) {
     ASSERT_EQ(join(0, 1, 4), TCA_SESSION_STARTED);  // all 4 local ranks
     EXPECT_EQ(join(2, 1, 4), TCA_SESSION_CONFLICT);
-    EXPECT_NE(std::string(why).find("sub-cluster of 4"), std::string::npos) << why;
+    EXPECT_NE(std::string(why).find("sub-clusters of 4 processes"), std::string::npos) << why;
+    EXPECT_NE(std::string(why).find("size of 2"), std::string::npos) << why;
     EXPECT_EQ(join(4, 1, 4), TCA_SESSION_JOINED) << "4 of 4 is what the session has";
     EXPECT_EQ(tca_session_core_clients(), 2);
 }

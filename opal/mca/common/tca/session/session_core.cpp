@@ -25,8 +25,9 @@ public:
         if (clients_ > 0) {
             if (requested >= 0 && effective_size(requested, local_size) != size_) {
                 std::snprintf(why, why_len,
-                              "this process already is node %d of a TCA sub-cluster of %d processes; a sub-cluster "
-                              "size of %d was asked for as well (all TCA components of a process share one node)",
+                              "this process already is node %d of its TCA sub-cluster, with sub-clusters of %d "
+                              "processes; a sub-cluster size of %d was asked for as well (all TCA components of a "
+                              "process share one node)",
                               place_.node, size_, requested);
                 return TCA_SESSION_CONFLICT;
             }
