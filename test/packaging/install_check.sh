@@ -101,6 +101,16 @@ run_from() {
 }
 run_from "the DESTDIR install" "$run" TCA_COMPONENT_DIR="$staged_components" TCA_HELP_DIR=
 
+# The tarball holds every file git tracks (the dist-hook compares them; it
+# once missed a header and carried a GPU log committed by mistake).
+mkdir "$tmp/dist"
+if ${MAKE:-make} distdir distdir="$tmp/dist/tca" >"$tmp/dist.log" 2>&1; then
+    echo "ok: make distdir (every tracked file in the tarball)"
+else
+    grep -A20 'dist-hook:' "$tmp/dist.log" | head -20
+    fail "make distdir failed"
+fi
+
 # make install prefix=DIR, in a copy of this build tree: it links the
 # libraries again for DIR, which must not happen under tests running beside
 # this one (the next plain make links them back for the configured prefix).
