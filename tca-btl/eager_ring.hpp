@@ -22,7 +22,7 @@ inline constexpr uint32_t kHeaderBytes = 8;
 inline constexpr uint32_t kMaxRingPayload = (1u << 24) - 1;  // 24-bit size field
 
 struct RingGeometry {
-    uint32_t slots = 0;   // messages in flight per (sender, receiver)
+    uint32_t slots = 0;   // messages in flight per (sender, receiver): a power of two (indices are masked)
     uint32_t stride = 0;  // bytes per slot: header + payload, cache-line multiple
 
     static constexpr RingGeometry for_payload(uint32_t slots, uint32_t max_payload) noexcept {
@@ -30,6 +30,9 @@ struct RingGeometry {
     }
     constexpr uint32_t max_payload() const noexcept { return stride - kHeaderBytes; }
     constexpr size_t bytes() const noexcept { return size_t{slots} * stride; }
+    constexpr bool valid() const noexcept { return slots != 0 && (slots & (slots - 1)) == 0; }
+    // Where message k goes: a mask, no division on the message path.
+    constexpr size_t offset(uint64_t k) const noexcept { return static_cast<size_t>(k & (slots - 1)) * stride; }
 };
 
 struct MessageHeader {
@@ -71,7 +74,7 @@ public:
     const RingGeometry &geometry() const noexcept { return geo_; }
 
 private:
-    unsigned char *slot(uint64_t k) const noexcept { return ring_ + (k % geo_.slots) * geo_.stride; }
+    unsigned char *slot(uint64_t k) const noexcept { return ring_ + geo_.offset(k); }
     HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<HeaderWord *>(slot(k)); }
 
     unsigned char *ring_;
@@ -107,7 +110,7 @@ public:
     uint64_t consumed() const noexcept { return read_; }
 
 private:
-    const unsigned char *slot(uint64_t k) const noexcept { return ring_ + (k % geo_.slots) * geo_.stride; }
+    const unsigned char *slot(uint64_t k) const noexcept { return ring_ + geo_.offset(k); }
     const HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<const HeaderWord *>(slot(k)); }
 
     const unsigned char *ring_;

@@ -45,7 +45,8 @@ uint32_t tca_btl_slot_payload(uint32_t max_payload) {
 
 tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, int nodes, int self, int peer, uint32_t slots,
                                  uint32_t max_payload, int peer_has_thread) {
-    if (own_area == nullptr || peer_area == nullptr || slots == 0 || max_payload > tca::btl::kMaxRingPayload)
+    if (own_area == nullptr || peer_area == nullptr || !RingGeometry{slots, 64}.valid() ||
+        max_payload > tca::btl::kMaxRingPayload)
         return nullptr;
     const AreaLayout layout(nodes, RingGeometry::for_payload(slots, max_payload));
     return new (std::nothrow) tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area),

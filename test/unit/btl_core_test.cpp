@@ -13,6 +13,7 @@
 #include "eager_ring.hpp"
 #include "peer_area.hpp"
 #include "progress_thread.hpp"
+#include "tca_btl_core.h"
 #include "tca.h"
 
 using namespace tca::btl;
@@ -52,6 +53,20 @@ TEST(EagerRing, GeometryRoundsToCacheLines) {
     EXPECT_EQ(g.stride % 64, 0u);
     EXPECT_GE(g.max_payload(), 4096u);
     EXPECT_EQ(g.bytes(), size_t{64} * g.stride);
+}
+
+// Ring indices are masked, so a ring has a power of two of slots; a peer with
+// any other count is refused, not built with a ring that would skip slots.
+TEST(EagerRing, SlotsAreAPowerOfTwo) {
+    for (uint32_t s : {1u, 2u, 64u, 4096u}) EXPECT_TRUE((RingGeometry{s, 64}.valid())) << s;
+    for (uint32_t s : {0u, 3u, 48u, 100u}) EXPECT_FALSE((RingGeometry{s, 64}.valid())) << s;
+    const RingGeometry g = RingGeometry::for_payload(8, 100);
+    for (uint64_t k = 0; k < 40; ++k) EXPECT_EQ(g.offset(k), (k % 8) * g.stride) << k;
+    std::vector<unsigned char> a(tca_btl_area_bytes(2, 8, 64)), b(a.size());
+    EXPECT_EQ(tca_btl_peer_new(a.data(), b.data(), 2, 0, 1, 48, 64, 0), nullptr);
+    tca_btl_peer_t *p = tca_btl_peer_new(a.data(), b.data(), 2, 0, 1, 8, 64, 0);
+    EXPECT_NE(p, nullptr);
+    tca_btl_peer_free(p);
 }
 
 TEST(EagerRing, EmptyRingHasNothing) {

@@ -114,8 +114,8 @@ static int tca_component_register(void) {
                                            "memory; each slot holds one message of up to the largest of "
                                            "btl_tca_eager_limit, btl_tca_rndv_eager_limit and btl_tca_max_send_size. "
                                            "0 (default): 64, halved (down to 2) until the rings of all peers fit in "
-                                           "the device's internal memory (TCA_INTERNAL_SIZE). Must be the same on "
-                                           "every process.",
+                                           "the device's internal memory (TCA_INTERNAL_SIZE). Else a power of two, "
+                                           "2..4096. Must be the same on every process.",
                                            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
                                            MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slots);
 
@@ -357,9 +357,16 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
         tca_show_help(f, "subcluster-of-one");
         ok = false;
     }
-    ok = tca_mca_check_size(f, "btl_tca_ring_slots", c->ring_slots, 0, 4096, "0 (auto) or 2..4096") && ok;
+    const char *slots_allowed = "0 (auto) or a power of two, 2..4096";
+    ok = tca_mca_check_size(f, "btl_tca_ring_slots", c->ring_slots, 0, 4096, slots_allowed) && ok;
     if (1 == c->ring_slots) {
-        tca_mca_show_invalid(f, "btl_tca_ring_slots", "1", "a ring needs at least 2 slots", "0 (auto) or 2..4096");
+        tca_mca_show_invalid(f, "btl_tca_ring_slots", "1", "a ring needs at least 2 slots", slots_allowed);
+        ok = false;
+    } else if (c->ring_slots <= 4096 && 0 != (c->ring_slots & (c->ring_slots - 1))) {
+        char shown[32];
+        snprintf(shown, sizeof(shown), "%u", c->ring_slots);
+        tca_mca_show_invalid(f, "btl_tca_ring_slots", shown, "not a power of two (a ring index is a mask)",
+                             slots_allowed);
         ok = false;
     }
     static const char *const modes[] = {"off", "on", "auto"}; /* MCA_BTL_TCA_THREAD_* order */
