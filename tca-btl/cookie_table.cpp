@@ -48,7 +48,6 @@ bool CookieTable::put(void *value, uint64_t *cookie) noexcept {
     const uint64_t generation = e.state.load(std::memory_order_relaxed) >> 1;
     e.value.store(value, std::memory_order_relaxed);
     e.state.store(generation << 1 | 1, std::memory_order_release);
-    in_use_.fetch_add(1, std::memory_order_relaxed);
     *cookie = generation << 32 | i;
     return true;
 }
@@ -63,9 +62,14 @@ void *CookieTable::take(uint64_t cookie) noexcept {
                                          std::memory_order_acq_rel, std::memory_order_relaxed))
         return nullptr;
     void *v = e.value.exchange(nullptr, std::memory_order_relaxed);
-    in_use_.fetch_sub(1, std::memory_order_relaxed);
     push_free(static_cast<uint32_t>(i));
     return v;
+}
+
+uint32_t CookieTable::in_use() const noexcept {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < capacity_; ++i) n += entries_[i].state.load(std::memory_order_acquire) & 1;
+    return n;
 }
 
 }  // namespace tca::btl

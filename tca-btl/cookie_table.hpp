@@ -24,7 +24,8 @@ public:
     // The value `cookie` names, once; nullptr for anything else.
     void *take(uint64_t cookie) noexcept;
     uint32_t capacity() const noexcept { return capacity_; }
-    uint32_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
+    // Entries held now: a scan (for tests and reports, not the message path).
+    uint32_t in_use() const noexcept;
 
 private:
     // state: generation << 1 | in_use.  A take needs the generation the put gave out.
@@ -39,7 +40,6 @@ private:
     const uint32_t capacity_;
     std::unique_ptr<Entry[]> entries_;
     std::atomic<uint64_t> free_head_{0};  // index + 1 of the first free entry | ABA tag << 32
-    std::atomic<uint32_t> in_use_{0};
 };
 
 }  // namespace tca::btl

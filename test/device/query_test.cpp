@@ -60,6 +60,16 @@ TEST(Query, TimingParametersComeFromTheEnvironmentWithoutADevice) {
     ASSERT_GT(count, 10);
     ASSERT_GE(pio, 0) << "the PIO latency is a parameter";
     EXPECT_EQ(tcaTimingParameter(-1, &variable, &value, &unit, &meaning), tcaErrorInvalidValue);
+    int timing = -1;
+    setenv("TCA_TIMING", "on", 1);
+    ASSERT_EQ(tcaTimingEnabled(&timing), tcaSuccess);
+    EXPECT_EQ(timing, 1);
+    setenv("TCA_TIMING", "maybe", 1);
+    EXPECT_EQ(tcaTimingEnabled(&timing), tcaErrorInvalidValue);
+    unsetenv("TCA_TIMING");
+    ASSERT_EQ(tcaTimingEnabled(&timing), tcaSuccess);
+    EXPECT_EQ(timing, 0);
+    EXPECT_EQ(tcaTimingEnabled(nullptr), tcaErrorInvalidValue);
     setenv("TCA_PIO_LATENCY_NS", "900", 1);
     ASSERT_EQ(tcaTimingParameter(pio, &variable, &value, &unit, &meaning), tcaSuccess);
     EXPECT_EQ(value, 900.0);
@@ -88,7 +98,9 @@ TEST(Query, TheRunningDeviceDescribesItself) {
         NODE_CHECK(a.job_key[0] != '\0' && a.launch_source[0] != '\0' && a.put_mechanism[0] != '\0');
         NODE_CHECK(a.timeout_ns > 0 && a.spin_ns >= 0);
         NODE_CHECK(a.gpu_devices >= 0 || a.gpu_status[0] != '\0');  // a count, or why not
-        NODE_CHECK(a.timing_model == 0);
+        int timing = -1;
+        NODE_OK(tcaTimingEnabled(&timing));
+        NODE_CHECK(timing == 0);
         const char *variable = nullptr;
         double value = 0;
         bool seen = false;

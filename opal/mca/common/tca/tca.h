@@ -359,8 +359,7 @@ typedef struct tcaBackendAttr {
     int gpu_built;           /* 1: built with CUDA (tcaMemoryGPU possible) */
     int gpu_devices;         /* CUDA devices this process sees; -1: no usable CUDA runtime */
     char gpu_status[128];    /* why not, where gpu_devices is -1 */
-    int timing_model;        /* 1: TCA_TIMING is on */
-    int reserved[7];         /* zero */
+    int reserved[8];         /* zero */
 } tcaBackendAttr;
 TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
 
@@ -369,6 +368,9 @@ TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
  * else what the environment sets), unit, meaning.  The strings are static. */
 TCA_API tcaResult tcaTimingParameter(int index, const char **variable, double *value, const char **unit,
                                      const char **meaning);
+/* Whether the timing model is on: the running device's, else what TCA_TIMING
+ * says (tcaErrorInvalidValue, after a line naming it, for a bad value). */
+TCA_API tcaResult tcaTimingEnabled(int *enabled);
 
 /* ---- housekeeping (extension) ---- */
 /* The file that holds this node's state, for a launcher to remove after an

@@ -1,5 +1,5 @@
 // tca_api_query.cpp - the C API that describes the device (tca.h, "describing
-// the device"): topology, backend, timing-model parameters.  tca_info uses
+// the device"): topology, backend, the timing model and its parameters.  tca_info uses
 // only these and the rest of the public API.
 #include <algorithm>
 #include <cstring>
@@ -87,30 +87,42 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         a.gpu_built = cuda.compiled_in() ? 1 : 0;
         a.gpu_devices = cuda.available() ? cuda.device_count() : -1;
         if (a.gpu_devices < 0) copy_text(a.gpu_status, cuda.unavailable_reason());
-        a.timing_model = dev->timing().enabled ? 1 : 0;
         *attr = a;
         return tcaSuccess;
     });
 }
 
+namespace {
+// The timing model in effect: the running device's, else the environment's.
+template <class F>
+tcaResult with_timing(F &&f) {
+    return tca::guarded([&] {
+        if (tca::Device *dev = tca::current_device(); dev != nullptr) return f(dev->timing());
+        tca::TimingModel from_env;
+        if (const tcaResult r = tca::loopback::timing_from_environment(&from_env); r != tcaSuccess) return r;
+        return f(static_cast<const tca::TimingModel &>(from_env));
+    });
+}
+}  // namespace
+
 tcaResult tcaTimingParameter(int index, const char **variable, double *value, const char **unit,
                              const char **meaning) {
     const auto params = tca::TimingModel::parameters();
     if (index < 0 || static_cast<size_t>(index) >= params.size()) return tcaErrorInvalidValue;
-    return tca::guarded([&] {
-        tca::TimingModel from_env;
-        const tca::TimingModel *tm = nullptr;
-        if (tca::Device *dev = tca::current_device(); dev != nullptr) {
-            tm = &dev->timing();
-        } else {
-            if (const tcaResult r = tca::loopback::timing_from_environment(&from_env); r != tcaSuccess) return r;
-            tm = &from_env;
-        }
-        const tca::TimingModel::Parameter &p = params[static_cast<size_t>(index)];
+    const tca::TimingModel::Parameter &p = params[static_cast<size_t>(index)];
+    return with_timing([&](const tca::TimingModel &tm) {
         if (variable != nullptr) *variable = p.variable;
-        if (value != nullptr) *value = tm->*p.field;
+        if (value != nullptr) *value = tm.*p.field;
         if (unit != nullptr) *unit = p.unit;
         if (meaning != nullptr) *meaning = p.meaning;
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaTimingEnabled(int *enabled) {
+    if (enabled == nullptr) return tcaErrorInvalidValue;
+    return with_timing([&](const tca::TimingModel &tm) {
+        *enabled = tm.enabled ? 1 : 0;
         return tcaSuccess;
     });
 }

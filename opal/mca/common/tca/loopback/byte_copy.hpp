@@ -18,7 +18,8 @@ void copy_streaming(unsigned char *dst, const unsigned char *src, uint64_t n);
 void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch, uint64_t width,
                uint64_t height, bool streaming);
 // Bytes in one DMA run from which its copies stream: the last-level cache's
-// size, at most 8 MiB (TCA_STREAMING_MIN overrides it).
+// size, at most twice this core's L2 and at most 8 MiB (TCA_STREAMING_MIN
+// overrides it).
 uint64_t streaming_threshold() noexcept;
 
 }  // namespace tca::loopback

@@ -1,12 +1,13 @@
 // dma_engine.cpp - chain execution.  Data first, then notifications and
 // counter updates, so a notification is never seen before its data.
 #include "loopback/dma_engine.hpp"
-#include "loopback/byte_copy.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <future>
+
+#include "loopback/byte_copy.hpp"
 
 namespace tca::loopback {
 

@@ -31,8 +31,8 @@ using SourceResolver = std::function<Result(const tcaHandle &, uint64_t off, con
 
 class DmaEngine {
 public:
-    // streaming_min: bytes in a run from which its copies stream (0: the
-    // last-level cache's size; byte_copy.hpp).
+    // streaming_min: bytes in a run from which its copies stream (0:
+    // streaming_threshold(), byte_copy.hpp).
     DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
               const TimingModel &timing, SourceResolver resolve, uint64_t streaming_min = 0);
     ~DmaEngine();
@@ -84,7 +84,7 @@ private:
         std::vector<Descriptor> descs;
         bool register_mode = true;
         bool run_inline = false;  // short and untriggered: may run on the starting thread
-        bool streaming = false;   // moves more than the last-level cache holds (byte_copy.hpp)
+        bool streaming = false;   // moves at least streaming_min_ bytes: non-temporal copies (byte_copy.hpp)
     };
     struct Run {
         std::shared_ptr<const Chain> chain;

@@ -4,7 +4,6 @@
 // layout (with S links) without starting a device.  A user of libtca like any
 // other: only the public API (tca.h; it links the shared library, which
 // exports nothing else), plus hwloc for locality.
-#include <strings.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -158,9 +157,8 @@ int main(int argc, char **argv) {
         }
         print_topology(t, -1, Hops{t, true});
         print_limits();
-        const char *on = std::getenv("TCA_TIMING");
-        if (!print_timing(on != nullptr && (std::strcmp(on, "1") == 0 || strcasecmp(on, "on") == 0 ||
-                                            strcasecmp(on, "yes") == 0 || strcasecmp(on, "true") == 0)))
+        int timing = 0;
+        if (tcaTimingEnabled(&timing) != tcaSuccess || !print_timing(timing))
             return 1;  // the line naming the bad value is out
         print_locality(nullptr);
         return 0;
@@ -190,7 +188,8 @@ int main(int argc, char **argv) {
     print_topology(t, d.node_id, Hops{t, false});
     print_limits();
     print_resources();
-    print_timing(b.timing_model);
+    int timing = 0;
+    if (tcaTimingEnabled(&timing) == tcaSuccess) print_timing(timing);
     print_locality(&b);
     tcaFinalize();
     return 0;
