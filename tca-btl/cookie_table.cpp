@@ -41,9 +41,7 @@ void CookieTable::push_free(uint32_t index) noexcept {
     }
 }
 
-bool CookieTable::put(void *value, uint64_t *cookie) noexcept {
-    uint32_t i = 0;
-    if (!pop_free(&i)) return false;
+bool CookieTable::publish(uint32_t i, void *value, uint64_t *cookie) noexcept {
     Entry &e = entries_[i];
     const uint64_t generation = e.state.load(std::memory_order_relaxed) >> 1;
     e.value.store(value, std::memory_order_relaxed);
@@ -52,17 +50,31 @@ bool CookieTable::put(void *value, uint64_t *cookie) noexcept {
     return true;
 }
 
-void *CookieTable::take(uint64_t cookie) noexcept {
+// The entry `cookie` names, now free but not yet back on the free stack.
+bool CookieTable::retire(uint64_t cookie, uint32_t *index, void **value) noexcept {
     const uint64_t i = cookie & kLow, generation = cookie >> 32;
-    if (i >= capacity_ || generation >= (uint64_t{1} << 31)) return nullptr;
+    if (i >= capacity_ || generation >= (uint64_t{1} << 31)) return false;
     Entry &e = entries_[i];
     uint64_t expected = generation << 1 | 1;
     // Once: the entry moves to the next generation, free.
     if (!e.state.compare_exchange_strong(expected, (generation + 1) % (uint64_t{1} << 31) << 1,
                                          std::memory_order_acq_rel, std::memory_order_relaxed))
-        return nullptr;
-    void *v = e.value.exchange(nullptr, std::memory_order_relaxed);
-    push_free(static_cast<uint32_t>(i));
+        return false;
+    *value = e.value.exchange(nullptr, std::memory_order_relaxed);
+    *index = static_cast<uint32_t>(i);
+    return true;
+}
+
+bool CookieTable::put(void *value, uint64_t *cookie) noexcept {
+    uint32_t i = 0;
+    return pop_free(&i) && publish(i, value, cookie);
+}
+
+void *CookieTable::take(uint64_t cookie) noexcept {
+    uint32_t i = 0;
+    void *v = nullptr;
+    if (!retire(cookie, &i, &v)) return nullptr;
+    push_free(i);
     return v;
 }
 

@@ -23,6 +23,14 @@ public:
     bool put(void *value, uint64_t *cookie) noexcept;
     // The value `cookie` names, once; nullptr for anything else.
     void *take(uint64_t cookie) noexcept;
+    // put()/take() for callers that keep their record beside the table, by
+    // index: fill(index) runs before the cookie is valid, read(index) after
+    // it was taken and before the entry can be handed out again, so each
+    // has the record at `index` to itself.
+    template <class Fill>
+    bool claim(uint64_t *cookie, Fill &&fill) noexcept;
+    template <class Read>
+    bool release(uint64_t cookie, Read &&read) noexcept;
     uint32_t capacity() const noexcept { return capacity_; }
     // Entries held now: a scan (for tests and reports, not the message path).
     uint32_t in_use() const noexcept;
@@ -36,10 +44,30 @@ private:
     };
     bool pop_free(uint32_t *index) noexcept;
     void push_free(uint32_t index) noexcept;
+    bool publish(uint32_t index, void *value, uint64_t *cookie) noexcept;
+    bool retire(uint64_t cookie, uint32_t *index, void **value) noexcept;
 
     const uint32_t capacity_;
     std::unique_ptr<Entry[]> entries_;
     std::atomic<uint64_t> free_head_{0};  // index + 1 of the first free entry | ABA tag << 32
 };
+
+template <class Fill>
+bool CookieTable::claim(uint64_t *cookie, Fill &&fill) noexcept {
+    uint32_t i = 0;
+    if (!pop_free(&i)) return false;
+    fill(i);
+    return publish(i, this, cookie);  // the value is only a mark: the record is the caller's, at i
+}
+
+template <class Read>
+bool CookieTable::release(uint64_t cookie, Read &&read) noexcept {
+    uint32_t i = 0;
+    void *v = nullptr;
+    if (!retire(cookie, &i, &v)) return false;
+    read(i);
+    push_free(i);
+    return true;
+}
 
 }  // namespace tca::btl

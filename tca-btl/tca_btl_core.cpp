@@ -4,7 +4,6 @@
 
 #include <new>
 
-#include "cookie_table.hpp"
 #include "peer_area.hpp"
 #include "progress_thread.hpp"
 
@@ -17,10 +16,6 @@ using tca::btl::RingGeometry;
 struct tca_btl_peer {
     PeerChannel ch;
 };
-struct tca_btl_cookies {
-    explicit tca_btl_cookies(uint32_t capacity) : table(capacity) {}
-    tca::btl::CookieTable table;
-};
 struct tca_btl_progress_thread {
     tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int check_max_us, int sleep_us)
         : thread(hooks, std::chrono::microseconds(check_us), std::chrono::microseconds(check_max_us),
@@ -29,11 +24,6 @@ struct tca_btl_progress_thread {
 };
 
 extern "C" {
-
-tca_btl_cookies_t *tca_btl_cookies_new(uint32_t capacity) { return new (std::nothrow) tca_btl_cookies(capacity); }
-void tca_btl_cookies_free(tca_btl_cookies_t *t) { delete t; }
-int tca_btl_cookie_put(tca_btl_cookies_t *t, void *value, uint64_t *cookie) { return t->table.put(value, cookie) ? 1 : 0; }
-void *tca_btl_cookie_take(tca_btl_cookies_t *t, uint64_t cookie) { return t->table.take(cookie); }
 
 size_t tca_btl_area_bytes(int nodes, uint32_t slots, uint32_t max_payload) {
     return AreaLayout(nodes, RingGeometry::for_payload(slots, max_payload)).bytes();

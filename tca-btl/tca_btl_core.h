@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tca.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,16 +44,79 @@ TCA_BTL_CORE_HIDDEN void tca_btl_rx_release(tca_btl_peer_t *p);
 /* Our progress thread sleeps (1) or not (0): ask this peer for doorbells. */
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping);
 
-/* ---- cookies: what a peer sends back to name our pending operation ---- */
-/* Checked against a table (cookie_table.hpp), never turned into a pointer:
- * a cookie not handed out, already answered or forged names nothing. */
-typedef struct tca_btl_cookies tca_btl_cookies_t;
-TCA_BTL_CORE_HIDDEN tca_btl_cookies_t *tca_btl_cookies_new(uint32_t capacity);
-TCA_BTL_CORE_HIDDEN void tca_btl_cookies_free(tca_btl_cookies_t *t);
-/* 1 and *cookie naming value until taken; 0 while every entry is in use. */
-TCA_BTL_CORE_HIDDEN int tca_btl_cookie_put(tca_btl_cookies_t *t, void *value, uint64_t *cookie);
-/* The value the cookie names, once; NULL for anything else. */
-TCA_BTL_CORE_HIDDEN void *tca_btl_cookie_take(tca_btl_cookies_t *t, uint64_t cookie);
+/* ---- DMA puts: a queue over the channels btl tca acquires ----
+ * One reused descriptor per channel (no allocation per put once warm); puts
+ * that find every channel busy wait in order.  Channels are acquired from the
+ * device as puts first need them, up to max_channels. */
+#define TCA_BTL_OWNER_BYTES 64 /* the glue's completion record, carried as bytes */
+typedef struct tca_btl_dma_put {
+    tcaHandle dst, src; /* src: a registration of this process */
+    uint64_t dst_off, src_off, size;
+    unsigned char owner[TCA_BTL_OWNER_BYTES]; /* handed back untouched on completion */
+} tca_btl_dma_put_t;
+typedef struct tca_btl_dma_puts tca_btl_dma_puts_t;
+enum {
+    TCA_BTL_PUT_STARTED,    /* on a channel */
+    TCA_BTL_PUT_QUEUED,     /* behind the puts on our channels */
+    TCA_BTL_PUT_NO_CHANNEL, /* we hold none and the device has none free: not taken */
+    TCA_BTL_PUT_FAILED      /* not taken: *err says why */
+};
+/* log(ctx, text): a channel taken, or none free when first needed (verbose output). */
+TCA_BTL_CORE_HIDDEN tca_btl_dma_puts_t *tca_btl_dma_puts_new(int max_channels, void (*log)(void *ctx, const char *text),
+                                                             void *log_ctx);
+/* Waits for the puts on our channels (no callbacks), drops waiting ones, releases the channels. */
+TCA_BTL_CORE_HIDDEN void tca_btl_dma_puts_free(tca_btl_dma_puts_t *q);
+TCA_BTL_CORE_HIDDEN int tca_btl_dma_put_submit(tca_btl_dma_puts_t *q, const tca_btl_dma_put_t *put, tcaResult *err);
+/* Reaps finished channels and starts waiting puts; done(ctx, put, result)
+ * runs for each finished or failed one, without the queue's lock.  Returns how many. */
+TCA_BTL_CORE_HIDDEN int tca_btl_dma_puts_progress(tca_btl_dma_puts_t *q,
+                                                  void (*done)(void *ctx, const tca_btl_dma_put_t *put, tcaResult r),
+                                                  void *ctx);
+/* Puts taken and not yet handed back (one atomic load: progress asks every pass). */
+TCA_BTL_CORE_HIDDEN int tca_btl_dma_puts_busy(const tca_btl_dma_puts_t *q);
+
+/* ---- emulated get: RDMA get on a put-only device, as a put request ----
+ * The requester sends a request naming both registrations and a cookie; the
+ * data owner checks it, runs the put and answers with the cookie.  On the
+ * wire between processes of one host and build (no byte swapping). */
+typedef struct tca_btl_get_request {
+    uint64_t cookie;   /* the requester's pending get */
+    uint64_t src_addr; /* in the owner's address space */
+    uint64_t dst_addr; /* in the requester's address space */
+    uint64_t size;
+    tcaHandle src;     /* the owner's registration */
+    tcaHandle dst;     /* the requester's registration */
+} tca_btl_get_request_t;
+typedef struct tca_btl_get_done {
+    uint64_t cookie;
+    int32_t status; /* the owner's result: 0 for success, else an (Open MPI) error code */
+    int32_t reserved;
+} tca_btl_get_done_t;
+/* The requester's gets in flight: owner records beside a cookie table. */
+typedef struct tca_btl_gets tca_btl_gets_t;
+enum {
+    TCA_BTL_GET_OK,
+    TCA_BTL_GET_BAD,        /* outside a registration, or the source is not the peer's */
+    TCA_BTL_GET_FULL,       /* every record in use: try again later */
+    TCA_BTL_GET_UNKNOWN,    /* an answer whose cookie names nothing of ours */
+    TCA_BTL_GET_WRONG_PEER  /* an answer from another peer than the one asked: the get failed */
+};
+TCA_BTL_CORE_HIDDEN tca_btl_gets_t *tca_btl_gets_new(uint32_t capacity);
+TCA_BTL_CORE_HIDDEN void tca_btl_gets_free(tca_btl_gets_t *g);
+/* Checks the get, records owner (len <= TCA_BTL_OWNER_BYTES) and fills req. */
+TCA_BTL_CORE_HIDDEN int tca_btl_get_begin(tca_btl_gets_t *g, int peer_node, const void *owner, size_t len,
+                                          const tcaHandle *src, uint64_t src_addr, const tcaHandle *dst,
+                                          uint64_t dst_addr, uint64_t size, tca_btl_get_request_t *req);
+/* The request could not be sent: forget it. */
+TCA_BTL_CORE_HIDDEN void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie);
+/* An answer from from_node: OK or WRONG_PEER with the owner record copied
+ * out (TCA_BTL_OWNER_BYTES), or UNKNOWN with nothing. */
+TCA_BTL_CORE_HIDDEN int tca_btl_get_finish(tca_btl_gets_t *g, const tca_btl_get_done_t *done, int from_node,
+                                           void *owner);
+TCA_BTL_CORE_HIDDEN int tca_btl_gets_pending(const tca_btl_gets_t *g);
+/* The owner's check of a peer's request: only its own registrations, only
+ * inside them, and only into the asking peer's memory. */
+TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t *req, int self_node, int peer_node);
 
 /* ---- the progress thread ---- */
 typedef struct tca_btl_progress_thread tca_btl_progress_thread_t;

@@ -220,6 +220,56 @@ TEST(DataPath, ReuseOneChainForThousandsOfIterations) {
     }));
 }
 
+// tcaDescClear (extension): one descriptor cleared and refilled put after
+// put, loaded while the runs started from its earlier contents are still
+// queued (1 MiB: not run inline).  Each run moves its own region: a reload
+// never changes a chain already started (the engine refills a chain in place
+// only when no run holds it).
+TEST(DataPath, AClearedDescriptorRefilledWhileEarlierRunsWaitMovesEachRegion) {
+    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
+        constexpr size_t kPart = 1 << 20;
+        constexpr int kParts = 6;
+        auto [buf, mine, peer] = exchange_buffers(node, board, kParts * kPart + kPart, tcaMemoryCPU);
+        for (int round = 0; round < 3; ++round) {
+            const uint32_t seed = 100 + static_cast<uint32_t>(round);
+            if (node == 0) {
+                for (int p = 0; p < kParts; ++p) fill_pattern(static_cast<char *>(buf) + p * kPart, kPart, seed + p);
+                tcaDesc *d = tcaDescNew();
+                for (int p = 0; p < kParts; ++p) {
+                    NODE_OK(tcaDescClear(d));
+                    const off_t off = static_cast<off_t>(p * kPart);
+                    NODE_OK(tcaDescSetMemcpy(d, &peer, off, &mine, off, kPart, tcaDMANotify, 1, p));
+                    int len = 0;
+                    NODE_OK(tcaDescGetLength(d, &len));
+                    NODE_CHECK(len == 1);
+                    NODE_OK(tcaDescSet(d, 2));
+                    NODE_OK(tcaStartDMADesc(2));  // no wait: the earlier runs are still queued
+                }
+                NODE_OK(tcaWaitDMAC(2));
+                NODE_OK(tcaDescFree(d));
+                NODE_OK(tcaWaitDMARecvDesc(&peer, 2, round));  // node 1 checked them
+            } else {
+                std::memset(static_cast<char *>(buf) + kParts * kPart, 0x5a, kPart);
+                for (int p = 0; p < kParts; ++p) NODE_OK(tcaWaitDMARecvDesc(&peer, 1, p));
+                for (int p = 0; p < kParts; ++p) {
+                    size_t bad = 0;
+                    if (!check_pattern(static_cast<char *>(buf) + p * kPart, kPart, seed + p, &bad)) {
+                        std::fprintf(stderr, "round %d region %d: byte %zu wrong\n", round, p, bad);
+                        return 1;
+                    }
+                }
+                const auto *tail = static_cast<const unsigned char *>(buf) + kParts * kPart;
+                for (size_t i = 0; i < kPart; ++i) NODE_CHECK(tail[i] == 0x5a);
+                char one = 0;
+                NODE_OK(tcaPioWrite(&peer, 0, &one, 0, tcaDMANotify, 2, round));
+            }
+        }
+        NODE_OK(tcaDestroyHandle(&mine));
+        NODE_OK(tcaFree(buf, tcaMemoryCPU));
+        return 0;
+    }));
+}
+
 // Self-notify: the source waits on its own handle for local completion.
 TEST(DataPath, SelfNotifyMeansLocalCompletion) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {

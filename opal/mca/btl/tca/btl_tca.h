@@ -86,14 +86,7 @@ typedef struct mca_btl_tca_component_t {
     tca_btl_progress_thread_t *thread;
     struct mca_btl_tca_module_t *module;
 
-    /* puts through the DMA engine */
-    opal_mutex_t dma_lock;
-    opal_list_t dma_pending;                     /* waiting for a channel */
-    int dma_channel_ids[TCA_NUM_DMA_CHANNELS];   /* acquired from the device, as DMA puts needed them */
-    int dma_nchannels;
-    int dma_none_reported;                       /* "no free channel" was logged */
-    struct mca_btl_tca_put_t *dma_active[TCA_NUM_DMA_CHANNELS]; /* by index into dma_channel_ids */
-    volatile int32_t dma_in_flight;
+    tca_btl_dma_puts_t *dma_puts; /* puts through the DMA engine (tca-btl core) */
 
     /* peers that die without finishing (check_peers) */
     uint32_t passes_since_check;
@@ -101,7 +94,7 @@ typedef struct mca_btl_tca_component_t {
     int peer_death_reported;
 
     /* emulated gets */
-    volatile int32_t gets_pending;  /* ours, waiting for GET_DONE */
+    tca_btl_gets_t *gets;           /* ours, waiting for GET_DONE (tca-btl core) */
     volatile int64_t gets_served;   /* puts run for peers' gets (reported at finalize, verbose) */
 #if OPAL_CUDA_SUPPORT
     int cuda_initialized;           /* mca_common_cuda_stage_one_init ran (and needs its fini) */
@@ -135,18 +128,27 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       mca_btl_base_descriptor_t **descriptor);
 int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *endpoint);
 
+/* How an RDMA operation completes: ob1's callback and its arguments, or
+ * (cbfunc NULL) the answer to a peer's get, named by its cookie. */
+typedef struct mca_btl_tca_rdma_done_t {
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    struct mca_btl_base_endpoint_t *endpoint;
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    void *cbcontext, *cbdata;
+    uint64_t cookie;
+} mca_btl_tca_rdma_done_t;
+
 /* put.c */
 int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
-int mca_btl_tca_put_ex(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                       void *local_address, uint64_t remote_address,
-                       struct mca_btl_base_registration_handle_t *local_handle,
-                       struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int need_dma,
-                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_tca_put_ex(const mca_btl_tca_rdma_done_t *done, const tcaHandle *src, tcaHandle *dst,
+                       uint64_t remote_address, size_t size, int need_dma);
 int mca_btl_tca_put_progress(void);
+int mca_btl_tca_put_init(void);
 void mca_btl_tca_put_fini(void);
 
 /* get.c */
@@ -157,9 +159,10 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag, const void *payload,
                              size_t size);
+/* The put run for a peer's get finished (or failed): answer it. */
+void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
 size_t mca_btl_tca_get_request_bytes(void);
-/* The emulated get's state (pending gets named by checked cookies, records
- * from a free list): set up in component init, torn down at shutdown. */
+/* The emulated get's state (tca-btl core): set up in component init, torn down at shutdown. */
 int mca_btl_tca_get_init(void);
 void mca_btl_tca_get_fini(void);
 

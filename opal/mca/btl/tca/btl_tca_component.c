@@ -209,17 +209,12 @@ static int tca_component_register(void) {
 static int tca_component_open(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     OBJ_CONSTRUCT(&c->frags, opal_free_list_t);
-    OBJ_CONSTRUCT(&c->dma_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&c->dma_pending, opal_list_t);
     c->device_up = 0;
     c->thread = NULL;
     c->progress_lock = 0;
-    c->dma_in_flight = 0;
     memset(c->endpoints, 0, sizeof(c->endpoints));
-    memset(c->dma_active, 0, sizeof(c->dma_active));
-    c->dma_nchannels = 0;
-    c->dma_none_reported = 0;
-    c->gets_pending = 0;
+    c->dma_puts = NULL;
+    c->gets = NULL;
     c->gets_served = 0;
 #if OPAL_CUDA_SUPPORT
     c->cuda_initialized = 0;
@@ -465,7 +460,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         stop_device(c);
         return NULL;
     }
-    if (OPAL_SUCCESS != mca_btl_tca_get_init()) {
+    if (OPAL_SUCCESS != mca_btl_tca_get_init() || OPAL_SUCCESS != mca_btl_tca_put_init()) {
+        mca_btl_tca_put_fini();
         mca_btl_tca_get_fini();
         stop_device(c);
         return NULL;
@@ -488,6 +484,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         tca_show_help(HELP_FILE, "modex-failed");
         if (c->thread) tca_btl_progress_thread_stop(c->thread);
         c->thread = NULL;
+        mca_btl_tca_put_fini();
         mca_btl_tca_get_fini();
         stop_device(c);
         return NULL;
@@ -568,7 +565,7 @@ int mca_btl_tca_poll(void) {
         count += poll_endpoint(ep);
         if (ep->pending_count) count += mca_btl_tca_send_pending(ep);
     }
-    if (c->dma_in_flight) count += mca_btl_tca_put_progress();
+    if (tca_btl_dma_puts_busy(c->dma_puts)) count += mca_btl_tca_put_progress();
     return count;
 }
 
@@ -608,7 +605,7 @@ void mca_btl_tca_component_shutdown(void) {
     /* The MPI cases check this line: the get path really ran. */
     opal_output_verbose(5, opal_btl_base_framework.framework_output,
                         "btl:tca: node %d served %lld emulated gets, %d of its own unanswered", c->node,
-                        (long long) c->gets_served, (int) c->gets_pending);
+                        (long long) c->gets_served, NULL == c->gets ? 0 : tca_btl_gets_pending(c->gets));
     mca_btl_tca_put_fini();
     mca_btl_tca_get_fini();
     for (int n = 0; n < TCA_MAX_NODES; ++n) {
@@ -625,8 +622,6 @@ static int tca_component_close(void) {
     if (c->cuda_initialized) mca_common_cuda_fini();
     c->cuda_initialized = 0;
 #endif
-    OBJ_DESTRUCT(&c->dma_pending);
-    OBJ_DESTRUCT(&c->dma_lock);
     OBJ_DESTRUCT(&c->frags);
     return OPAL_SUCCESS;
 }

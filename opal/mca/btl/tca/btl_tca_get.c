@@ -15,6 +15,8 @@
  *      the get (ob1 then sends its FIN).
  * Ring messages of one peer are delivered in order and published after
  * their payload, so GET_DONE is never seen before the data it announces.
+ * The wire format, the checks and the pending gets are the core's
+ * (tca-btl/pending_gets.hpp); this file sends, forwards and reports.
  *
  * The same code serves host memory: btl_tca_get_emulation=all advertises
  * MCA_BTL_FLAGS_GET, ob1 then runs its RGET protocol over it, and the whole
@@ -23,7 +25,6 @@
 #include "btl_tca_endpoint.h"
 #include "btl_tca_frag.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "opal/mca/btl/base/base.h"
@@ -32,70 +33,23 @@
 
 #define HELP_FILE "help-btl-tca.txt"
 
-/* On the wire (same host, same build: no byte swapping). */
-typedef struct get_request_t {
-    uint64_t cookie;   /* the requester's pending get */
-    uint64_t src_addr; /* in the owner's address space */
-    uint64_t dst_addr; /* in the requester's address space */
-    uint64_t size;
-    tcaHandle src;     /* the owner's registration (ob1 shipped it in its RGET header) */
-    tcaHandle dst;     /* the requester's registration */
-} get_request_t;
-
-typedef struct get_done_t {
-    uint64_t cookie;
-    int32_t status; /* OPAL_SUCCESS or an error */
-    int32_t reserved;
-} get_done_t;
-
-/* The requester's side of one get, until GET_DONE. */
-typedef struct pending_get_t {
-    struct mca_btl_base_endpoint_t *endpoint;
-    void *local_address;
-    struct mca_btl_base_registration_handle_t *local_handle;
-    mca_btl_base_rdma_completion_fn_t cbfunc;
-    void *cbcontext, *cbdata;
-} pending_get_t;
-
-/* The owner's side: the put it runs for a peer. */
-typedef struct served_get_t {
-    uint64_t cookie;
-    struct mca_btl_base_registration_handle_t src, dst; /* put's local and remote handles */
-} served_get_t;
-
-/* Either record, from a free list: no allocation per get once warm. */
-typedef struct get_item_t {
-    opal_free_list_item_t super;
-    union {
-        pending_get_t pending;
-        served_get_t served;
-    } u;
-} get_item_t;
-static OBJ_CLASS_INSTANCE(get_item_t, opal_free_list_item_t, NULL, NULL);
-
 /* Outstanding gets in flight at once (ob1 retries a get refused for lack of one). */
 #define MAX_PENDING_GETS 4096
-static opal_free_list_t get_items;
-static tca_btl_cookies_t *pending_gets; /* cookie -> get_item_t of a pending get */
+
+_Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES, "the core keeps TCA_BTL_OWNER_BYTES per get");
 
 int mca_btl_tca_get_init(void) {
-    OBJ_CONSTRUCT(&get_items, opal_free_list_t);
-    if (OPAL_SUCCESS != opal_free_list_init(&get_items, sizeof(get_item_t), 64,
-                                            OBJ_CLASS(get_item_t), 0, 0, 16, MAX_PENDING_GETS * 2, 16, NULL, 0,
-                                            NULL, NULL, NULL))
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    pending_gets = tca_btl_cookies_new(MAX_PENDING_GETS);
-    return NULL == pending_gets ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
+    mca_btl_tca_component.gets = tca_btl_gets_new(MAX_PENDING_GETS);
+    return NULL == mca_btl_tca_component.gets ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
 }
 
 void mca_btl_tca_get_fini(void) {
-    tca_btl_cookies_free(pending_gets);
-    pending_gets = NULL;
-    OBJ_DESTRUCT(&get_items);
+    tca_btl_gets_free(mca_btl_tca_component.gets);
+    mca_btl_tca_component.gets = NULL;
 }
 
 size_t mca_btl_tca_get_request_bytes(void) {
-    return sizeof(get_request_t);
+    return sizeof(tca_btl_get_request_t);
 }
 
 /* A control message through the ring; send never fails, it queues. */
@@ -108,6 +62,12 @@ static int send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t t
     return OPAL_SUCCESS;
 }
 
+static void answer(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
+    const tca_btl_get_done_t done = {.cookie = cookie, .status = status};
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
+        mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
+}
+
 int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
                     uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
                     struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
@@ -117,110 +77,66 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     (void) order;
     /* The owner writes into our registration: without one there is nothing it could name. */
     if (OPAL_UNLIKELY(NULL == local_handle || NULL == remote_handle)) return OPAL_ERR_BAD_PARAM;
-    const tcaHandle *src = &remote_handle->h;
-    const tcaHandle *dst = &local_handle->h;
-    const uint64_t dst_addr = (uint64_t) (uintptr_t) local_address;
-    if (OPAL_UNLIKELY(src->node != (uint16_t) ep->node || remote_address < src->addr || size > src->size ||
-                      remote_address - src->addr > src->size - size || dst_addr < dst->addr || size > dst->size ||
-                      dst_addr - dst->addr > dst->size - size))
-        return OPAL_ERR_BAD_PARAM;
-
-    get_item_t *item = (get_item_t *) opal_free_list_get(&get_items);
-    if (OPAL_UNLIKELY(NULL == item)) return OPAL_ERR_OUT_OF_RESOURCE;
-    item->u.pending = (pending_get_t){.endpoint = ep, .local_address = local_address, .local_handle = local_handle,
-                                      .cbfunc = cbfunc, .cbcontext = cbcontext, .cbdata = cbdata};
-    get_request_t req = {.src_addr = remote_address, .dst_addr = dst_addr, .size = size, .src = *src, .dst = *dst};
-    if (OPAL_UNLIKELY(!tca_btl_cookie_put(pending_gets, item, &req.cookie))) {
-        opal_free_list_return(&get_items, &item->super);
+    const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc, .endpoint = ep, .local_address = local_address,
+                                          .local_handle = local_handle, .cbcontext = cbcontext, .cbdata = cbdata};
+    tca_btl_get_request_t req;
+    switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
+                              remote_address, &local_handle->h, (uint64_t) (uintptr_t) local_address, size, &req)) {
+    case TCA_BTL_GET_OK:
+        break;
+    case TCA_BTL_GET_FULL:
         return OPAL_ERR_OUT_OF_RESOURCE; /* ob1 queues the get and retries */
+    default:
+        return OPAL_ERR_BAD_PARAM;
     }
-    OPAL_THREAD_ADD_FETCH32(&mca_btl_tca_component.gets_pending, 1);
     const int rc = send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req));
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        OPAL_THREAD_ADD_FETCH32(&mca_btl_tca_component.gets_pending, -1);
-        (void) tca_btl_cookie_take(pending_gets, req.cookie);
-        opal_free_list_return(&get_items, &item->super);
-    }
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
     return rc;
 }
 
 /* Owner: the put for a peer finished (the data is visible there) or failed. */
-static void served_put_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
-                            struct mca_btl_base_registration_handle_t *local_handle, void *context, void *cbdata,
-                            int status) {
-    get_item_t *item = (get_item_t *) context;
-    (void) btl;
-    (void) local_address;
-    (void) local_handle;
-    (void) cbdata;
-    const get_done_t done = {.cookie = item->u.served.cookie, .status = status};
-    opal_free_list_return(&get_items, &item->super);
+void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
     OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.gets_served, 1);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
-        mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
+    answer(ep, cookie, status);
 }
 
-static void serve_request(struct mca_btl_base_endpoint_t *ep, const get_request_t *req) {
-    mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    const tcaHandle *src = &req->src;
-    get_done_t refused = {.cookie = req->cookie, .status = OPAL_ERR_BAD_PARAM};
-    /* Only our own registrations, and only inside them. */
-    if (OPAL_UNLIKELY(src->node != (uint16_t) c->node || req->src_addr < src->addr || req->size > src->size ||
-                      req->src_addr - src->addr > src->size - req->size || req->dst.node != (uint16_t) ep->node)) {
+static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_request_t *req) {
+    if (OPAL_UNLIKELY(!tca_btl_get_request_servable(req, mca_btl_tca_component.node, ep->node))) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
                             "btl:tca: get request from node %d outside our registration: refused", ep->node);
-        (void) send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &refused, sizeof(refused));
+        answer(ep, req->cookie, OPAL_ERR_BAD_PARAM);
         return;
     }
-    get_item_t *item = (get_item_t *) opal_free_list_get(&get_items);
-    if (OPAL_UNLIKELY(NULL == item)) {
-        refused.status = OPAL_ERR_OUT_OF_RESOURCE;
-        (void) send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &refused, sizeof(refused));
-        return;
-    }
-    served_get_t *sg = &item->u.served;
-    sg->cookie = req->cookie;
-    sg->src.h = req->src;
-    sg->dst.h = req->dst;
+    const mca_btl_tca_rdma_done_t done = {.endpoint = ep, .local_address = (void *) (uintptr_t) req->src_addr,
+                                          .cookie = req->cookie};
     /* PIO reads the source with CPU loads: GPU memory on either side goes by DMA. */
-    const int need_dma = tcaMemoryGPU == src->region || tcaMemoryGPU == req->dst.region;
-    const int rc = mca_btl_tca_put_ex(&mca_btl_tca_module.super, ep, (void *) (uintptr_t) req->src_addr,
-                                      req->dst_addr, &sg->src, &sg->dst, (size_t) req->size, need_dma,
-                                      served_put_done, item, NULL);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        /* the put did not start, so it will not call back */
-        opal_free_list_return(&get_items, &item->super);
-        refused.status = rc;
-        (void) send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &refused, sizeof(refused));
-    }
+    const int need_dma = tcaMemoryGPU == req->src.region || tcaMemoryGPU == req->dst.region;
+    const int rc = mca_btl_tca_put_ex(&done, &req->src, &req->dst, req->dst_addr, (size_t) req->size, need_dma);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) answer(ep, req->cookie, rc); /* it did not start: no callback */
 }
 
-/* The cookie came from the peer: it is looked up, never dereferenced. */
-static void finish_get(struct mca_btl_base_endpoint_t *ep, const get_done_t *done) {
-    get_item_t *item = (get_item_t *) tca_btl_cookie_take(pending_gets, done->cookie);
-    if (OPAL_UNLIKELY(NULL == item)) {
-        tca_show_help(HELP_FILE, "bad-get-answer", ep->node, (unsigned long long) done->cookie);
-        return;
-    }
-    const pending_get_t pg = item->u.pending;
-    opal_free_list_return(&get_items, &item->super);
-    OPAL_THREAD_ADD_FETCH32(&mca_btl_tca_component.gets_pending, -1);
-    /* Asked of one peer, answered by another: the data cannot be trusted. */
-    const int status = pg.endpoint == ep ? done->status : OPAL_ERROR;
-    if (OPAL_UNLIKELY(pg.endpoint != ep))
-        tca_show_help(HELP_FILE, "bad-get-answer", ep->node, (unsigned long long) done->cookie);
-    pg.cbfunc(&mca_btl_tca_module.super, pg.endpoint, pg.local_address, pg.local_handle, pg.cbcontext, pg.cbdata,
-              status);
+/* The cookie came from the peer: the core looks it up, never dereferences it. */
+static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_done_t *answer_msg) {
+    mca_btl_tca_rdma_done_t d;
+    unsigned char owner[TCA_BTL_OWNER_BYTES];
+    const int how = tca_btl_get_finish(mca_btl_tca_component.gets, answer_msg, ep->node, owner);
+    if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
+        tca_show_help(HELP_FILE, "bad-get-answer", ep->node, (unsigned long long) answer_msg->cookie);
+    if (TCA_BTL_GET_UNKNOWN == how) return;
+    memcpy(&d, owner, sizeof(d));
+    /* Answered by another peer than the one asked: the data cannot be trusted. */
+    const int status = TCA_BTL_GET_OK == how ? answer_msg->status : OPAL_ERROR;
+    d.cbfunc(&mca_btl_tca_module.super, d.endpoint, d.local_address, d.local_handle, d.cbcontext, d.cbdata, status);
 }
 
 /* From progress, for the btl's own tags; the payload stays valid during the call. */
 void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *ep, uint8_t tag, const void *payload, size_t size) {
-    if (MCA_BTL_TCA_TAG_GET_REQ == tag && size == sizeof(get_request_t)) {
-        get_request_t req;
+    if (MCA_BTL_TCA_TAG_GET_REQ == tag && size == sizeof(tca_btl_get_request_t)) {
+        tca_btl_get_request_t req;
         memcpy(&req, payload, sizeof(req)); /* the slot goes back to the peer before the put completes */
         serve_request(ep, &req);
-    } else if (MCA_BTL_TCA_TAG_GET_DONE == tag && size == sizeof(get_done_t)) {
-        get_done_t done;
+    } else if (MCA_BTL_TCA_TAG_GET_DONE == tag && size == sizeof(tca_btl_get_done_t)) {
+        tca_btl_get_done_t done;
         memcpy(&done, payload, sizeof(done));
         finish_get(ep, &done);
     } else {

@@ -176,6 +176,10 @@ TCA_API tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_of
 TCA_API tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step);
 TCA_API tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add);
 TCA_API tcaResult tcaDescGetLength(const tcaDesc *desc, int *count); /* extension */
+/* Extension: empty the list for the next chain, keeping its storage, so a
+ * descriptor reused put after put (btl tca's DMA puts) allocates nothing once
+ * warm.  A chain already loaded on a channel is not affected (tcaDescSet copies). */
+TCA_API tcaResult tcaDescClear(tcaDesc *desc);
 
 /* A channel runs its starts in order, each to its end, descriptor after
  * descriptor: descriptor k's data is visible before descriptor k+1's and

@@ -275,6 +275,13 @@ tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
     });
 }
 
+tcaResult tcaDescClear(tcaDesc *desc) {
+    return descs().with(desc, [](tcaDesc *live) {
+        live->chain.clear();  // keeps the capacity: the next chain of this size allocates nothing
+        return tcaSuccess;
+    });
+}
+
 // Channels are named by id (model/owned_id.hpp): an acquired channel only
 // by its holder's id, one nobody holds by its plain number.
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {

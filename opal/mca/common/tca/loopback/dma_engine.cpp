@@ -101,7 +101,19 @@ void DmaEngine::stop_thread() {
 }
 
 Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
-    auto c = std::make_shared<Chain>();
+    Channel &ch = channels_[static_cast<size_t>(channel)];
+    std::lock_guard g(ch.app_lock);
+    // Refill the loaded chain in place when no started run holds it any more
+    // (a channel loaded, started and reaped put after put, as btl tca's DMA
+    // puts do: no allocation once warm).  Runs hold the chain only in the
+    // queue, and drop it under queue_lock, so a count of one read under it
+    // means nobody else can still be reading the chain.
+    std::shared_ptr<Chain> c;
+    {
+        std::lock_guard q(ch.queue_lock);
+        if (ch.loaded && ch.loaded.use_count() == 1) c = std::const_pointer_cast<Chain>(std::move(ch.loaded));
+    }
+    if (!c) c = std::make_shared<Chain>();
     c->descs.assign(chain.begin(), chain.end());
     c->register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
     uint64_t bytes = 0, total = 0;
@@ -113,8 +125,6 @@ Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
     }
     c->run_inline = !triggered && bytes <= kInlineMaxBytes;
     c->streaming = total >= streaming_min_;
-    Channel &ch = channels_[static_cast<size_t>(channel)];
-    std::lock_guard g(ch.app_lock);
     ch.loaded = std::move(c);  // queued runs keep the chain they were started with
     ch.starts_since_load = 0;
     return tcaSuccess;
