@@ -1,71 +1,77 @@
 #include "progress_thread.hpp"
 
 #include <algorithm>
-
-#include "tca.h"
+#include <new>
 
 namespace tca::btl {
 
 ProgressThread::ProgressThread(ProgressHooks hooks, std::chrono::microseconds check_interval,
                                std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep)
     : hooks_(hooks), check_interval_(check_interval),
-      max_check_interval_(std::max(check_interval, max_check_interval)), max_sleep_(max_sleep) {
-    thread_ = std::thread([this] { run(); });
+      max_check_interval_(std::max(check_interval, max_check_interval)), max_sleep_(max_sleep),
+      interval_(check_interval) {
+    seen_ = app_calls_.load(std::memory_order_relaxed);
+    watch_from(clock::now());
+    const tca_progress_hooks_t h{pass_cb, idle_cb, this};
+    client_ = tca_progress_join(&h);
+    if (client_ == nullptr) throw std::bad_alloc();
 }
 
 ProgressThread::~ProgressThread() {
-    stop_.store(true, std::memory_order_release);
-    // Wake it if it sleeps on the interrupt; the timed sleeps end by themselves.
-    int node = 0;
-    if (tcaGetNodeId(&node) == tcaSuccess) tcaInterruptRaise(node);
-    if (thread_.joinable()) thread_.join();
+    tca_progress_leave(client_);  // no pass of ours runs after this
+    if (announced_) hooks_.announce_sleep(hooks_.ctx, 0);
 }
 
-bool ProgressThread::app_active(uint64_t *seen) const noexcept {
+bool ProgressThread::app_active() noexcept {
     const uint64_t now = app_calls_.load(std::memory_order_relaxed);
-    if (now == *seen) return false;
-    *seen = now;
+    if (now == seen_) return false;
+    seen_ = now;
     return true;
 }
 
-void ProgressThread::run() {
-    uint64_t seen = app_calls_.load(std::memory_order_relaxed);
-    auto interval = check_interval_;
-    while (!stop_.load(std::memory_order_acquire)) {
-        // The application drives progress: look again after an interval.
-        uint32_t ev = 0;
-        tcaInterruptCount(&ev);
-        tcaInterruptWait(ev, interval.count());
-        if (stop_.load(std::memory_order_acquire)) break;
-        if (app_active(&seen)) {
-            interval = std::min(interval * 2, max_check_interval_);
-            continue;
-        }
-        drive(&seen);
-        interval = check_interval_;
-    }
+void ProgressThread::watch_from(clock::time_point now) {
+    driving_ = false;
+    next_look_ = now + interval_;
+    idle_us_ = interval_.count();
 }
 
-void ProgressThread::drive(uint64_t *seen) {
-    bool announced = false;
-    while (!stop_.load(std::memory_order_acquire)) {
-        uint32_t ev = 0;
-        tcaInterruptCount(&ev);
-        const int n = hooks_.poll(hooks_.ctx);
-        driven_.fetch_add(1, std::memory_order_relaxed);
-        if (app_active(seen)) break;  // the application is back in MPI
-        if (n > 0) continue;
-        if (!announced) {
-            // Ask for doorbells, then look once more: a message sent before a
-            // peer saw the request is found by this poll (fences pair up).
-            hooks_.announce_sleep(hooks_.ctx, 1);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            announced = true;
-            continue;
+int ProgressThread::pass() {
+    const auto now = clock::now();
+    if (!driving_) {
+        // The application drives progress: look again once an interval passed
+        // (the thread passes more often when other clients or raises wake it).
+        if (now < next_look_) {
+            idle_us_ = std::chrono::duration_cast<std::chrono::microseconds>(next_look_ - now).count() + 1;
+            return 0;
         }
-        tcaInterruptWait(ev, max_sleep_.count());
+        if (app_active()) {
+            interval_ = std::min(interval_ * 2, max_check_interval_);
+            watch_from(now);
+            return 0;
+        }
+        driving_ = true;
     }
-    if (announced) hooks_.announce_sleep(hooks_.ctx, 0);
+    const int n = hooks_.poll(hooks_.ctx);
+    driven_.fetch_add(1, std::memory_order_relaxed);
+    if (app_active()) {  // the application is back in MPI
+        if (announced_) hooks_.announce_sleep(hooks_.ctx, 0);
+        announced_ = false;
+        interval_ = check_interval_;
+        watch_from(now);
+        return n;
+    }
+    if (n > 0) return n;
+    if (!announced_) {
+        // Ask for doorbells, then look once more (pass again at once): a
+        // message sent before a peer saw the request is found by that poll
+        // (fences pair up).
+        hooks_.announce_sleep(hooks_.ctx, 1);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        announced_ = true;
+        return 1;
+    }
+    idle_us_ = max_sleep_.count();
+    return 0;
 }
 
 }  // namespace tca::btl

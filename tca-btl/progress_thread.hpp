@@ -1,20 +1,22 @@
-// progress_thread.hpp - the asynchronous progress thread of btl tca.
+// progress_thread.hpp - btl tca's asynchronous progress, run by the TCA
+// session's one progress thread (session/progress_engine.h) as a client.
 //
 // While the application itself calls into MPI (its progress counter moves),
-// the thread only wakes now and then to look: it must not compete for a core
-// with a latency-bound rank.  The interval starts at `check_interval` and
-// doubles, up to `max_check_interval`, each time the application was busy in
-// MPI anyway; it drops back after the thread has had work.  Once the application has been away
-// for a whole interval (computing), the thread drives progress itself: it
-// polls while there is work and otherwise sleeps on the device interrupt,
-// having asked its peers to raise it after each message (doorbell).  It never
-// spins idle.
+// it only looks now and then: it must not compete for a core with a
+// latency-bound rank.  The interval starts at `check_interval` and doubles,
+// up to `max_check_interval`, each time the application was busy in MPI
+// anyway; it drops back after it has had work.  Once the application has
+// been away for a whole interval (computing), it drives progress itself: it
+// polls while there is work and otherwise lets the thread sleep on the device
+// interrupt, having asked its peers to raise it after each message
+// (doorbell).  It never spins idle.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <thread>
+
+#include "session/progress_engine.h"
 
 namespace tca::btl {
 
@@ -26,8 +28,12 @@ struct ProgressHooks {
 
 class ProgressThread {
 public:
+    using clock = std::chrono::steady_clock;
+
+    // Joins the session's progress engine (throws std::bad_alloc when it cannot).
     ProgressThread(ProgressHooks hooks, std::chrono::microseconds check_interval,
                    std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep);
+    // Leaves it (no pass of ours runs after), withdrawing a doorbell request.
     ~ProgressThread();
     ProgressThread(const ProgressThread &) = delete;
     ProgressThread &operator=(const ProgressThread &) = delete;
@@ -35,22 +41,30 @@ public:
     // Called by the application's own progress calls: cheap, no fence.
     void note_app_progress() noexcept { app_calls_.fetch_add(1, std::memory_order_relaxed); }
 
-    // For tests: progress passes the thread drove itself.
+    // For tests: progress passes it drove itself.
     uint64_t driven_polls() const noexcept { return driven_.load(std::memory_order_relaxed); }
 
 private:
-    void run();
-    bool app_active(uint64_t *seen) const noexcept;
-    void drive(uint64_t *seen);
+    static int pass_cb(void *self) { return static_cast<ProgressThread *>(self)->pass(); }
+    static int64_t idle_cb(void *self) { return static_cast<ProgressThread *>(self)->idle_us_; }
+    int pass();  // on the engine thread only, like everything below
+    bool app_active() noexcept;
+    void watch_from(clock::time_point now);
 
-    ProgressHooks hooks_;
-    std::chrono::microseconds check_interval_;
-    std::chrono::microseconds max_check_interval_;
-    std::chrono::microseconds max_sleep_;
+    const ProgressHooks hooks_;
+    const std::chrono::microseconds check_interval_;
+    const std::chrono::microseconds max_check_interval_;
+    const std::chrono::microseconds max_sleep_;
     std::atomic<uint64_t> app_calls_{0};
-    std::atomic<bool> stop_{false};
     std::atomic<uint64_t> driven_{0};
-    std::thread thread_;
+    // The engine thread's state.
+    bool driving_ = false;
+    bool announced_ = false;
+    uint64_t seen_ = 0;
+    std::chrono::microseconds interval_;
+    clock::time_point next_look_;
+    int64_t idle_us_ = 0;
+    tca_progress_client_t *client_ = nullptr;
 };
 
 }  // namespace tca::btl

@@ -1,5 +1,5 @@
 // thread_engine.cpp - the same broadcast steps as the offload program, done in
-// software by one executor thread shared by all requests of the process: it
+// software on the TCA session's progress thread for all requests of the process: it
 // waits for the children's ready (credits, when staged) and for landed
 // segments (counter updates raise the device interrupt, so it sleeps on
 // that), writes each segment with PIO and adds to the child's data counter.
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bcast_engine.hpp"
+#include "session/progress_engine.h"
 
 namespace tca::coll {
 
@@ -21,16 +22,11 @@ namespace {
 
 class ThreadEngine;
 
-// One thread for all ThreadEngines; it exists while any of them does.
-//
-// A program may leave without MPI_Finalize (return from main, exit()) while
-// persistent broadcasts are alive: then exit() runs libtca's static teardown,
-// which destroys the device and unmaps its segments, while the executor may
-// still be advancing an epoch or sleeping on the device interrupt (SIGSEGV).
-// An exit handler stops the thread first: it is registered after libtca was
-// loaded (libtca registered its teardown then), and exit() runs handlers in
-// reverse order of registration.  (It belongs to coll tca's DSO: when Open
-// MPI unloads the component it runs then, before the thread's code goes.)
+// Advances every started ThreadEngine, as a client of the TCA session's one
+// progress thread (session/progress_engine.h): it exists while any engine
+// does.  Counter updates and kicks raise the device interrupt, which ends
+// the thread's sleep.  (At exit() without MPI_Finalize the session stops
+// the thread before libtca's static teardown unmaps the device.)
 class Executor {
 public:
     static std::shared_ptr<Executor> get() {
@@ -38,57 +34,41 @@ public:
         std::lock_guard g(r.lock);
         auto e = r.current.lock();
         if (!e) r.current = e = std::shared_ptr<Executor>(new Executor());
-        if (!r.at_exit_registered) r.at_exit_registered = std::atexit(stop_at_exit) == 0;
         return e;
     }
-    ~Executor() { stop(); }
-    // Ends the thread (once; later starts are never advanced).
-    void stop() {
-        std::lock_guard g(stop_lock_);
-        stop_.store(true, std::memory_order_release);
-        if (!thread_.joinable()) return;
-        kick();
-        thread_.join();
-    }
+    ~Executor() { tca_progress_leave(client_); }  // no pass of ours runs after this
     void add(ThreadEngine *e) {
-        std::lock_guard g(lock_);
-        active_.push_back(e);
-        kick();
-    }
-    void kick() {
-        int node = 0;
-        if (tcaGetNodeId(&node) == tcaSuccess) tcaInterruptRaise(node);
+        {
+            std::lock_guard g(lock_);
+            active_.push_back(e);
+        }
+        tca_progress_wake();
     }
 
 private:
-    Executor() : thread_([this] { run(); }) {}
-    void run();
+    Executor() {
+        const tca_progress_hooks_t hooks{[](void *self) { return static_cast<Executor *>(self)->pass(); },
+                                         [](void *self) { return static_cast<Executor *>(self)->idle_us(); }, this};
+        client_ = tca_progress_join(&hooks);
+        if (client_ == nullptr) throw std::bad_alloc();
+    }
+    int pass();  // the progress thread only, like work_
+    int64_t idle_us() const { return work_.empty() ? 100000 : 1000; }
 
-    // Never destroyed: the exit handler may run after other static destructors.
+    // Never destroyed: an engine may be released from a static destructor at exit.
     struct Registry {
         std::mutex lock;
         std::weak_ptr<Executor> current;
-        bool at_exit_registered = false;
     };
     static Registry &registry() {
         static Registry *r = new Registry;
         return *r;
     }
-    static void stop_at_exit() {
-        Registry &r = registry();
-        std::shared_ptr<Executor> e;
-        {
-            std::lock_guard g(r.lock);
-            e = r.current.lock();
-        }
-        if (e) e->stop();
-    }
 
     std::mutex lock_;
-    std::vector<ThreadEngine *> active_;
-    std::atomic<bool> stop_{false};
-    std::mutex stop_lock_;
-    std::thread thread_;
+    std::vector<ThreadEngine *> active_;  // started, not yet taken up by a pass (under lock_)
+    std::vector<ThreadEngine *> work_;
+    tca_progress_client_t *client_ = nullptr;
 };
 
 class ThreadEngine final : public BcastEngine {
@@ -212,29 +192,23 @@ private:
     std::atomic<bool> done_{true};
 };
 
-void Executor::run() {
-    std::vector<ThreadEngine *> work;
-    while (!stop_.load(std::memory_order_acquire)) {
-        uint32_t ev = 0;
-        tcaInterruptCount(&ev);
-        {
-            std::lock_guard g(lock_);
-            work.insert(work.end(), active_.begin(), active_.end());
-            active_.clear();
-        }
-        bool progressed = false;
-        for (auto it = work.begin(); it != work.end();) {
-            if ((*it)->advance()) {
-                (*it)->finish();
-                it = work.erase(it);
-                progressed = true;
-            } else {
-                ++it;
-            }
-        }
-        // Counter updates and kicks raise the interrupt: sleep until one comes.
-        if (!progressed) tcaInterruptWait(ev, work.empty() ? 100000 : 1000);
+int Executor::pass() {
+    {
+        std::lock_guard g(lock_);
+        work_.insert(work_.end(), active_.begin(), active_.end());
+        active_.clear();
     }
+    int progressed = 0;
+    for (auto it = work_.begin(); it != work_.end();) {
+        if ((*it)->advance()) {
+            (*it)->finish();
+            it = work_.erase(it);
+            ++progressed;
+        } else {
+            ++it;
+        }
+    }
+    return progressed;
 }
 
 }  // namespace
