@@ -161,6 +161,6 @@ int tca_btl_dma_puts_progress(tca_btl_dma_puts_t *q, void (*done)(void *, const 
                               void *ctx) {
     return q->q.progress(done, ctx);
 }
-int tca_btl_dma_puts_busy(const tca_btl_dma_puts_t *q) { return q->q.busy(); }
+int tca_btl_dma_puts_busy(const tca_btl_dma_puts_t *q) { return q == nullptr ? 0 : q->q.busy(); }
 
 }  // extern "C"

@@ -73,7 +73,7 @@ tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *), vo
     try {
         return new tca_btl_progress_thread(tca::btl::ProgressHooks{poll, announce_sleep, ctx}, check_interval_us,
                                            check_max_us, max_sleep_us);
-    } catch (...) {  // std::bad_alloc, std::system_error from std::thread
+    } catch (...) {  // std::bad_alloc: the session's progress thread could not take it
         return nullptr;
     }
 }

@@ -72,7 +72,7 @@ TCA_BTL_CORE_HIDDEN int tca_btl_dma_put_submit(tca_btl_dma_puts_t *q, const tca_
 TCA_BTL_CORE_HIDDEN int tca_btl_dma_puts_progress(tca_btl_dma_puts_t *q,
                                                   void (*done)(void *ctx, const tca_btl_dma_put_t *put, tcaResult r),
                                                   void *ctx);
-/* Puts taken and not yet handed back (one atomic load: progress asks every pass). */
+/* Puts taken and not yet handed back (one atomic load: progress asks every pass; 0 for NULL). */
 TCA_BTL_CORE_HIDDEN int tca_btl_dma_puts_busy(const tca_btl_dma_puts_t *q);
 
 /* ---- emulated get: RDMA get on a put-only device, as a put request ----
@@ -118,7 +118,8 @@ TCA_BTL_CORE_HIDDEN int tca_btl_gets_pending(const tca_btl_gets_t *g);
  * inside them, and only into the asking peer's memory. */
 TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t *req, int self_node, int peer_node);
 
-/* ---- the progress thread ---- */
+/* ---- asynchronous progress: a client of the TCA session's one progress
+ * thread (session/progress_engine.h); NULL when it could not join ---- */
 typedef struct tca_btl_progress_thread tca_btl_progress_thread_t;
 TCA_BTL_CORE_HIDDEN tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *ctx),
                                                                              void (*announce_sleep)(void *ctx,
