@@ -142,6 +142,18 @@ TEST_F(Engine, AClientMayLeaveFromInsideItsPoll) {
     tca_progress_leave(cb);
 }
 
+TEST_F(Engine, TheLastClientLeavingFromInsideItsPollEndsTheThread) {
+    for (int round = 0; round < 3; ++round) {  // and a later join starts a new one
+        Counting a;
+        a.leave_inside = true;
+        const auto h = a.hooks();
+        a.self.store(tca_progress_join(&h));
+        ASSERT_NE(a.self.load(), nullptr);
+        tca_progress_wake();
+        EXPECT_TRUE(eventually([] { return tca_progress_clients() == 0 && tca_progress_threads() == 0; }));
+    }
+}
+
 TEST_F(Engine, ClientsComeAndGoFromManyThreads) {
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;

@@ -4,7 +4,8 @@
 // for the pass that may be calling it; a leave from inside a poll (the
 // engine thread itself) only marks the client, which the pass drops after.
 // The thread starts with the first client and stops with the last (joined
-// outside the list lock).  An exit handler stops it at exit() too: a program
+// outside the list lock; a last client that leaves from inside its poll ends
+// the thread itself, and the next join joins it).  An exit handler stops it at exit() too: a program
 // may leave without MPI_Finalize, and libtca's static teardown (registered
 // earlier, so run later) unmaps the device the thread sleeps on.
 #include "session/progress_engine.h"
@@ -48,15 +49,18 @@ public:
             return nullptr;
         }
         count_.fetch_add(1, std::memory_order_relaxed);
+        // A thread whose last client left from inside a poll has ended by itself.
+        if (thread_.joinable() && running_.load(std::memory_order_acquire) == 0) thread_.join();
         if (!thread_.joinable()) {
             stop_.store(false, std::memory_order_relaxed);
+            running_.store(1, std::memory_order_relaxed);  // before it runs: it may end (and say so) at once
             try {
                 thread_ = std::thread([this] { run(); });
             } catch (...) {
+                running_.store(0, std::memory_order_relaxed);
                 drop(c);
                 return nullptr;
             }
-            running_.store(1, std::memory_order_relaxed);
             if (!at_exit_registered_) at_exit_registered_ = std::atexit(stop_at_exit) == 0;
         }
         wake();  // the new client's first pass comes at once
@@ -77,8 +81,8 @@ public:
         int node = 0;
         if (tcaGetNodeId(&node) == tcaSuccess) (void)tcaInterruptRaise(node);
     }
-    int threads() const noexcept { return running_.load(std::memory_order_relaxed); }
-    int clients() const noexcept { return count_.load(std::memory_order_relaxed); }
+    int threads() const noexcept { return running_.load(std::memory_order_acquire); }
+    int clients() const noexcept { return count_.load(std::memory_order_acquire); }
 
 private:
     // A pass at least this often whatever the clients ask (they bound their
@@ -91,7 +95,7 @@ private:
         const auto it = std::find(clients_.begin(), clients_.end(), c);
         if (it != clients_.end()) {
             clients_.erase(it);
-            count_.fetch_sub(1, std::memory_order_relaxed);
+            count_.fetch_sub(1, std::memory_order_release);  // whoever sees it sees the client done
             delete c;
         }
         return clients_.empty();
@@ -103,7 +107,7 @@ private:
         stop_.store(true, std::memory_order_release);
         wake();
         thread_.join();
-        running_.store(0, std::memory_order_relaxed);
+        running_.store(0, std::memory_order_release);
     }
 
     static void stop_at_exit() {
@@ -131,17 +135,22 @@ private:
                 }
                 const auto gone = std::remove_if(clients_.begin(), clients_.end(), [this](tca_progress_client *c) {
                     if (!c->gone) return false;
-                    count_.fetch_sub(1, std::memory_order_relaxed);
+                    count_.fetch_sub(1, std::memory_order_release);  // whoever sees it sees the client done
                     delete c;
                     return true;
                 });
                 clients_.erase(gone, clients_.end());
+                if (clients_.empty()) {  // the last left from inside its poll: end; the next join joins us
+                    running_.store(0, std::memory_order_release);
+                    break;
+                }
             }
             if (handled > 0 || sleep_us <= 0) continue;
             if (stop_.load(std::memory_order_acquire)) break;
             const tcaResult r = tcaInterruptWait(ev, sleep_us);
             // No device (a client left it down): sleep anyway, never spin.
-            if (r != tcaSuccess && r != tcaErrorTimeout) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+            if (r != tcaSuccess && r != tcaErrorTimeout)
+                std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
         }
         thread_id_.store(std::thread::id(), std::memory_order_release);
     }
