@@ -36,8 +36,8 @@ void ProgressThread::watch_from(clock::time_point now) {
 }
 
 int ProgressThread::pass() {
-    const auto now = clock::now();
     if (!driving_) {
+        const auto now = clock::now();  // only here: a driving pass reads no clock
         // The application drives progress: look again once an interval passed
         // (the thread passes more often when other clients or raises wake it).
         if (now < next_look_) {
@@ -57,7 +57,7 @@ int ProgressThread::pass() {
         if (announced_) hooks_.announce_sleep(hooks_.ctx, 0);
         announced_ = false;
         interval_ = check_interval_;
-        watch_from(now);
+        watch_from(clock::now());
         return n;
     }
     if (n > 0) return n;
