@@ -1,7 +1,9 @@
 #!/bin/sh
 # Install dependencies, build, run every test (make check) against the
 # system's Open MPI, then the MPI part of the battery against a CUDA-aware
-# Open MPI (scripts/test-cuda-aware.sh; TCA_TEST_CUDA_AWARE=0 leaves it out).
+# Open MPI (scripts/test-cuda-aware.sh; TCA_TEST_CUDA_AWARE=0 leaves it out),
+# then `make check-multihost` on hosts made of network namespaces (as root;
+# TCA_TEST_MULTIHOST=0 leaves it out).
 # Prints "N passed, N failed, N skipped" for each half and, last, for both.
 # Exits non-zero on any failure.
 set -e
@@ -35,6 +37,26 @@ if [ "${TCA_TEST_CUDA_AWARE:-1}" != 0 ]; then
         total="$total
 $line"
     fi
+    rm -f "$out"
+fi
+if [ "${TCA_TEST_MULTIHOST:-1}" != 0 ]; then
+    # Hosts as network namespaces (root only; skipped elsewhere).
+    mh_rc=0
+    out=$(mktemp)
+    make -s check-multihost >"$out" 2>&1 || mh_rc=$?
+    cat "$out"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
+    if grep -q '^SKIP:' "$out" && [ -z "$line" ]; then
+        line="0 passed, 0 failed, 1 skipped"
+    elif [ -n "$line" ]; then
+        line="$line, 0 skipped"
+    else
+        line="0 passed, 1 failed, 0 skipped"
+    fi
+    [ "$mh_rc" -eq 0 ] || status=1
+    echo "multi-host (network namespaces): $line"
+    total="$total
+$line"
     rm -f "$out"
 fi
 if ! leftover=$(sh test/shm_left_behind.sh "$shm_before"); then

@@ -127,5 +127,67 @@ TEST(ProcessLifetime, KilledDuringTheRendezvousIsCleanedUpByTheNextStart) {
     EXPECT_EQ(count_segments(key), 0) << "the next start should have removed it";
 }
 
+// A node started in a child that then blocks; the parent reads its segment
+// count once it is up.  own_handler: the child installs a SIGTERM handler of
+// its own (exit 42) before tcaInit.
+pid_t start_blocked_node(const std::string &key, bool own_handler) {
+    int ready[2];
+    if (pipe(ready) != 0) return -1;
+    const pid_t child = fork();
+    if (child == 0) {
+        close(ready[0]);
+        if (own_handler) signal(SIGTERM, [](int) { _exit(42); });
+        tcaInitParams p{key.c_str(), 0, 1};
+        void *buf = nullptr;
+        // tcaMalloc: a shared-heap arena file beside the segment.
+        if (tcaInitWithParams(&p) != tcaSuccess || tcaMalloc(&buf, 1 << 20, tcaMemoryCPU) != tcaSuccess) _exit(3);
+        static_cast<char *>(buf)[0] = 1;
+        if (write(ready[1], "r", 1) != 1) _exit(4);
+        for (;;) pause();
+    }
+    close(ready[1]);
+    char c = 0;
+    const bool up = read(ready[0], &c, 1) == 1;
+    close(ready[0]);
+    if (!up) {
+        int st = 0;
+        waitpid(child, &st, 0);
+        return -1;
+    }
+    return child;
+}
+
+// mpirun and Slurm end the ranks of an aborted job with SIGTERM (then
+// SIGKILL): a node ended so leaves no file behind, even with no survivor and
+// no later start on the host to sweep it, and still ends by SIGTERM.
+TEST(ProcessLifetime, ANodeEndedBySigtermRemovesItsFiles) {
+    const std::string key = unique_job_key("sigterm");
+    const pid_t child = start_blocked_node(key, false);
+    ASSERT_GT(child, 0) << "the node did not start";
+    EXPECT_GE(count_segments(key), 2) << "segment and shared-heap arena expected";
+    ASSERT_EQ(kill(child, SIGTERM), 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(child, &st, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM) << "status " << st;
+    EXPECT_EQ(count_segments(key), 0);
+}
+
+// A program's own SIGTERM handler is left alone (libtca installs its cleanup
+// only over the default action); its files are then the next start's to sweep.
+TEST(ProcessLifetime, AnApplicationsSigtermHandlerIsKept) {
+    const std::string key = unique_job_key("ownterm");
+    const pid_t child = start_blocked_node(key, true);
+    ASSERT_GT(child, 0) << "the node did not start";
+    ASSERT_EQ(kill(child, SIGTERM), 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(child, &st, 0), child);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 42) << "status " << st;
+    EXPECT_GE(count_segments(key), 1);
+    NodeOptions opt;
+    opt.job_key = key;  // the same job's node 0 again: its start sweeps the dead one's files
+    EXPECT_TRUE(run_nodes(1, [](int, Board &) { return 0; }, opt));
+    EXPECT_EQ(count_segments(key), 0);
+}
+
 }  // namespace
 }  // namespace tca::test

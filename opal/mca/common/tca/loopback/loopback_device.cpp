@@ -21,10 +21,12 @@
 #include "loopback/env_settings.hpp"
 #include "loopback/internal_heap.hpp"
 #include "loopback/launch_info.hpp"
+#include "loopback/launcher_cleanup.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
 #include "loopback/shared_heap.hpp"
+#include "loopback/term_cleanup.hpp"
 #include "model/owned_id.hpp"
 
 namespace tca {
@@ -59,6 +61,7 @@ public:
     }
 
     ~LoopbackDevice() override {
+        disarm_term_cleanup();  // finalize unlinks and unmaps what the handler reads
         // Finalized must be visible before the engine drops the alive lock,
         // or peers would take the clean exit for a crash.
         nodes_.finalize(started_);
@@ -71,6 +74,11 @@ public:
         // yama ptrace_scope=1 (vader does the same).
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
         if (Result r = nodes_.create_own(heap_.size()); r != tcaSuccess) return r;
+        // However this process ends, nothing of it stays in /dev/shm: the
+        // launcher removes it at the end of the job (MPI_Abort, SIGKILL), and
+        // SIGTERM (a launcher ending an aborted job) removes it at once.
+        register_launcher_cleanup(nodes_.segment_name(nodes_.self()));
+        arm_term_cleanup(nodes_.segment_name(nodes_.self()), nodes_.own().arenas());
         if (Result r = engine_.start_thread(); r != tcaSuccess) return r;
         nodes_.publish_ready();
         if (Result r = nodes_.attach_all(); r != tcaSuccess) return r;

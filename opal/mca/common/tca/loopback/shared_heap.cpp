@@ -1,6 +1,8 @@
 // shared_heap.cpp - arenas of the shared heap (owner side).  Peers map them
 // through PeerArenas; here they are made, filled with blocks and removed.
 #include "loopback/shared_heap.hpp"
+
+#include "loopback/launcher_cleanup.hpp"
 #include "loopback/shm_reserve.hpp"
 
 #include <fcntl.h>
@@ -35,6 +37,7 @@ Result SharedHeap::add_arena(uint64_t size, bool own, Arena **out) {
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return tcaErrorNoMemory;
+    register_launcher_cleanup(name);  // as the segment (loopback_device.cpp)
     if (name.size() >= sizeof table[slot].name || fchmod(fd, 0600) != 0 ||
         ftruncate(fd, static_cast<off_t>(size)) != 0) {
         close(fd);

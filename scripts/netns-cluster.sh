@@ -1,0 +1,109 @@
+#!/bin/sh
+# netns-cluster.sh - a cluster of N "hosts" on this machine, for multi-host
+# tests: each host is a network namespace (its own address on a private
+# bridge, loopback up), a UTS namespace (its own hostname) and a mount
+# namespace with its own tmpfs /dev/shm, so no shared memory can cross hosts.
+#
+#   netns-cluster.sh up N      create hosts 1..N (root; replaces an old cluster)
+#   netns-cluster.sh down      remove them (idempotent)
+#   netns-cluster.sh exec I CMD...   run CMD on host I
+#   netns-cluster.sh addr I    host I's address
+#   netns-cluster.sh status    the hosts that exist
+#
+# Hosts are named tcah1..tcahN and live on 10.213.77.0/24 (the bridge in the
+# root namespace is .254): a range of the project's own, so traffic stays
+# between these namespaces.  mpirun reaches them through netns-rsh (its
+# plm_rsh_agent), which maps an address to its host.  Override the prefix or
+# the subnet with TCA_NETNS_PREFIX / TCA_NETNS_NET (first three octets).
+set -eu
+
+prefix=${TCA_NETNS_PREFIX:-tcah}
+net=${TCA_NETNS_NET:-10.213.77}
+bridge=${prefix}br0
+state=/run/${prefix}-cluster   # bind-mounted namespace handles, one pair per host
+shm_size=${TCA_NETNS_SHM_SIZE:-512m}
+
+die() { echo "netns-cluster: $*" >&2; exit 1; }
+
+can_make() {
+    [ "$(id -u)" = 0 ] || { echo "not root"; return 1; }
+    command -v ip >/dev/null || { echo "no ip(8)"; return 1; }
+    command -v unshare >/dev/null && command -v nsenter >/dev/null || { echo "no unshare/nsenter"; return 1; }
+    ip netns add "${prefix}probe" 2>/dev/null || { echo "ip netns add is refused here"; return 1; }
+    ip netns del "${prefix}probe"
+    unshare -m -u true 2>/dev/null || { echo "unshare -m -u is refused here"; return 1; }
+    return 0
+}
+
+down() {
+    for f in "$state"/*.mnt; do
+        [ -e "$f" ] || continue
+        umount "$f" 2>/dev/null || true
+    done
+    for f in "$state"/*.uts; do
+        [ -e "$f" ] || continue
+        umount "$f" 2>/dev/null || true
+    done
+    if mountpoint -q "$state" 2>/dev/null; then umount "$state" || true; fi
+    rm -rf "$state"
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+        case $ns in "$prefix"[0-9]*) ip netns del "$ns" 2>/dev/null || true ;; esac
+    done
+    ip link del "$bridge" 2>/dev/null || true
+}
+
+up() {
+    n=$1
+    case $n in ''|*[!0-9]*) die "up needs a host count" ;; esac
+    [ "$n" -ge 1 ] && [ "$n" -le 32 ] || die "1..32 hosts"
+    why=$(can_make) || die "cannot make namespaces: $why"
+    down
+    ip link add "$bridge" type bridge
+    ip addr add "$net.254/24" dev "$bridge"
+    ip link set "$bridge" up
+    mkdir -p "$state"
+    # Namespace handles are bind mounts of files; they must sit on a private
+    # mount so that the hosts' own mount namespaces do not hold copies of them.
+    mount --bind "$state" "$state"
+    mount --make-private "$state"
+    i=1
+    while [ "$i" -le "$n" ]; do
+        h=$prefix$i
+        ip netns add "$h"
+        ip link add "${h}v" type veth peer name "${h}p"
+        ip link set "${h}p" netns "$h"
+        ip link set "${h}v" master "$bridge" up
+        ip -n "$h" link set lo up
+        ip -n "$h" link set "${h}p" name eth0
+        ip -n "$h" addr add "$net.$i/24" dev eth0
+        ip -n "$h" link set eth0 up
+        touch "$state/$h.mnt" "$state/$h.uts"
+        # A persistent mount + UTS namespace per host: its own hostname and
+        # an empty tmpfs on /dev/shm (mounts made inside stay inside).
+        # (nsenter, not `ip netns exec`: that one makes a mount namespace of
+        # its own, where the handles' bind mounts would stay.)
+        nsenter --net="/run/netns/$h" unshare --mount="$state/$h.mnt" --uts="$state/$h.uts" --propagation private \
+            sh -c "mount -t tmpfs -o size=$shm_size,mode=1777 ${prefix}shm /dev/shm && hostname $h"
+        i=$((i + 1))
+    done
+    echo "netns-cluster: $n hosts up ($net.1 .. $net.$n, bridge $bridge)"
+}
+
+host_exec() {
+    i=$1; shift
+    h=$prefix$i
+    [ -e "$state/$h.mnt" ] || die "no host $i (run: $0 up N)"
+    exec nsenter --net="/run/netns/$h" --mount="$state/$h.mnt" --uts="$state/$h.uts" "$@"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+    up) up "${1:-}" ;;
+    down) down ;;
+    exec) [ $# -ge 2 ] || die "exec I CMD..."; host_exec "$@" ;;
+    addr) echo "$net.${1:?host}" ;;
+    can) why=$(can_make) && echo yes || { echo "$why"; exit 1; } ;;
+    status) ls "$state" 2>/dev/null | sed -n 's/\.mnt$//p' ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+esac

@@ -1,0 +1,158 @@
+#!/bin/sh
+# test/multihost/run.sh - btl tca, coll tca and a published-style TCA program
+# on a cluster of network-namespace hosts (scripts/netns-cluster.sh), each
+# with its own hostname and its own /dev/shm; `make check-multihost` runs it
+# from the top build directory.
+#
+# Today the only backend is the loopback device, so a TCA sub-cluster is the
+# ranks of one host: across hosts btl tca must leave the remote peers to the
+# next BTL (tcp here), coll tca must hand a broadcast with members on other
+# hosts to libnbc, and a TCA program whose ranks span hosts must be refused by
+# name - never a hang, never shared memory across hosts, nothing left behind.
+# Every run is bounded in time; traffic stays on the cluster's own subnet.
+# Prints "N passed, N failed"; exits 77 (skip) where namespaces cannot be made.
+srcdir=${srcdir:-.}
+top=$(pwd)
+cluster="$srcdir/scripts/netns-cluster.sh"
+agent=$(cd "$srcdir/scripts" && pwd)/netns-rsh
+net=${TCA_NETNS_NET:-10.213.77}
+prefix=${TCA_NETNS_PREFIX:-tcah}
+hosts=4
+
+if ! why=$(sh "$cluster" can 2>&1); then
+    echo "SKIP: cannot make network namespaces here ($why); run as root on Linux"
+    exit 77
+fi
+for f in tca_p2p_test tca_bcast_test .libs/mca_btl_tca.so; do
+    [ -e "$top/$f" ] || { echo "FAIL: $f is not built (run make first)"; exit 1; }
+done
+
+# One cluster at a time on this machine (its names and subnet are fixed).
+exec 9>"/run/${prefix}-cluster.lock"
+flock -w 600 9 || { echo "FAIL: another multihost run holds the cluster for 10 minutes"; exit 1; }
+trap 'sh "$cluster" down' EXIT INT TERM
+sh "$cluster" up $hosts || { echo "FAIL: could not create the cluster"; exit 1; }
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export TCA_COMPONENT_DIR="$top/.libs"
+# The daemons' and btl tcp's traffic only on the cluster subnet.
+launch="--mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 --mca btl_tcp_if_include $net.0/24"
+host_list() {  # host_list HOSTS SLOTS
+    l= i=1
+    while [ $i -le "$1" ]; do l="$l${l:+,}$net.$i:$2"; i=$((i + 1)); done
+    echo "$l"
+}
+
+passed=0 failed=0
+out=$(mktemp)
+result() {  # result NAME STATUS
+    if [ "$2" = 0 ]; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1"; sed 's/^/    /' "$out" | tail -40; failed=$((failed + 1)); fi
+}
+# mpirun_on SECONDS HOSTS SLOTS ARGS...: the run's output in $out, its status in $rc
+mpirun_on() {
+    secs=$1 n=$2 slots=$3; shift 3
+    # shellcheck disable=SC2086
+    timeout "$secs" sh "$srcdir/scripts/tca-mpirun" --host "$(host_list "$n" "$slots")" $launch "$@" </dev/null >"$out" 2>&1
+    rc=$?
+}
+# tca pairs must be of one host (the sender's host tcahK, the peer's node
+# $net.K); tcp pairs of two.  pairs_ok TCA TCP: also the expected counts.
+pairs_ok() {
+    tca=$(grep -c "Using tca btl for send" "$out"); tcp=$(grep -c "Using tcp btl for send" "$out")
+    cross=$(sed -n "s/^\[$prefix\([0-9]*\):.*Using tca btl for send to .* on node $net\.\([0-9]*\)$/\1 \2/p" "$out" | awk '$1 != $2' | wc -l)
+    same=$(sed -n "s/^\[$prefix\([0-9]*\):.*Using tcp btl for send to .* on node $net\.\([0-9]*\)$/\1 \2/p" "$out" | awk '$1 == $2' | wc -l)
+    echo "pairs over tca: $tca (expect $1), over tcp: $tcp (expect $2), tca across hosts: $cross, tcp inside a host: $same" >>"$out"
+    [ "$tca" -eq "$1" ] && [ "$tcp" -eq "$2" ] && [ "$cross" -eq 0 ] && [ "$same" -eq 0 ]
+}
+# Nothing of ours left on any host: no tca segment in its /dev/shm, no process
+# in its network namespace.
+clean_hosts() {
+    s=0 i=1
+    while [ $i -le $hosts ]; do
+        left=$(sh "$cluster" exec $i ls /dev/shm | grep -v "^marker$")
+        [ -z "$left" ] || { echo "host $i /dev/shm: $left" >>"$out"; s=1; }
+        pids=$(ip netns pids "$prefix$i")
+        [ -z "$pids" ] || { echo "host $i processes: $(ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)")" >>"$out"; s=1; }
+        i=$((i + 1))
+    done
+    return $s
+}
+
+# -- the cluster itself: own names, own /dev/shm, one subnet
+: >"$out"
+s=0
+sh "$cluster" exec 1 sh -c 'echo planted >/dev/shm/marker'
+for i in 1 2 3 4; do
+    name=$(sh "$cluster" exec $i hostname)
+    [ "$name" = "$prefix$i" ] || { echo "host $i is named $name" >>"$out"; s=1; }
+done
+[ -e /dev/shm/marker ] && { echo "host 1's /dev/shm is the machine's" >>"$out"; s=1; }
+sh "$cluster" exec 2 test -e /dev/shm/marker && { echo "host 1's /dev/shm is host 2's" >>"$out"; s=1; }
+sh "$cluster" exec 1 rm -f /dev/shm/marker
+result "cluster: $hosts hosts with their own hostname and /dev/shm" $s
+
+# -- p2p: every pair, tca inside a host, tcp between hosts
+mpirun_on 120 2 2 --mca btl tca,self,tcp --mca btl_base_verbose 100 -np 4 ./tca_p2p_test allpairs
+s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; pairs_ok 4 8 || s=1; clean_hosts || s=1
+result "p2p allpairs, 2 hosts x 2 ranks: tca inside a host, tcp between" $s
+
+mpirun_on 180 4 2 --mca btl tca,self,tcp --mca btl_base_verbose 100 -np 8 ./tca_p2p_test allpairs
+s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; pairs_ok 8 48 || s=1; clean_hosts || s=1
+result "p2p allpairs, 4 hosts x 2 ranks" $s
+
+# Ranks 0 and 1 (the ping-pong pair) on two hosts: the whole size sweep over tcp
+# while tca carries nothing, and one host's ranks alone in their sub-cluster.
+mpirun_on 300 2 1 --mca btl tca,self,tcp -np 2 ./tca_p2p_test pingpong
+s=0; [ $rc = 0 ] && grep -q "^pingpong: passed" "$out" || s=1; clean_hosts || s=1
+result "p2p pingpong sweep 0 B - 64 MiB across 2 hosts, one rank each" $s
+
+mpirun_on 180 2 2 --map-by node --mca btl tca,self,tcp -np 4 ./tca_p2p_test persistent
+s=0; [ $rc = 0 ] && grep -q "^persistent: passed" "$out" || s=1; clean_hosts || s=1
+result "p2p persistent requests, 2 hosts x 2 ranks mapped by node" $s
+
+# -- coll tca: a communicator inside a host is offloaded, one across hosts is not
+mpirun_on 180 2 2 --map-by node --mca btl tca,self,tcp --mca coll_base_verbose 10 -np 4 ./tca_bcast_test comms
+s=0; [ $rc = 0 ] && grep -q "^comms: passed" "$out" || s=1
+n_tca=$(grep -c "coll:tca: persistent broadcast.*: tca, " "$out")
+n_out=$(grep -c "coll:tca: persistent broadcast.*libnbc (a member outside the tca sub-cluster)" "$out")
+echo "broadcasts offloaded: $n_tca (the halves, one host each), handed to libnbc as spanning hosts: $n_out" >>"$out"
+[ "$n_tca" -gt 0 ] && [ "$n_out" -gt 0 ] || s=1
+clean_hosts || s=1
+result "coll persistent broadcast on comms inside and across 2 hosts" $s
+
+mpirun_on 240 4 2 --mca btl tca,self,tcp --mca coll_base_verbose 10 -np 8 ./tca_bcast_test basic
+s=0; [ $rc = 0 ] && grep -q "^basic: passed" "$out" || s=1
+grep -q "libnbc (a member outside the tca sub-cluster)" "$out" || s=1
+clean_hosts || s=1
+result "coll persistent broadcast over 4 hosts x 2 ranks (every root, 0 B - 64 MiB)" $s
+
+# -- a host's rank dies: the job ends in bounded time, nothing left anywhere
+mpirun_on 60 2 1 --mca btl tca,self,tcp -np 2 ./tca_p2p_test kill
+s=0; [ $rc != 0 ] && [ $rc != 124 ] || { echo "exit status $rc (want a failure, not a hang)" >>"$out"; s=1; }
+clean_hosts || s=1
+result "a rank on another host killed: the job ends" $s
+
+# -- a published-style TCA program over ranks of two hosts: refused by name
+stage="$top/test/tca-api/stage.env"
+if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ]; then
+    . "$stage"
+    exe=$(mktemp)
+    "$MPICC" -std=c99 -O3 -I"$TCA_API_INCDIR" "$srcdir/test/tca-api/host_pingpong.c" -o "$exe" -L"$TCA_API_LIBDIR" -ltca -ltcacomm
+    # shellcheck disable=SC2086
+    timeout 60 mpirun --host "$(host_list 2 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" -np 2 "$exe" 4 </dev/null >"$out" 2>&1
+    rc=$?
+    s=0
+    [ $rc != 124 ] || { echo "the program hung" >>"$out"; s=1; }
+    grep -q "do not form one TCA sub-cluster (another host" "$out" || { echo "no message naming the cause" >>"$out"; s=1; }
+    grep -q "PASSED" "$out" && { echo "the program claims to have run across hosts" >>"$out"; s=1; }
+    clean_hosts || s=1
+    rm -f "$exe"
+    result "TCA API program with ranks on 2 hosts: refused by name (the loopback is one host)" $s
+else
+    : >"$out"; echo "make test/tca-api/stage.stamp failed" >"$out"
+    result "TCA API program with ranks on 2 hosts" 1
+fi
+
+rm -f "$out"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
