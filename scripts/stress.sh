@@ -5,7 +5,8 @@
 #
 # Run from the build directory after `make check` built the test programs:
 #   STRESS_RUNS=20     passes over everything (default 20)
-#   STRESS_SUITES      "device mpi" (default), or one of them
+#   STRESS_SUITES      "device mpi" (default), or one of them, or "multihost"
+#                      (make check-multihost's cases on namespace hosts; root)
 #   STRESS_CASES       MPI cases by name, shell patterns (default: every case, "*")
 #   GTEST_FILTER       (GoogleTest's own) device tests by name
 #   STRESS_LOAD        busy-loop load processes (default: nproc)
@@ -86,6 +87,8 @@ while [ "$n" -le "$runs" ]; do
                     for c in $mpi_cases; do
                         run "run $n $copy $(basename "$c" .mpi)" env srcdir="$srcdir" sh "$srcdir/test/mpi/run_case.sh" "$c"
                     done ;;
+                multihost)
+                    run "run $n $copy multihost" env srcdir="$srcdir" sh "$srcdir/test/multihost/run.sh" ;;
                 *) echo "stress: unknown suite '$suite'" >&2; exit 2 ;;
             esac
         done
