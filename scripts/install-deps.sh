@@ -2,7 +2,9 @@
 # Installs the Debian packages the build and the tests need (bookworm names).
 # Skips apt-get when everything is already there.
 set -e
-PKGS="g++ make autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhwloc-dev libgtest-dev valgrind"
+# (iproute2: the network namespaces of make check-multihost; libpmix-dev comes
+# with libopenmpi-dev and gives libtca pmix.h)
+PKGS="g++ make autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhwloc-dev libgtest-dev valgrind iproute2 libpmix-dev"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
