@@ -36,6 +36,10 @@ can_make() {
 }
 
 down() {
+    # Whatever still runs on a host (a rank a timeout left behind) goes with it.
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+        case $ns in "$prefix"[0-9]*) pids=$(ip netns pids "$ns" 2>/dev/null); [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true ;; esac
+    done
     for f in "$state"/*.mnt; do
         [ -e "$f" ] || continue
         umount "$f" 2>/dev/null || true
