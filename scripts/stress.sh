@@ -27,6 +27,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # The multi-process device tests: GoogleTest programs that fork loopback nodes.
 device_tests="tca_device_tests tca_coll_engine_tests tca_btl_core_tests"
+[ -x ./tca_ucx_tests ] && device_tests="$device_tests tca_ucx_tests"  # where UCX is installed
 for t in $device_tests tca_p2p_test tca_bcast_test; do
     [ -x "./$t" ] || { echo "stress: ./$t not built (run make check first, or make check-stress)" >&2; exit 2; }
 done

@@ -1,0 +1,211 @@
+// ucp_transport.cpp - see ucp_transport.hpp.
+#include "ucx/ucp_transport.hpp"
+
+#include <cstring>
+
+namespace tca::ucx {
+namespace {
+
+// A UCX status as a TCA result: a peer that went away is tcaErrorPeerGone,
+// the rest tcaErrorSystem (the caller adds what it was doing).
+Result from_status(ucs_status_t s) noexcept {
+    switch (s) {
+    case UCS_OK: return tcaSuccess;
+    case UCS_ERR_NO_MEMORY: return tcaErrorNoMemory;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CANCELED: return tcaErrorPeerGone;
+    case UCS_ERR_TIMED_OUT: return tcaErrorTimeout;
+    case UCS_ERR_UNSUPPORTED: return tcaErrorNotSupported;
+    default: return tcaErrorSystem;
+    }
+}
+
+}  // namespace
+
+std::string version() {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+Result Context::create(std::unique_ptr<Context> *out, std::string *why) {
+    ucp_config_t *config = nullptr;
+    if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
+        if (why) *why = std::string("ucp_config_read: ") + ucs_status_string(s);
+        return tcaErrorNotSupported;
+    }
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+    params.mt_workers_shared = 1;
+    ucp_context_h ctx = nullptr;
+    const ucs_status_t s = ucp_init(&params, config, &ctx);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        if (why) *why = std::string("ucp_init: ") + ucs_status_string(s);
+        return tcaErrorNotSupported;
+    }
+    out->reset(new Context(ctx));
+    return tcaSuccess;
+}
+
+Context::~Context() { ucp_cleanup(ctx_); }
+
+Result Worker::create(Context &ctx, std::unique_ptr<Worker> *out, std::string *why) {
+    ucp_worker_params_t params{};
+    params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    params.thread_mode = UCS_THREAD_MODE_MULTI;  // the application and the progress thread both use it
+    ucp_worker_h w = nullptr;
+    if (ucs_status_t s = ucp_worker_create(ctx.get(), &params, &w); s != UCS_OK) {
+        if (why) *why = std::string("ucp_worker_create: ") + ucs_status_string(s);
+        return from_status(s);
+    }
+    std::unique_ptr<Worker> worker(new Worker(w));
+    ucp_address_t *addr = nullptr;
+    size_t len = 0;
+    if (ucs_status_t s = ucp_worker_get_address(w, &addr, &len); s != UCS_OK) {
+        if (why) *why = std::string("ucp_worker_get_address: ") + ucs_status_string(s);
+        return from_status(s);
+    }
+    const auto *b = reinterpret_cast<const std::byte *>(addr);
+    worker->address_.assign(b, b + len);
+    ucp_worker_release_address(w, addr);
+    *out = std::move(worker);
+    return tcaSuccess;
+}
+
+Worker::~Worker() { ucp_worker_destroy(w_); }
+
+Result Worker::wait(ucs_status_ptr_t request, Deadline deadline) noexcept {
+    if (request == nullptr) return tcaSuccess;  // completed in place
+    if (UCS_PTR_IS_ERR(request)) return from_status(UCS_PTR_STATUS(request));
+    ucs_status_t s;
+    unsigned spins = 0;
+    while ((s = ucp_request_check_status(request)) == UCS_INPROGRESS) {
+        ucp_worker_progress(w_);
+        if ((++spins & 1023) == 0 && std::chrono::steady_clock::now() >= deadline) {
+            ucp_request_cancel(w_, request);
+            while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(w_);
+            ucp_request_free(request);
+            return tcaErrorTimeout;
+        }
+    }
+    ucp_request_free(request);
+    return from_status(s);
+}
+
+Result MemoryMap::create(Context &ctx, void *addr, size_t size, std::unique_ptr<MemoryMap> *out) {
+    if (addr == nullptr || size == 0) return tcaErrorInvalidValue;
+    ucp_mem_map_params_t params{};
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address = addr;
+    params.length = size;
+    ucp_mem_h mem = nullptr;
+    if (ucs_status_t s = ucp_mem_map(ctx.get(), &params, &mem); s != UCS_OK) return from_status(s);
+    std::unique_ptr<MemoryMap> m(new MemoryMap(ctx.get(), mem, reinterpret_cast<uint64_t>(addr), size));
+    void *packed = nullptr;
+    size_t len = 0;
+    if (ucs_status_t s = ucp_rkey_pack(ctx.get(), mem, &packed, &len); s != UCS_OK) return from_status(s);
+    const auto *b = static_cast<const std::byte *>(packed);
+    m->packed_.assign(b, b + len);
+    ucp_rkey_buffer_release(packed);
+    *out = std::move(m);
+    return tcaSuccess;
+}
+
+MemoryMap::~MemoryMap() { ucp_mem_unmap(ctx_, mem_); }
+
+Result Endpoint::create(Worker &w, std::span<const std::byte> peer_address, bool report_peer_failure,
+                        std::unique_ptr<Endpoint> *out) {
+    if (peer_address.empty()) return tcaErrorInvalidValue;
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address = reinterpret_cast<const ucp_address_t *>(peer_address.data());
+    std::unique_ptr<Endpoint> e(new Endpoint(w));
+    if (report_peer_failure) {
+        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb = on_error;
+        params.err_handler.arg = e.get();
+    } else {
+        params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    }
+    if (ucs_status_t s = ucp_ep_create(w.get(), &params, &e->ep_); s != UCS_OK) return from_status(s);
+    *out = std::move(e);
+    return tcaSuccess;
+}
+
+void Endpoint::on_error(void *self, ucp_ep_h, ucs_status_t) noexcept {
+    static_cast<Endpoint *>(self)->failed_.store(true, std::memory_order_release);
+}
+
+Endpoint::~Endpoint() {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;  // a peer may be gone already: do not wait for it
+    (void) worker_.wait(ucp_ep_close_nbx(ep_, &p), std::chrono::steady_clock::now() + std::chrono::seconds(5));
+}
+
+Result Endpoint::put(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept {
+    if (peer_failed()) return tcaErrorPeerGone;
+    if (size == 0) return tcaSuccess;
+    ucp_request_param_t p{};
+    return worker_.wait(ucp_put_nbx(ep_, src, size, remote_addr, key.get(), &p), d);
+}
+
+Result Endpoint::put_last_word_after(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key,
+                                     Deadline d) noexcept {
+    if (size < 8 || size % 8 != 0) return tcaErrorInvalidValue;
+    if (peer_failed()) return tcaErrorPeerGone;
+    const size_t body = size - 8;
+    ucp_request_param_t p{};
+    // Both are in flight at once (a multi-fragment body and a short last word
+    // can then arrive in either order): only the fence keeps the word last.
+    ucs_status_ptr_t body_req = nullptr;
+    if (body > 0) {
+        body_req = ucp_put_nbx(ep_, src, body, remote_addr, key.get(), &p);
+        if (UCS_PTR_IS_ERR(body_req)) return from_status(UCS_PTR_STATUS(body_req));
+        if (ucs_status_t s = ucp_worker_fence(worker_.get()); s != UCS_OK) {
+            (void) worker_.wait(body_req, d);
+            return from_status(s);
+        }
+    }
+    ucs_status_ptr_t last_req = ucp_put_nbx(ep_, static_cast<const unsigned char *>(src) + body, 8, remote_addr + body, key.get(), &p);
+    const Result rb = worker_.wait(body_req, d);
+    const Result rl = worker_.wait(last_req, d);
+    return rb != tcaSuccess ? rb : rl;
+}
+
+Result Endpoint::fence() noexcept {
+    // ucp_worker_fence orders the worker's operations on every endpoint:
+    // what was issued before completes at its target before what follows.
+    return from_status(ucp_worker_fence(worker_.get()));
+}
+
+Result Endpoint::flush(Deadline d) noexcept {
+    if (peer_failed()) return tcaErrorPeerGone;
+    ucp_request_param_t p{};
+    return worker_.wait(ucp_ep_flush_nbx(ep_, &p), d);
+}
+
+Result Endpoint::atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept {
+    if (peer_failed()) return tcaErrorPeerGone;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+    return worker_.wait(ucp_atomic_op_nbx(ep_, UCP_ATOMIC_OP_ADD, &value, 1, remote_addr, key.get(), &p), d);
+}
+
+Result RemoteKey::create(Endpoint &ep, std::span<const std::byte> packed, std::unique_ptr<RemoteKey> *out) {
+    if (packed.empty()) return tcaErrorInvalidValue;
+    ucp_rkey_h rkey = nullptr;
+    if (ucs_status_t s = ucp_ep_rkey_unpack(ep.get(), packed.data(), &rkey); s != UCS_OK) return from_status(s);
+    out->reset(new RemoteKey(rkey));
+    return tcaSuccess;
+}
+
+RemoteKey::~RemoteKey() { ucp_rkey_destroy(rkey_); }
+
+}  // namespace tca::ucx

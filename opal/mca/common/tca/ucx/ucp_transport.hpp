@@ -1,0 +1,149 @@
+// ucp_transport.hpp - the UCX (UCP) operations the planned `ucx` device
+// backend is built from, as RAII types: a context and worker, endpoints to
+// peers' workers, memory mapped for remote access with packed remote keys, and
+// the three remote operations the PEACH2 model needs - a put whose last 8-byte
+// word becomes visible after the rest (PIO store / DMA completion flag), a
+// fence between puts, and a remote atomic add (counters).  Nothing here knows
+// the TCA model; the backend (not built yet, docs/ucx-backend.md) will.
+//
+// Every blocking call progresses the worker until its request completes or
+// the deadline passes (tcaErrorTimeout), so no wait is unbounded.  Transports
+// without hardware RDMA (tcp) complete a peer's put only while the target
+// progresses its worker: a target must keep calling progress().
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/result.hpp"
+
+namespace tca::ucx {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// The library version ("1.13.1") and whether this process can use UCX at all.
+std::string version();
+
+class Worker;
+
+// ucp_init with RMA, 64-bit atomics and active messages.
+class Context {
+public:
+    // tcaErrorNotSupported (with *why) where UCX cannot start.
+    static Result create(std::unique_ptr<Context> *out, std::string *why);
+    ~Context();
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+    ucp_context_h get() const noexcept { return ctx_; }
+
+private:
+    explicit Context(ucp_context_h c) : ctx_(c) {}
+    ucp_context_h ctx_;
+};
+
+// A worker; thread-safe only as UCX makes it (UCS_THREAD_MODE_MULTI).
+class Worker {
+public:
+    static Result create(Context &ctx, std::unique_ptr<Worker> *out, std::string *why);
+    ~Worker();
+    Worker(const Worker &) = delete;
+    Worker &operator=(const Worker &) = delete;
+    ucp_worker_h get() const noexcept { return w_; }
+    // This worker's address, for peers' endpoints (exchanged out of band).
+    const std::vector<std::byte> &address() const noexcept { return address_; }
+    // One pass of communication progress; true if something happened.
+    bool progress() noexcept { return ucp_worker_progress(w_) != 0; }
+    // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing.
+    Result wait(ucs_status_ptr_t request, Deadline deadline) noexcept;
+
+private:
+    explicit Worker(ucp_worker_h w) : w_(w) {}
+    ucp_worker_h w_;
+    std::vector<std::byte> address_;
+};
+
+// Memory of this process opened to peers' puts and atomics.
+class MemoryMap {
+public:
+    static Result create(Context &ctx, void *addr, size_t size, std::unique_ptr<MemoryMap> *out);
+    ~MemoryMap();
+    MemoryMap(const MemoryMap &) = delete;
+    MemoryMap &operator=(const MemoryMap &) = delete;
+    // The packed remote key a peer unpacks (RemoteKey) to write here.
+    const std::vector<std::byte> &packed_key() const noexcept { return packed_; }
+    uint64_t base() const noexcept { return base_; }
+    size_t size() const noexcept { return size_; }
+
+private:
+    MemoryMap(ucp_context_h c, ucp_mem_h m, uint64_t base, size_t size) : ctx_(c), mem_(m), base_(base), size_(size) {}
+    ucp_context_h ctx_;
+    ucp_mem_h mem_;
+    uint64_t base_;
+    size_t size_;
+    std::vector<std::byte> packed_;
+};
+
+class RemoteKey;
+
+// An endpoint to a peer's worker, closed (flushed, bounded) on destruction.
+class Endpoint {
+public:
+    // report_peer_failure: a dead peer fails operations instead of leaving
+    // them pending (UCP_ERR_HANDLING_MODE_PEER); UCX's shared-memory
+    // transports cannot do it and refuse such an endpoint.
+    static Result create(Worker &w, std::span<const std::byte> peer_address, bool report_peer_failure,
+                         std::unique_ptr<Endpoint> *out);
+    ~Endpoint();
+    Endpoint(const Endpoint &) = delete;
+    Endpoint &operator=(const Endpoint &) = delete;
+    ucp_ep_h get() const noexcept { return ep_; }
+
+    // [src, src+size) to remote_addr; returns once the source may be reused
+    // and the data was handed to the transport (not yet visible remotely).
+    Result put(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
+    // The PIO / completion-flag store: the body, a fence, then the last
+    // 8-byte word - a target that sees the last word sees the rest.  size is
+    // a multiple of 8 and at least 8.
+    Result put_last_word_after(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key,
+                               Deadline d) noexcept;
+    // Orders every earlier operation on this endpoint before every later one.
+    Result fence() noexcept;
+    // Everything issued so far is complete at the target.
+    Result flush(Deadline d) noexcept;
+    // *(uint64_t *)remote_addr += value at the target, atomically.
+    Result atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
+    // The peer failed (report_peer_failure endpoints): tcaErrorPeerGone from
+    // then on, without issuing anything.
+    bool peer_failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+
+private:
+    explicit Endpoint(Worker &w) : worker_(w) {}
+    static void on_error(void *self, ucp_ep_h, ucs_status_t) noexcept;
+    Worker &worker_;
+    ucp_ep_h ep_ = nullptr;
+    std::atomic<bool> failed_{false};
+};
+
+// A peer's packed key unpacked for one endpoint.
+class RemoteKey {
+public:
+    static Result create(Endpoint &ep, std::span<const std::byte> packed, std::unique_ptr<RemoteKey> *out);
+    ~RemoteKey();
+    RemoteKey(const RemoteKey &) = delete;
+    RemoteKey &operator=(const RemoteKey &) = delete;
+    ucp_rkey_h get() const noexcept { return rkey_; }
+
+private:
+    explicit RemoteKey(ucp_rkey_h r) : rkey_(r) {}
+    ucp_rkey_h rkey_;
+};
+
+}  // namespace tca::ucx
