@@ -10,6 +10,7 @@
  * Prints one "RESULT <benchmark> <bytes> <value>" line per measurement
  * (microseconds for latencies, MB/s for bandwidths, percent for overlap).
  * Usage: mpi_bench [-d host|cuda] [benchmark ...]   (default: latency bw bibw plat)
+ * TCA_BENCH_ITER_DIVISOR=N divides the iteration counts by N (slow links).
  * -d cuda: the send and receive buffers are cudaMalloc'd (GPU to GPU through
  * the MPI library); without a GPU or a CUDA-aware Open MPI it prints
  * "SKIP: <why>" and exits 77.
@@ -172,6 +173,10 @@ int main(int argc, char **argv) {
         cuda_dl_pick_device();
         iteration_divisor = 10;
     }
+    /* Slower links (scripts/bench-multihost.sh: TCP between namespace hosts)
+     * divide the iteration counts further. */
+    const char *div = getenv("TCA_BENCH_ITER_DIVISOR");
+    if (div != NULL && atoi(div) > 0) iteration_divisor *= atoi(div);
     const size_t bytes = sizes[NSIZES - 1] * WINDOW;
     sbuf = gpu ? cuda_dl_malloc(bytes) : malloc(bytes);
     rbuf = gpu ? cuda_dl_malloc(bytes) : malloc(bytes);

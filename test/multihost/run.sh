@@ -132,6 +132,19 @@ s=0; [ $rc != 0 ] && [ $rc != 124 ] || { echo "exit status $rc (want a failure, 
 clean_hosts || s=1
 result "a rank on another host killed: the job ends" $s
 
+# -- the UCX operations of the planned ucx backend between two hosts: a put
+# ping-pong 8 B - 4 MiB over UCX's tcp (the hosts share no memory), every
+# size's last message checked byte by byte
+if [ -x "$top/tca_ucx_put_pingpong" ]; then
+    mpirun_on 240 2 1 -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -np 2 ./tca_ucx_put_pingpong 20
+    s=0; [ $rc = 0 ] && grep -q "^ucx_put_pingpong: passed" "$out" || s=1
+    [ "$(grep -c '^RESULT ucxput' "$out")" -eq 9 ] || { echo "not every size ran" >>"$out"; s=1; }
+    clean_hosts || s=1
+    result "UCX put ping-pong across 2 hosts over tcp (last word after the rest, data checked)" $s
+else
+    echo "skip UCX put ping-pong across hosts: built without UCX (libucx-dev)"
+fi
+
 # -- a published-style TCA program over ranks of two hosts: refused by name
 stage="$top/test/tca-api/stage.env"
 if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ]; then

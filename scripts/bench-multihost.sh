@@ -1,0 +1,64 @@
+#!/bin/sh
+# bench-multihost.sh [ROUNDS] - one-way latency between two hosts of the
+# namespace cluster (scripts/netns-cluster.sh; root), in one run, rounds
+# interleaved:
+#   ucxput   the raw UCX put ping-pong (tca_ucx_put_pingpong: the lower bound
+#            of the planned ucx backend; the issue's reference for a TCA
+#            ping-pong across hosts)
+#   pml-ucx  MPI ping-pong through Open MPI's pml ucx (what a user has today)
+#   ob1-tcp  MPI ping-pong through ob1 and btl tcp (btl tca's neighbour today)
+# all over UCX_TLS=tcp / TCP on the hosts' veth link.  Prints min/median per
+# size and each against pml ucx.  Run from the build directory after make check.
+set -eu
+rounds=${1:-3}
+srcdir=${srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+cluster="$srcdir/scripts/netns-cluster.sh"
+agent="$srcdir/scripts/netns-rsh"
+net=${TCA_NETNS_NET:-10.213.77}
+prefix=${TCA_NETNS_PREFIX:-tcah}
+for f in tca_ucx_put_pingpong tca_mpi_bench; do
+    [ -x "./$f" ] || { echo "bench-multihost: ./$f not built (UCX headers missing, or run make check first)" >&2; exit 2; }
+done
+why=$(sh "$cluster" can 2>&1) || { echo "bench-multihost: cannot make namespaces: $why" >&2; exit 77; }
+exec 9>"/run/${prefix}-cluster.lock"
+flock -w 600 9
+trap 'sh "$cluster" down >/dev/null 2>&1' EXIT INT TERM
+sh "$cluster" up 2 >/dev/null
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+launch="--host $net.1:1,$net.2:1 --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 -np 2"
+ucx_env="-x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0"
+# TCP over veth is ~100x slower than shared memory: a tenth of mpi_bench's iterations.
+export TCA_BENCH_ITER_DIVISOR=${TCA_BENCH_ITER_DIVISOR:-10}
+launch="$launch -x TCA_BENCH_ITER_DIVISOR"
+out=$(mktemp -d)
+r=1
+while [ "$r" -le "$rounds" ]; do
+    # shellcheck disable=SC2086
+    timeout 300 mpirun $launch $ucx_env --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $net.0/24 \
+        ./tca_ucx_put_pingpong | sed -n 's/^RESULT ucxput /ucxput /p' >>"$out/all"
+    # shellcheck disable=SC2086
+    timeout 300 mpirun $launch $ucx_env --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        ./tca_mpi_bench latency | sed -n 's/^RESULT latency /pml-ucx /p' >>"$out/all"
+    # shellcheck disable=SC2086
+    timeout 300 mpirun $launch --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $net.0/24 \
+        ./tca_mpi_bench latency | sed -n 's/^RESULT latency /ob1-tcp /p' >>"$out/all"
+    r=$((r + 1))
+done
+echo "one-way latency, us, 2 hosts (network namespaces, veth), $rounds rounds: min / median"
+awk '
+{ v[$1, $2, ++n[$1, $2]] = $3; sizes[$2] = 1; cfg[$1] = 1 }
+function med(c, s,   k, i, j, t, a) { k = n[c, s]; for (i = 1; i <= k; i++) a[i] = v[c, s, i];
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
+function mn(c, s,   i, m) { m = v[c, s, 1]; for (i = 2; i <= n[c, s]; i++) if (v[c, s, i] < m) m = v[c, s, i]; return m }
+END {
+    printf "%9s  %17s  %17s  %17s  %14s  %14s\n", "bytes", "ucxput", "pml-ucx", "ob1-tcp", "ucxput/pml-ucx", "ob1-tcp/pml-ucx"
+    for (s in sizes) list[++m] = s + 0
+    for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+    for (i = 1; i <= m; i++) { s = list[i]
+        if (!n["ucxput", s] || !n["pml-ucx", s] || !n["ob1-tcp", s]) { printf "%9d  (a configuration gave no figure)\n", s; continue }
+        printf "%9d  %7.2f / %7.2f  %7.2f / %7.2f  %7.2f / %7.2f  %14.2f  %14.2f\n", s,
+            mn("ucxput", s), med("ucxput", s), mn("pml-ucx", s), med("pml-ucx", s), mn("ob1-tcp", s), med("ob1-tcp", s),
+            med("ucxput", s) / med("pml-ucx", s), med("ob1-tcp", s) / med("pml-ucx", s) }
+}' "$out/all"
+rm -rf "$out"
