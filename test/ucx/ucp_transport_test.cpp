@@ -87,6 +87,27 @@ struct Side {
         if (!send_blob(fd, worker->address()) || !recv_blob(fd, &peer)) return tcaErrorSystem;
         return Endpoint::create(*worker, peer, reports_peer_failure(getenv("UCX_TLS")), &ep);
     }
+    // Target: opens [addr, addr+size) to the peer and sends it base and key.
+    std::unique_ptr<MemoryMap> map;
+    bool open_window(int fd, void *addr, size_t size) {
+        if (MemoryMap::create(*ctx, addr, size, &map) != tcaSuccess) return false;
+        const uint64_t b = map->base();
+        return send_blob(fd, &b, sizeof b) && send_blob(fd, map->packed_key());
+    }
+    // Origin: receives the target's window (remote_base, key).
+    uint64_t remote_base = 0;
+    std::unique_ptr<RemoteKey> key;
+    bool connect_window(int fd) {
+        std::vector<std::byte> base_blob, key_blob;
+        if (!recv_blob(fd, &base_blob) || !recv_blob(fd, &key_blob) || base_blob.size() != sizeof remote_base)
+            return false;
+        std::memcpy(&remote_base, base_blob.data(), sizeof remote_base);
+        return RemoteKey::create(*ep, key_blob, &key) == tcaSuccess;
+    }
+    ~Side() {
+        ep.reset();
+        map.reset();
+    }
 };
 
 // In the child: report and exit non-zero.
@@ -138,10 +159,7 @@ TEST_P(UcpTransport, TheLastWordArrivesAfterTheRest) {
         Side s;
         CHILD_CHECK(s.start(fd) == tcaSuccess);
         std::vector<uint64_t> buf(kSize / 8, 0);
-        std::unique_ptr<MemoryMap> map;
-        CHILD_CHECK(MemoryMap::create(*s.ctx, buf.data(), kSize, &map) == tcaSuccess);
-        const uint64_t base = map->base();
-        CHILD_CHECK(send_blob(fd, &base, sizeof base) && send_blob(fd, map->packed_key()));
+        CHILD_CHECK(s.open_window(fd, buf.data(), kSize));
         volatile uint64_t *last = &buf[kSize / 8 - 1];
         for (uint64_t round = 1; round <= kRounds; ++round) {
             const auto until = in_seconds(30);
@@ -160,29 +178,24 @@ TEST_P(UcpTransport, TheLastWordArrivesAfterTheRest) {
         }
         char c;
         CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);  // the origin is done
-        s.ep.reset();
         return 0;
     }, [&](int fd, pid_t) {
         Side s;
         ASSERT_EQ(s.start(fd), tcaSuccess) << s.why;
-        std::vector<std::byte> base_blob, key_blob;
-        ASSERT_TRUE(recv_blob(fd, &base_blob) && recv_blob(fd, &key_blob));
-        uint64_t base = 0;
-        std::memcpy(&base, base_blob.data(), sizeof base);
-        std::unique_ptr<RemoteKey> key;
-        ASSERT_EQ(RemoteKey::create(*s.ep, key_blob, &key), tcaSuccess);
+        ASSERT_TRUE(s.connect_window(fd));
+        const uint64_t base = s.remote_base;
+        const RemoteKey &key = *s.key;
         std::vector<uint64_t> src(kSize / 8);
         for (uint64_t round = 1; round <= kRounds; ++round) {
             for (size_t i = 0; i + 1 < src.size(); ++i) src[i] = round << 32 | i;
             src.back() = round;
-            ASSERT_EQ(s.ep->put_last_word_after(src.data(), kSize, base, *key, in_seconds(30)), tcaSuccess);
+            ASSERT_EQ(s.ep->put_last_word_after(src.data(), kSize, base, key, in_seconds(30)), tcaSuccess);
             char c;
             ASSERT_TRUE(wait_readable(fd, *s.worker));  // the target's ack
             ASSERT_EQ(read(fd, &c, 1), 1);
         }
         ASSERT_EQ(s.ep->flush(in_seconds(10)), tcaSuccess);
         ASSERT_EQ(write(fd, "d", 1), 1);
-        key.reset();  // before its endpoint
     });
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "target status " << st;
 }
@@ -193,10 +206,7 @@ TEST_P(UcpTransport, RemoteAtomicAddsAllLand) {
         Side s;
         CHILD_CHECK(s.start(fd) == tcaSuccess);
         alignas(64) static uint64_t counter = 0;
-        std::unique_ptr<MemoryMap> map;
-        CHILD_CHECK(MemoryMap::create(*s.ctx, &counter, sizeof counter, &map) == tcaSuccess);
-        const uint64_t base = map->base();
-        CHILD_CHECK(send_blob(fd, &base, sizeof base) && send_blob(fd, map->packed_key()));
+        CHILD_CHECK(s.open_window(fd, &counter, sizeof counter));
         const auto until = in_seconds(30);
         while (__atomic_load_n(&counter, __ATOMIC_ACQUIRE) != 6000) {
             s.worker->progress();
@@ -205,24 +215,19 @@ TEST_P(UcpTransport, RemoteAtomicAddsAllLand) {
         CHILD_CHECK(write(fd, "k", 1) == 1);
         char c;
         CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);
-        s.ep.reset();
         return 0;
     }, [&](int fd, pid_t) {
         Side s;
         ASSERT_EQ(s.start(fd), tcaSuccess) << s.why;
-        std::vector<std::byte> base_blob, key_blob;
-        ASSERT_TRUE(recv_blob(fd, &base_blob) && recv_blob(fd, &key_blob));
-        uint64_t base = 0;
-        std::memcpy(&base, base_blob.data(), sizeof base);
-        std::unique_ptr<RemoteKey> key;
-        ASSERT_EQ(RemoteKey::create(*s.ep, key_blob, &key), tcaSuccess);
-        for (int i = 0; i < 2000; ++i) ASSERT_EQ(s.ep->atomic_add(3, base, *key, in_seconds(30)), tcaSuccess);
+        ASSERT_TRUE(s.connect_window(fd));
+        const uint64_t base = s.remote_base;
+        const RemoteKey &key = *s.key;
+        for (int i = 0; i < 2000; ++i) ASSERT_EQ(s.ep->atomic_add(3, base, key, in_seconds(30)), tcaSuccess);
         char c;
         ASSERT_TRUE(wait_readable(fd, *s.worker));
         ASSERT_EQ(read(fd, &c, 1), 1);
         ASSERT_EQ(s.ep->flush(in_seconds(10)), tcaSuccess);  // nothing pending when the target goes
         ASSERT_EQ(write(fd, "d", 1), 1);
-        key.reset();
     });
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "target status " << st;
 }
@@ -235,23 +240,17 @@ TEST_P(UcpTransport, ADeadPeerFailsAPutInBoundedTime) {
         Side s;
         CHILD_CHECK(s.start(fd) == tcaSuccess);
         static uint64_t word[512];
-        std::unique_ptr<MemoryMap> map;
-        CHILD_CHECK(MemoryMap::create(*s.ctx, word, sizeof word, &map) == tcaSuccess);
-        const uint64_t base = map->base();
-        CHILD_CHECK(send_blob(fd, &base, sizeof base) && send_blob(fd, map->packed_key()));
+        CHILD_CHECK(s.open_window(fd, word, sizeof word));
         for (;;) s.worker->progress();  // until killed
         return 0;
     }, [&](int fd, pid_t child) {
         Side s;
         ASSERT_EQ(s.start(fd), tcaSuccess) << s.why;
-        std::vector<std::byte> base_blob, key_blob;
-        ASSERT_TRUE(recv_blob(fd, &base_blob) && recv_blob(fd, &key_blob));
-        uint64_t base = 0;
-        std::memcpy(&base, base_blob.data(), sizeof base);
-        std::unique_ptr<RemoteKey> key;
-        ASSERT_EQ(RemoteKey::create(*s.ep, key_blob, &key), tcaSuccess);
+        ASSERT_TRUE(s.connect_window(fd));
+        const uint64_t base = s.remote_base;
+        const RemoteKey &key = *s.key;
         uint64_t v[512] = {1};
-        ASSERT_EQ(s.ep->put(v, sizeof v, base, *key, in_seconds(10)), tcaSuccess);  // alive: lands
+        ASSERT_EQ(s.ep->put(v, sizeof v, base, key, in_seconds(10)), tcaSuccess);  // alive: lands
         ASSERT_EQ(s.ep->flush(in_seconds(10)), tcaSuccess);
         kill(child, SIGKILL);
         siginfo_t si{};
@@ -259,15 +258,14 @@ TEST_P(UcpTransport, ADeadPeerFailsAPutInBoundedTime) {
         const auto t0 = clock_type::now();
         Result r = tcaSuccess;
         for (int i = 0; i < 20 && r == tcaSuccess; ++i) {
-            r = s.ep->put(v, sizeof v, base, *key, in_seconds(3));
+            r = s.ep->put(v, sizeof v, base, key, in_seconds(3));
             if (r == tcaSuccess) r = s.ep->flush(in_seconds(3));
         }
         const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
         EXPECT_LT(secs, 10.0);
         EXPECT_NE(r, tcaSuccess) << "every put to a dead peer succeeded";
         EXPECT_TRUE(s.ep->peer_failed());
-        EXPECT_EQ(s.ep->put(v, sizeof v, base, *key, in_seconds(3)), tcaErrorPeerGone);
-        key.reset();
+        EXPECT_EQ(s.ep->put(v, sizeof v, base, key, in_seconds(3)), tcaErrorPeerGone);
     });
     EXPECT_TRUE(WIFSIGNALED(st)) << "target status " << st;
 }
