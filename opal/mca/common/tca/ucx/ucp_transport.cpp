@@ -24,12 +24,6 @@ Result from_status(ucs_status_t s) noexcept {
 
 }  // namespace
 
-std::string version() {
-    unsigned major = 0, minor = 0, release = 0;
-    ucp_get_version(&major, &minor, &release);
-    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
-}
-
 Result Context::create(std::unique_ptr<Context> *out, std::string *why) {
     ucp_config_t *config = nullptr;
     if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
@@ -167,9 +161,9 @@ Result Endpoint::put_last_word_after(const void *src, size_t size, uint64_t remo
     if (body > 0) {
         body_req = ucp_put_nbx(ep_, src, body, remote_addr, key.get(), &p);
         if (UCS_PTR_IS_ERR(body_req)) return from_status(UCS_PTR_STATUS(body_req));
-        if (ucs_status_t s = ucp_worker_fence(worker_.get()); s != UCS_OK) {
+        if (Result r = fence(); r != tcaSuccess) {
             (void) worker_.wait(body_req, d);
-            return from_status(s);
+            return r;
         }
     }
     ucs_status_ptr_t last_req = ucp_put_nbx(ep_, static_cast<const unsigned char *>(src) + body, 8, remote_addr + body, key.get(), &p);

@@ -29,9 +29,6 @@ namespace tca::ucx {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
-// The library version ("1.13.1") and whether this process can use UCX at all.
-std::string version();
-
 class Worker;
 
 // ucp_init with RMA, 64-bit atomics and active messages.
