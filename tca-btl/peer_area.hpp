@@ -1,6 +1,7 @@
 // peer_area.hpp - the layout of the block of internal memory every btl tca
-// process publishes to its sub-cluster: per-peer control words, then one
-// eager ring per possible sender.  Peers map it write-only (tcaPioMap).
+// process publishes to its sub-cluster: per-peer control words, the traffic
+// line, then one eager ring per possible sender.  Peers map it write-only
+// (tcaPioMap).
 #pragma once
 
 #include <atomic>
@@ -19,37 +20,95 @@ struct alignas(64) PeerWords {
 };
 static_assert(sizeof(PeerWords) == 64);
 
+inline constexpr int kMaxPeers = 64;  // TCA_MAX_NODES: one bit of a 64-bit mask per node
+
+// Where senders mark "a message of mine is in your ring": one word per
+// sender, plain stores of its message count (the device can neither read nor
+// add remotely, and the receiver needs no atomic read-modify-write either: a
+// mark is new when it differs from the one it saw last).  A receiver with
+// many peers reads these lines and polls only the marked rings, instead of
+// one ring header (one line) per peer every pass.  32 bits: between two looks
+// a sender sends at most a ring plus a poll batch (< 2^17), so a count never
+// comes back to the value last seen.
+struct alignas(64) TrafficLine {
+    std::atomic<uint32_t> from[kMaxPeers];
+};
+static_assert(sizeof(TrafficLine) == 4 * 64 && std::atomic<uint32_t>::is_always_lock_free);
+
 class AreaLayout {
 public:
     AreaLayout(int nodes, RingGeometry g) noexcept : nodes_(nodes), geo_(g) {}
 
     size_t words_offset(int peer) const noexcept { return size_t(peer) * sizeof(PeerWords); }
+    size_t traffic_offset() const noexcept { return size_t(nodes_) * sizeof(PeerWords); }
     size_t ring_offset(int sender) const noexcept { return rings_base() + size_t(sender) * geo_.bytes(); }
     size_t bytes() const noexcept { return ring_offset(nodes_); }
     const RingGeometry &geometry() const noexcept { return geo_; }
 
 private:
-    size_t rings_base() const noexcept { return (size_t(nodes_) * sizeof(PeerWords) + 4095) / 4096 * 4096; }
+    size_t rings_base() const noexcept { return (traffic_offset() + sizeof(TrafficLine) + 4095) / 4096 * 4096; }
     int nodes_;
     RingGeometry geo_;
 };
 
+// The receiver's side of the traffic line: which peers marked their ring
+// since the last look.  A new mark read here (acquire) synchronises with the
+// sender's store after its header word, so the marked ring shows that
+// message; a later mark differs again and is seen at a later look.
+class TrafficMarks {
+public:
+    TrafficMarks(unsigned char *own_area, const AreaLayout &layout, int nodes) noexcept
+        : line_(reinterpret_cast<const TrafficLine *>(own_area + layout.traffic_offset())),
+          nodes_(nodes < kMaxPeers ? nodes : kMaxPeers) {}
+
+    // Bit n: node n marked its ring since the last call.
+    uint64_t take() noexcept {
+        uint64_t marked = 0;
+        for (int n = 0; n < nodes_; ++n) {
+            const uint32_t mark = line_->from[n].load(std::memory_order_acquire);
+            if (mark != seen_[n]) {
+                seen_[n] = mark;
+                marked |= uint64_t{1} << n;
+            }
+        }
+        return marked;
+    }
+
+private:
+    const TrafficLine *line_;
+    int nodes_;
+    uint32_t seen_[kMaxPeers] = {};
+};
+
 // Everything one process needs to talk to one peer: the ring it writes into
-// (in the peer's area), the ring it reads (in its own area), and the credit
-// and doorbell words in both directions.
+// (in the peer's area), the ring it reads (in its own area), the credit and
+// doorbell words in both directions, and our mark in the peer's traffic line
+// when the peer polls by traffic.
 class PeerChannel {
 public:
     PeerChannel(unsigned char *own_area, unsigned char *peer_area, const AreaLayout &layout, int self, int peer,
-                bool peer_has_thread) noexcept
+                bool peer_has_thread, bool peer_polls_by_traffic = false) noexcept
         : tx_(peer_area + layout.ring_offset(self), &words(own_area, layout, peer)->consumed, layout.geometry()),
           rx_(own_area + layout.ring_offset(peer), &words(peer_area, layout, self)->consumed, layout.geometry(),
               credit_batch(layout.geometry())),
           doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
           my_doorbell_at_peer_(&words(peer_area, layout, self)->doorbell),
+          my_mark_at_peer_(peer_polls_by_traffic
+                               ? &reinterpret_cast<TrafficLine *>(peer_area + layout.traffic_offset())->from[self]
+                               : nullptr),
           peer_has_thread_(peer_has_thread) {}
 
     RingWriter &tx() noexcept { return tx_; }
     RingReader &rx() noexcept { return rx_; }
+
+    // Publish the reserved slot, then mark our ring in the peer's traffic
+    // line with our message count (after the header word: a receiver that
+    // sees the new mark sees the message).
+    void commit(uint8_t tag, uint32_t size) noexcept {
+        tx_.commit(tag, size);
+        if (my_mark_at_peer_ != nullptr)
+            my_mark_at_peer_->store(static_cast<uint32_t>(tx_.sent()), std::memory_order_release);
+    }
 
     // After a commit: must the peer's interrupt be raised?  Only a peer with a
     // progress thread ever asks; the fence pairs with announce_sleep's, so
@@ -77,6 +136,7 @@ private:
     RingReader rx_;
     const std::atomic<uint32_t> *doorbell_wanted_;
     std::atomic<uint32_t> *my_doorbell_at_peer_;
+    std::atomic<uint32_t> *my_mark_at_peer_;
     bool peer_has_thread_;
 };
 

@@ -12,9 +12,13 @@ using tca::btl::MessageHeader;
 using tca::btl::PeerChannel;
 using tca::btl::ProgressThread;
 using tca::btl::RingGeometry;
+using tca::btl::TrafficMarks;
 
 struct tca_btl_peer {
     PeerChannel ch;
+};
+struct tca_btl_traffic {
+    TrafficMarks marks;
 };
 struct tca_btl_progress_thread {
     tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int check_max_us, int sleep_us)
@@ -34,14 +38,14 @@ uint32_t tca_btl_slot_payload(uint32_t max_payload) {
 }
 
 tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, int nodes, int self, int peer, uint32_t slots,
-                                 uint32_t max_payload, int peer_has_thread) {
+                                 uint32_t max_payload, int peer_has_thread, int peer_polls_by_traffic) {
     if (own_area == nullptr || peer_area == nullptr || !RingGeometry{slots, 64}.valid() ||
         max_payload > tca::btl::kMaxRingPayload)
         return nullptr;
     const AreaLayout layout(nodes, RingGeometry::for_payload(slots, max_payload));
     return new (std::nothrow) tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area),
                                                        static_cast<unsigned char *>(peer_area), layout, self, peer,
-                                                       peer_has_thread != 0)};
+                                                       peer_has_thread != 0, peer_polls_by_traffic != 0)};
 }
 
 void tca_btl_peer_free(tca_btl_peer_t *p) { delete p; }
@@ -49,7 +53,7 @@ void tca_btl_peer_free(tca_btl_peer_t *p) { delete p; }
 void *tca_btl_tx_reserve(tca_btl_peer_t *p) { return p->ch.tx().reserve(); }
 
 int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size) {
-    p->ch.tx().commit(tag, size);
+    p->ch.commit(tag, size);
     return p->ch.wants_interrupt() ? 1 : 0;
 }
 
@@ -64,6 +68,17 @@ int tca_btl_rx_peek(tca_btl_peer_t *p, uint8_t *tag, uint32_t *size, const void 
 }
 
 void tca_btl_rx_release(tca_btl_peer_t *p) { p->ch.rx().release(); }
+
+tca_btl_traffic_t *tca_btl_traffic_new(void *own_area, int nodes) {
+    if (own_area == nullptr || nodes < 1 || nodes > tca::btl::kMaxPeers) return nullptr;
+    // Only the traffic line's offset matters, and it depends on the node count alone.
+    return new (std::nothrow) tca_btl_traffic{
+        TrafficMarks(static_cast<unsigned char *>(own_area), AreaLayout(nodes, RingGeometry{}), nodes)};
+}
+
+uint64_t tca_btl_traffic_take(tca_btl_traffic_t *t) { return t->marks.take(); }
+
+void tca_btl_traffic_free(tca_btl_traffic_t *t) { delete t; }
 
 void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping) { p->ch.announce_sleep(sleeping != 0); }
 

@@ -25,14 +25,18 @@ TCA_BTL_CORE_HIDDEN uint32_t tca_btl_slot_payload(uint32_t max_payload);
 /* ---- one peer: tx ring (in the peer's area) and rx ring (in ours) ---- */
 typedef struct tca_btl_peer tca_btl_peer_t;
 
-/* own_area: our area (local); peer_area: the peer's area, mapped write-only. */
+/* own_area: our area (local); peer_area: the peer's area, mapped write-only.
+ * peer_polls_by_traffic: the peer reads its traffic line (it said so in its
+ * modex), so every commit also marks our ring there. */
 TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, int nodes, int self, int peer,
-                                                     uint32_t slots, uint32_t max_payload, int peer_has_thread);
+                                                     uint32_t slots, uint32_t max_payload, int peer_has_thread,
+                                                     int peer_polls_by_traffic);
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_free(tca_btl_peer_t *p);
 
 /* Payload area of the next slot in the peer's ring, or NULL while it is full. */
 TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p);
-/* Publish the reserved slot (header word last).  Returns 1 when the peer
+/* Publish the reserved slot (header word last, then our traffic mark where
+ * the peer reads them).  Returns 1 when the peer
  * asked for an interrupt after each message (its progress thread sleeps). */
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size);
 
@@ -40,6 +44,13 @@ TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32
 TCA_BTL_CORE_HIDDEN int tca_btl_rx_peek(tca_btl_peer_t *p, uint8_t *tag, uint32_t *size, const void **payload);
 /* Done with the peeked message; credits go back lazily. */
 TCA_BTL_CORE_HIDDEN void tca_btl_rx_release(tca_btl_peer_t *p);
+/* Our traffic line: a receiver with many peers polls only the rings whose
+ * senders marked them since its last look. */
+typedef struct tca_btl_traffic tca_btl_traffic_t;
+TCA_BTL_CORE_HIDDEN tca_btl_traffic_t *tca_btl_traffic_new(void *own_area, int nodes);
+/* Bit n: node n marked its ring since the last call. */
+TCA_BTL_CORE_HIDDEN uint64_t tca_btl_traffic_take(tca_btl_traffic_t *t);
+TCA_BTL_CORE_HIDDEN void tca_btl_traffic_free(tca_btl_traffic_t *t);
 
 /* Our progress thread sleeps (1) or not (0): ask this peer for doorbells. */
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping);
@@ -117,6 +128,18 @@ TCA_BTL_CORE_HIDDEN int tca_btl_gets_pending(const tca_btl_gets_t *g);
 /* The owner's check of a peer's request: only its own registrations, only
  * inside them, and only into the asking peer's memory. */
 TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t *req, int self_node, int peer_node);
+
+/* ---- the data path by size, as one line for the verbose output ---- */
+typedef struct tca_btl_path {
+    uint64_t eager_limit;          /* up to here: the rings */
+    uint64_t put_dma_min;          /* puts from here on the DMA engine (0: none) */
+    int get_for_host;              /* ob1 uses the emulated get (RGET) for host buffers */
+    int poll_by_traffic;
+    int peers, poll_all_max_peers;
+    const char *put_mechanism;     /* the device's (tcaQueryBackend) */
+} tca_btl_path_t;
+/* Writes the line into text (truncated to size); returns its full length. */
+TCA_BTL_CORE_HIDDEN size_t tca_btl_describe_path(const tca_btl_path_t *path, char *text, size_t size);
 
 /* ---- asynchronous progress: a client of the TCA session's one progress
  * thread (session/progress_engine.h); NULL when it could not join ---- */

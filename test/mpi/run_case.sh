@@ -1,13 +1,14 @@
 #!/bin/sh
 # run_case.sh CASE.mpi - one MPI test run over btl tca (automake log compiler).
 # A case file sets NP, TEST (a sub-test of BIN, default tca_p2p_test), optionally MCA
-# (extra mpirun arguments), RUNS (the run repeated, every one checked; default 1),
+# (extra mpirun arguments), MPMD (the app contexts instead of "-np NP ./BIN TEST", for ranks
+# that differ), RUNS (the run repeated, every one checked; default 1),
 # EXPECT_FAILURE (1: must fail; ended: must end, any status)/MAX_SECONDS, a check_output
 # function over the run's output, or OMPI_INFO=1 for the parameter check, or
 # PARAM_TABLE for one short run per row of hostile settings (see below).
 case_file=$1
 srcdir=${srcdir:-.}
-NP=2 TEST= MCA= RUNS=1 EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
+NP=2 TEST= MCA= MPMD= RUNS=1 EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
 . "$case_file"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TCA_COMPONENT_DIR=$(pwd)/.libs
@@ -19,7 +20,7 @@ if [ "$OMPI_INFO" = 1 ]; then
     out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param btl tca --level 9)
     status=0
     for p in subcluster_size ring_slots progress_thread progress_thread_check_us progress_thread_check_max_us progress_thread_sleep_us \
-             put_dma_min dma_channels poll_batch get_emulation eager_limit rndv_eager_limit max_send_size exclusivity flags; do
+             put_dma_min dma_channels poll_batch poll_all_max_peers get_emulation eager_limit rndv_eager_limit max_send_size exclusivity flags; do
         help=$(echo "$out" | sed -n "s/^mca:btl:tca:param:btl_tca_$p:help://p")
         if [ -z "$help" ]; then echo "FAIL: btl_tca_$p missing or without help"; status=1; else echo "ok btl_tca_$p"; fi
     done
@@ -99,7 +100,11 @@ while [ $run_no -lt "$RUNS" ]; do
     [ "$RUNS" -eq 1 ] || echo "--- run $run_no of $RUNS"
     start=$(date +%s)
     # shellcheck disable=SC2086
-    timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" "./$BIN" "$TEST" >"$out" 2>&1
+    if [ -n "$MPMD" ]; then
+        timeout 600 "$run" --oversubscribe --bind-to none $MCA $MPMD >"$out" 2>&1
+    else
+        timeout 600 "$run" --oversubscribe --bind-to none $MCA -np "$NP" "./$BIN" "$TEST" >"$out" 2>&1
+    fi
     rc=$?
     elapsed=$(($(date +%s) - start))
     cat "$out"

@@ -63,8 +63,8 @@ TEST(EagerRing, SlotsAreAPowerOfTwo) {
     const RingGeometry g = RingGeometry::for_payload(8, 100);
     for (uint64_t k = 0; k < 40; ++k) EXPECT_EQ(g.offset(k), (k % 8) * g.stride) << k;
     std::vector<unsigned char> a(tca_btl_area_bytes(2, 8, 64)), b(a.size());
-    EXPECT_EQ(tca_btl_peer_new(a.data(), b.data(), 2, 0, 1, 48, 64, 0), nullptr);
-    tca_btl_peer_t *p = tca_btl_peer_new(a.data(), b.data(), 2, 0, 1, 8, 64, 0);
+    EXPECT_EQ(tca_btl_peer_new(a.data(), b.data(), 2, 0, 1, 48, 64, 0, 0), nullptr);
+    tca_btl_peer_t *p = tca_btl_peer_new(a.data(), b.data(), 2, 0, 1, 8, 64, 0, 0);
     EXPECT_NE(p, nullptr);
     tca_btl_peer_free(p);
 }
@@ -143,6 +143,103 @@ TEST(PeerArea, ChannelsOfTwoNodesMeet) {
     EXPECT_FALSE(a_to_b.wants_interrupt());
     a_to_b.announce_sleep(true);
     EXPECT_FALSE(b_to_a.wants_interrupt());
+}
+
+// The traffic line sits between the control words and the rings, for every
+// sub-cluster size: no mark can land in a peer's words or a ring.
+TEST(PeerArea, TrafficLineOverlapsNothing) {
+    for (int nodes = 1; nodes <= kMaxPeers; ++nodes) {
+        const AreaLayout l(nodes, RingGeometry::for_payload(4, 100));
+        EXPECT_GE(l.traffic_offset(), l.words_offset(nodes - 1) + sizeof(PeerWords)) << nodes;
+        EXPECT_GE(l.ring_offset(0), l.traffic_offset() + sizeof(TrafficLine)) << nodes;
+        EXPECT_EQ(l.traffic_offset() % 64, 0u) << nodes;
+    }
+}
+
+// Senders mark their ring only where the receiver polls by marks; a mark is
+// taken once, and the C entry point reads the same line.
+TEST(PeerArea, AMarkIsTakenOnceAndOnlyWhereAsked) {
+    const int nodes = 4;
+    const AreaLayout layout(nodes, RingGeometry::for_payload(4, 100));
+    std::vector<std::vector<unsigned char>> area(nodes, std::vector<unsigned char>(layout.bytes()));
+    PeerChannel n0_to_3(area[0].data(), area[3].data(), layout, 0, 3, false, true);
+    PeerChannel n1_to_3(area[1].data(), area[3].data(), layout, 1, 3, false, true);
+    PeerChannel n3_to_0(area[3].data(), area[0].data(), layout, 3, 0, false, false);
+    TrafficMarks at3(area[3].data(), layout, nodes), at0(area[0].data(), layout, nodes);
+    tca_btl_traffic_t *c_at3 = tca_btl_traffic_new(area[3].data(), nodes);
+    ASSERT_NE(c_at3, nullptr);
+    EXPECT_EQ(at3.take(), 0u);
+    ASSERT_NE(n1_to_3.tx().reserve(), nullptr);
+    n1_to_3.commit(1, 0);
+    ASSERT_NE(n0_to_3.tx().reserve(), nullptr);
+    n0_to_3.commit(1, 0);
+    ASSERT_NE(n0_to_3.tx().reserve(), nullptr);
+    n0_to_3.commit(1, 0);
+    EXPECT_EQ(at3.take(), 0b11u);
+    EXPECT_EQ(at3.take(), 0u) << "a mark is taken once";
+    EXPECT_EQ(tca_btl_traffic_take(c_at3), 0b11u) << "the C entry point reads the same line";
+    ASSERT_NE(n1_to_3.tx().reserve(), nullptr);
+    n1_to_3.commit(1, 0);
+    EXPECT_EQ(at3.take(), 0b10u);
+    EXPECT_EQ(tca_btl_traffic_take(c_at3), 0b10u);
+    tca_btl_traffic_free(c_at3);
+    EXPECT_EQ(tca_btl_traffic_new(area[3].data(), kMaxPeers + 1), nullptr);
+    ASSERT_NE(n3_to_0.tx().reserve(), nullptr);
+    n3_to_0.commit(1, 0);
+    EXPECT_EQ(at0.take(), 0u) << "node 0 polls every ring: no marks";
+}
+
+// Three sender threads into one receiver that polls only marked rings, a
+// small batch per pass so rings are often left unfinished (the glue's carry
+// mask): every message arrives, in order per sender.  Built with TSan too.
+TEST(PeerArea, PollingByMarksLosesNothing) {
+    const int nodes = 4, receiver = 3, senders = 3;
+    constexpr uint32_t kMessages = 50000, kBatch = 2;
+    const AreaLayout layout(nodes, RingGeometry::for_payload(4, 64));
+    std::vector<std::vector<unsigned char>> area(nodes, std::vector<unsigned char>(layout.bytes()));
+    std::vector<PeerChannel> out, in;
+    for (int s = 0; s < senders; ++s) {
+        out.emplace_back(area[s].data(), area[receiver].data(), layout, s, receiver, false, true);
+        in.emplace_back(area[receiver].data(), area[s].data(), layout, receiver, s, false, false);
+    }
+    std::vector<std::thread> threads;
+    for (int s = 0; s < senders; ++s)
+        threads.emplace_back([&, s] {
+            for (uint32_t k = 0; k < kMessages; ++k) {
+                unsigned char *slot;
+                while ((slot = out[s].tx().reserve()) == nullptr) std::this_thread::yield();
+                std::memcpy(slot, &k, 4);
+                out[s].commit(static_cast<uint8_t>(s), 4);
+            }
+        });
+    std::vector<uint32_t> next(senders, 0);
+    TrafficMarks marks(area[receiver].data(), layout, nodes);
+    uint64_t unfinished = 0, bad = 0, idle_passes = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);  // a lost mark: fail, not hang
+    while ((next[0] < kMessages || next[1] < kMessages || next[2] < kMessages) &&
+           std::chrono::steady_clock::now() < give_up) {
+        uint64_t todo = marks.take() | unfinished;
+        unfinished = 0;
+        if (todo == 0 && ++idle_passes % 64 == 0) std::this_thread::yield();
+        for (; todo; todo &= todo - 1) {
+            const int s = __builtin_ctzll(todo);
+            uint32_t got = 0;
+            MessageHeader h;
+            const unsigned char *data;
+            while (got < kBatch && in[s].rx().peek(&h, &data)) {
+                uint32_t k;
+                std::memcpy(&k, data, 4);
+                bad += k != next[s]++ || h.tag != s;
+                in[s].rx().release();
+                ++got;
+            }
+            if (got == kBatch) unfinished |= uint64_t{1} << s;
+        }
+    }
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(bad, 0u);
+    for (int s = 0; s < senders; ++s) EXPECT_EQ(next[s], kMessages) << "sender " << s;
+    EXPECT_EQ(marks.take() & ~uint64_t{0b111}, 0u) << "only senders mark";
 }
 
 // Producer and consumer threads through one ring, sizes changing every

@@ -71,6 +71,7 @@ typedef struct mca_btl_tca_component_t {
     size_t put_dma_min;       /* puts of at least this size go through the DMA engine */
     int dma_channels;         /* at most this many DMA channels for puts */
     int poll_batch;           /* messages taken from one peer per progress pass */
+    int poll_all_max_peers;   /* with more peers, poll only the rings marked in our traffic line */
     int get_emulation;        /* MCA_BTL_TCA_GET_* */
 
     /* state */
@@ -80,6 +81,10 @@ typedef struct mca_btl_tca_component_t {
     size_t area_bytes;
     tcaHandle area_handle;
     struct mca_btl_base_endpoint_t *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
+    int poll_by_traffic;            /* we read our traffic line (published in the modex) */
+    tca_btl_traffic_t *traffic;     /* our traffic line's marks, where poll_by_traffic */
+    uint64_t unfinished_rings;      /* bit n: node n's ring may hold more (batch reached, no endpoint yet) */
+    volatile int64_t pending_peers; /* bit n: node n's endpoint has queued sends (set and cleared under its lock) */
     opal_free_list_t frags;
     int device_up;
     volatile int32_t progress_lock;

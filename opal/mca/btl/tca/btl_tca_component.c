@@ -165,6 +165,14 @@ static int tca_component_register(void) {
     c->poll_batch = 32;
     register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
                  OPAL_INFO_LVL_6, &c->poll_batch);
+    c->poll_all_max_peers = 4;
+    register_int("poll_all_max_peers",
+                 "With at most this many peers in the sub-cluster (0..63), progress looks at every peer's ring "
+                 "each pass. With more, senders also mark their ring in one cache line of the receiver after "
+                 "each message, and progress reads that line and polls only the marked rings (one line read "
+                 "per pass instead of one per peer, for one more store per message). 0: always by marks; "
+                 "63: never.",
+                 OPAL_INFO_LVL_6, &c->poll_all_max_peers);
 
     c->get_emulation = MCA_BTL_TCA_GET_GPU;
     (void) mca_base_var_enum_create("btl_tca_get_emulation_modes", get_modes, &mode_enum);
@@ -253,6 +261,9 @@ static int start_device(mca_btl_tca_component_t *c) {
     c->subcluster = place.subcluster;
     c->node = place.node;
     c->num_nodes = place.num_nodes;
+    c->poll_by_traffic = c->num_nodes - 1 > c->poll_all_max_peers;
+    c->unfinished_rings = 0;
+    c->pending_peers = 0;
     tcaResult r;
 
     /* auto: the largest of 64, 32, ... 2 slots whose rings fit */
@@ -270,6 +281,9 @@ static int start_device(mca_btl_tca_component_t *c) {
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);
+    /* Without the marks' state (no memory) we poll every ring; the modex says so. */
+    if (c->poll_by_traffic && NULL == (c->traffic = tca_btl_traffic_new(c->area, c->num_nodes)))
+        c->poll_by_traffic = 0;
     r = tcaCreateHandle(&c->area_handle, c->area, c->area_bytes, tcaMemoryInternal);
     if (tcaSuccess != r) {
         tca_show_help(HELP_FILE, "register-failed", tcaGetErrorString(r));
@@ -280,6 +294,8 @@ static int start_device(mca_btl_tca_component_t *c) {
 
 static void stop_device(mca_btl_tca_component_t *c) {
     if (!c->device_up) return;
+    if (NULL != c->traffic) tca_btl_traffic_free(c->traffic);
+    c->traffic = NULL;
     if (NULL != c->area) (void) tcaFree(c->area, tcaMemoryInternal);
     c->area = NULL;
     mca_common_tca_session_leave();
@@ -297,6 +313,7 @@ static int publish_modex(mca_btl_tca_component_t *c) {
     modex.ring_slots = c->ring_slots;
     modex.slot_payload = c->slot_payload;
     modex.has_progress_thread = NULL != c->thread || c->progress_thread == MCA_BTL_TCA_THREAD_ON;
+    modex.polls_by_traffic = c->poll_by_traffic;
     modex.area = c->area_handle;
     OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &c->super.btl_version, &modex, sizeof(modex));
     return rc;
@@ -376,6 +393,8 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
                             "0 (no DMA puts) .. 1T bytes (k, M, G suffixes allowed)") && ok;
     ok = tca_mca_check_int(f, "btl_tca_dma_channels", c->dma_channels, 1, TCA_NUM_DMA_CHANNELS, "1..4") && ok;
     ok = tca_mca_check_int(f, "btl_tca_poll_batch", c->poll_batch, 1, 65536, "1..65536") && ok;
+    ok = tca_mca_check_int(f, "btl_tca_poll_all_max_peers", c->poll_all_max_peers, 0, TCA_MAX_NODES - 1,
+                           "0..63 peers") && ok;
     static const char *const get_names[] = {"off", "gpu", "all"}; /* MCA_BTL_TCA_GET_* order */
     ok = tca_mca_check_enum(f, "btl_tca_get_emulation", get_names, 3, "off, gpu or all") && ok;
     /* the common BTL parameters, registered by mca_btl_base_param_register */
@@ -420,6 +439,22 @@ void mca_btl_tca_component_stop_thread(void);
  * when Open MPI unloads the component after MPI_Finalize it runs then, with
  * the thread already stopped.) */
 static void tca_btl_at_exit(void) { mca_btl_tca_component_stop_thread(); }
+
+/* Which path a message takes at which size, and how progress polls (verbose). */
+static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_module_t *m) {
+    tcaBackendAttr backend;
+    char line[1024];
+    if (tcaSuccess != tcaQueryBackend(&backend)) backend.put_mechanism[0] = '\0';
+    const tca_btl_path_t path = {.eager_limit = m->super.btl_eager_limit,
+                                 .put_dma_min = c->put_dma_min,
+                                 .get_for_host = MCA_BTL_TCA_GET_ALL == c->get_emulation,
+                                 .poll_by_traffic = c->poll_by_traffic,
+                                 .peers = c->num_nodes - 1,
+                                 .poll_all_max_peers = c->poll_all_max_peers,
+                                 .put_mechanism = backend.put_mechanism};
+    (void) tca_btl_describe_path(&path, line, sizeof(line));
+    opal_output_verbose(5, opal_btl_base_framework.framework_output, "btl:tca: node %d: %s", c->node, line);
+}
 
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads) {
@@ -490,6 +525,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         return NULL;
     }
 
+    report_path(c, m);
     btls = (mca_btl_base_module_t **) malloc(sizeof(*btls));
     if (NULL == btls) return NULL;
     btls[0] = &m->super;
@@ -549,6 +585,24 @@ static void check_peers(mca_btl_tca_component_t *c) {
     }
 }
 
+/* The rings of the marked peers, and those a previous pass left unfinished
+ * (batch reached, or a peer that wrote before its endpoint was made). */
+static int poll_marked_rings(mca_btl_tca_component_t *c) {
+    uint64_t todo = tca_btl_traffic_take(c->traffic) | c->unfinished_rings;
+    int count = 0;
+    c->unfinished_rings = 0;
+    while (todo) {
+        const int n = __builtin_ctzll(todo);
+        todo &= todo - 1;
+        mca_btl_base_endpoint_t *ep = c->endpoints[n];
+        opal_atomic_rmb();
+        const int got = NULL == ep ? c->poll_batch : poll_endpoint(ep);
+        if (got == c->poll_batch) c->unfinished_rings |= UINT64_C(1) << n;
+        count += got;
+    }
+    return count;
+}
+
 int mca_btl_tca_poll(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count = 0;
@@ -558,12 +612,19 @@ int mca_btl_tca_poll(void) {
      * kick): the engine thread would have to preempt this spinning thread
      * first, on the same core when ranks are bound. */
     tcaProgress(NULL);
-    for (int n = 0; n < c->num_nodes; ++n) {
-        mca_btl_base_endpoint_t *ep = c->endpoints[n];
-        if (NULL == ep) continue;
-        opal_atomic_rmb();
-        count += poll_endpoint(ep);
-        if (ep->pending_count) count += mca_btl_tca_send_pending(ep);
+    if (c->poll_by_traffic) {
+        count += poll_marked_rings(c);
+    } else {
+        for (int n = 0; n < c->num_nodes; ++n) {
+            mca_btl_base_endpoint_t *ep = c->endpoints[n];
+            if (NULL == ep) continue;
+            opal_atomic_rmb();
+            count += poll_endpoint(ep);
+        }
+    }
+    for (uint64_t pending = (uint64_t) c->pending_peers; pending; pending &= pending - 1) {
+        mca_btl_base_endpoint_t *ep = c->endpoints[__builtin_ctzll(pending)];
+        if (NULL != ep) count += mca_btl_tca_send_pending(ep);
     }
     if (tca_btl_dma_puts_busy(c->dma_puts)) count += mca_btl_tca_put_progress();
     return count;

@@ -1,5 +1,5 @@
-/* btl_tca_modex.h - what a btl tca process publishes through the modex;
- * also read by coll tca to learn which ranks share its sub-cluster. */
+/* btl_tca_modex.h - what a btl tca process publishes through the modex
+ * (coll tca reads the TCA session's own modex, not this). */
 #ifndef MCA_BTL_TCA_MODEX_H
 #define MCA_BTL_TCA_MODEX_H
 
@@ -15,9 +15,9 @@ typedef struct mca_btl_tca_modex_t {
     uint32_t ring_slots;
     uint32_t slot_payload;
     int32_t has_progress_thread;
-    int32_t reserved;
+    int32_t polls_by_traffic; /* it reads its traffic line: senders mark their ring there after each message */
     tcaHandle area; /* its area: control words and one eager ring per sender */
 } mca_btl_tca_modex_t;
-#define MCA_BTL_TCA_MODEX_VERSION 1
+#define MCA_BTL_TCA_MODEX_VERSION 2
 
 #endif

@@ -180,7 +180,7 @@ static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const m
     ep->proc = proc;
     ep->node = modex->node;
     ep->peer = tca_btl_peer_new(c->area, peer_area, c->num_nodes, c->node, modex->node, c->ring_slots,
-                                c->slot_payload, modex->has_progress_thread);
+                                c->slot_payload, modex->has_progress_thread, modex->polls_by_traffic);
     if (NULL == ep->peer) {
         OBJ_RELEASE(ep);
         return NULL;

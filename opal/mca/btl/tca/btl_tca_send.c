@@ -44,7 +44,8 @@ int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     }
     frag->tag = tag;
     opal_list_append(&ep->pending, (opal_list_item_t *) frag);
-    ep->pending_count++;
+    if (1 == ++ep->pending_count)
+        (void) opal_atomic_fetch_or_64(&mca_btl_tca_component.pending_peers, (int64_t) (UINT64_C(1) << ep->node));
     OPAL_THREAD_UNLOCK(&ep->lock);
     return OPAL_SUCCESS;
 }
@@ -63,6 +64,8 @@ int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *ep) {
         ep->pending_count--;
         opal_list_append(&done, (opal_list_item_t *) frag);
     }
+    if (0 == ep->pending_count)
+        (void) opal_atomic_fetch_and_64(&mca_btl_tca_component.pending_peers, (int64_t) ~(UINT64_C(1) << ep->node));
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (doorbell) ring_doorbell(ep);
     opal_list_item_t *item;
