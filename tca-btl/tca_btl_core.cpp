@@ -6,19 +6,20 @@
 
 #include "peer_area.hpp"
 #include "progress_thread.hpp"
+#include "ring_poller.hpp"
 
 using tca::btl::AreaLayout;
 using tca::btl::MessageHeader;
 using tca::btl::PeerChannel;
 using tca::btl::ProgressThread;
 using tca::btl::RingGeometry;
-using tca::btl::TrafficMarks;
+using tca::btl::RingPoller;
 
 struct tca_btl_peer {
     PeerChannel ch;
 };
-struct tca_btl_traffic {
-    TrafficMarks marks;
+struct tca_btl_poller {
+    RingPoller poller;
 };
 struct tca_btl_progress_thread {
     tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int check_max_us, int sleep_us)
@@ -57,28 +58,21 @@ int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size) {
     return p->ch.wants_interrupt() ? 1 : 0;
 }
 
-int tca_btl_rx_peek(tca_btl_peer_t *p, uint8_t *tag, uint32_t *size, const void **payload) {
-    MessageHeader h;
-    const unsigned char *data = nullptr;
-    if (!p->ch.rx().peek(&h, &data)) return 0;
-    *tag = h.tag;
-    *size = h.size;
-    *payload = data;
-    return 1;
+tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch) {
+    if (own_area == nullptr || nodes < 1 || nodes > tca::btl::kMaxPeers || batch == 0) return nullptr;
+    return new (std::nothrow)
+        tca_btl_poller{RingPoller(static_cast<unsigned char *>(own_area), nodes, by_traffic != 0, batch)};
 }
 
-void tca_btl_rx_release(tca_btl_peer_t *p) { p->ch.rx().release(); }
+void tca_btl_poller_free(tca_btl_poller_t *p) { delete p; }
 
-tca_btl_traffic_t *tca_btl_traffic_new(void *own_area, int nodes) {
-    if (own_area == nullptr || nodes < 1 || nodes > tca::btl::kMaxPeers) return nullptr;
-    // Only the traffic line's offset matters, and it depends on the node count alone.
-    return new (std::nothrow) tca_btl_traffic{
-        TrafficMarks(static_cast<unsigned char *>(own_area), AreaLayout(nodes, RingGeometry{}), nodes)};
+void tca_btl_poller_add(tca_btl_poller_t *p, int node, tca_btl_peer_t *peer) { p->poller.add(node, &peer->ch); }
+
+int tca_btl_poller_poll(tca_btl_poller_t *p, tca_btl_deliver_fn deliver, void *ctx) {
+    return p->poller.poll([&](int node, const MessageHeader &h, const unsigned char *payload) {
+        deliver(ctx, node, h.tag, payload, h.size);
+    });
 }
-
-uint64_t tca_btl_traffic_take(tca_btl_traffic_t *t) { return t->marks.take(); }
-
-void tca_btl_traffic_free(tca_btl_traffic_t *t) { delete t; }
 
 void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping) { p->ch.announce_sleep(sleeping != 0); }
 

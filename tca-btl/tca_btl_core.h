@@ -40,17 +40,19 @@ TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p);
  * asked for an interrupt after each message (its progress thread sleeps). */
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size);
 
-/* Next arrived message from this peer: 1 and its tag/size/payload, or 0. */
-TCA_BTL_CORE_HIDDEN int tca_btl_rx_peek(tca_btl_peer_t *p, uint8_t *tag, uint32_t *size, const void **payload);
-/* Done with the peeked message; credits go back lazily. */
-TCA_BTL_CORE_HIDDEN void tca_btl_rx_release(tca_btl_peer_t *p);
-/* Our traffic line: a receiver with many peers polls only the rings whose
- * senders marked them since its last look. */
-typedef struct tca_btl_traffic tca_btl_traffic_t;
-TCA_BTL_CORE_HIDDEN tca_btl_traffic_t *tca_btl_traffic_new(void *own_area, int nodes);
-/* Bit n: node n marked its ring since the last call. */
-TCA_BTL_CORE_HIDDEN uint64_t tca_btl_traffic_take(tca_btl_traffic_t *t);
-TCA_BTL_CORE_HIDDEN void tca_btl_traffic_free(tca_btl_traffic_t *t);
+/* ---- receiving: which rings a progress pass looks at ----
+ * by_traffic: we read our traffic line (and say so in the modex): only rings
+ * whose senders marked them, and those a pass left unfinished, are polled;
+ * else every added peer's ring.  At most `batch` messages per ring per pass.
+ * One caller of poll at a time; add may come from another thread. */
+typedef struct tca_btl_poller tca_btl_poller_t;
+TCA_BTL_CORE_HIDDEN tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch);
+TCA_BTL_CORE_HIDDEN void tca_btl_poller_free(tca_btl_poller_t *p);
+TCA_BTL_CORE_HIDDEN void tca_btl_poller_add(tca_btl_poller_t *p, int node, tca_btl_peer_t *peer);
+/* deliver(ctx, node, tag, payload, size) per arrived message; the payload is
+ * valid until deliver returns (the slot is released then).  Returns how many. */
+typedef void (*tca_btl_deliver_fn)(void *ctx, int node, uint8_t tag, const void *payload, uint32_t size);
+TCA_BTL_CORE_HIDDEN int tca_btl_poller_poll(tca_btl_poller_t *p, tca_btl_deliver_fn deliver, void *ctx);
 
 /* Our progress thread sleeps (1) or not (0): ask this peer for doorbells. */
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping);

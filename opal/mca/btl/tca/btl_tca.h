@@ -82,8 +82,7 @@ typedef struct mca_btl_tca_component_t {
     tcaHandle area_handle;
     struct mca_btl_base_endpoint_t *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
     int poll_by_traffic;            /* we read our traffic line (published in the modex) */
-    tca_btl_traffic_t *traffic;     /* our traffic line's marks, where poll_by_traffic */
-    uint64_t unfinished_rings;      /* bit n: node n's ring may hold more (batch reached, no endpoint yet) */
+    tca_btl_poller_t *poller;       /* which rings a progress pass looks at (tca-btl core) */
     volatile int64_t pending_peers; /* bit n: node n's endpoint has queued sends (set and cleared under its lock) */
     opal_free_list_t frags;
     int device_up;

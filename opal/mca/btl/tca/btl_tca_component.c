@@ -262,7 +262,6 @@ static int start_device(mca_btl_tca_component_t *c) {
     c->node = place.node;
     c->num_nodes = place.num_nodes;
     c->poll_by_traffic = c->num_nodes - 1 > c->poll_all_max_peers;
-    c->unfinished_rings = 0;
     c->pending_peers = 0;
     tcaResult r;
 
@@ -281,9 +280,11 @@ static int start_device(mca_btl_tca_component_t *c) {
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);
-    /* Without the marks' state (no memory) we poll every ring; the modex says so. */
-    if (c->poll_by_traffic && NULL == (c->traffic = tca_btl_traffic_new(c->area, c->num_nodes)))
-        c->poll_by_traffic = 0;
+    c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->poll_batch);
+    if (NULL == c->poller) {
+        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, "no memory for the ring poller");
+        return OPAL_ERROR;
+    }
     r = tcaCreateHandle(&c->area_handle, c->area, c->area_bytes, tcaMemoryInternal);
     if (tcaSuccess != r) {
         tca_show_help(HELP_FILE, "register-failed", tcaGetErrorString(r));
@@ -294,8 +295,8 @@ static int start_device(mca_btl_tca_component_t *c) {
 
 static void stop_device(mca_btl_tca_component_t *c) {
     if (!c->device_up) return;
-    if (NULL != c->traffic) tca_btl_traffic_free(c->traffic);
-    c->traffic = NULL;
+    if (NULL != c->poller) tca_btl_poller_free(c->poller);
+    c->poller = NULL;
     if (NULL != c->area) (void) tcaFree(c->area, tcaMemoryInternal);
     c->area = NULL;
     mca_common_tca_session_leave();
@@ -534,27 +535,20 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     return btls;
 }
 
-/* Deliver every arrived message of one peer (up to a batch) to its upcall. */
-static int poll_endpoint(mca_btl_base_endpoint_t *ep) {
-    int count = 0;
-    uint8_t tag;
-    uint32_t size;
-    const void *payload;
-    while (count < mca_btl_tca_component.poll_batch && tca_btl_rx_peek(ep->peer, &tag, &size, &payload)) {
-        const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
-        mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
-        mca_btl_base_descriptor_t desc = {.des_segments = &segment, .des_segment_count = 1};
-        if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag)) {
-            mca_btl_tca_get_control(ep, tag, payload, size);
-        } else if (OPAL_LIKELY(NULL != reg->cbfunc)) {
-            reg->cbfunc(&mca_btl_tca_module.super, tag, &desc, reg->cbdata);
-        } else {
-            tca_show_help(HELP_FILE, "dropped-message", tag, ep->node);
-        }
-        tca_btl_rx_release(ep->peer);
-        ++count;
+/* One arrived message to its upcall (the core releases the slot after). */
+static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint32_t size) {
+    mca_btl_base_endpoint_t *ep = mca_btl_tca_component.endpoints[node]; /* published before the poller saw it */
+    const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
+    mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
+    mca_btl_base_descriptor_t desc = {.des_segments = &segment, .des_segment_count = 1};
+    (void) ctx;
+    if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag)) {
+        mca_btl_tca_get_control(ep, tag, payload, size);
+    } else if (OPAL_LIKELY(NULL != reg->cbfunc)) {
+        reg->cbfunc(&mca_btl_tca_module.super, tag, &desc, reg->cbdata);
+    } else {
+        tca_show_help(HELP_FILE, "dropped-message", tag, node);
     }
-    return count;
 }
 
 /* A peer that died without finishing leaves its rings silent: a receive
@@ -585,24 +579,6 @@ static void check_peers(mca_btl_tca_component_t *c) {
     }
 }
 
-/* The rings of the marked peers, and those a previous pass left unfinished
- * (batch reached, or a peer that wrote before its endpoint was made). */
-static int poll_marked_rings(mca_btl_tca_component_t *c) {
-    uint64_t todo = tca_btl_traffic_take(c->traffic) | c->unfinished_rings;
-    int count = 0;
-    c->unfinished_rings = 0;
-    while (todo) {
-        const int n = __builtin_ctzll(todo);
-        todo &= todo - 1;
-        mca_btl_base_endpoint_t *ep = c->endpoints[n];
-        opal_atomic_rmb();
-        const int got = NULL == ep ? c->poll_batch : poll_endpoint(ep);
-        if (got == c->poll_batch) c->unfinished_rings |= UINT64_C(1) << n;
-        count += got;
-    }
-    return count;
-}
-
 int mca_btl_tca_poll(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count = 0;
@@ -612,16 +588,7 @@ int mca_btl_tca_poll(void) {
      * kick): the engine thread would have to preempt this spinning thread
      * first, on the same core when ranks are bound. */
     tcaProgress(NULL);
-    if (c->poll_by_traffic) {
-        count += poll_marked_rings(c);
-    } else {
-        for (int n = 0; n < c->num_nodes; ++n) {
-            mca_btl_base_endpoint_t *ep = c->endpoints[n];
-            if (NULL == ep) continue;
-            opal_atomic_rmb();
-            count += poll_endpoint(ep);
-        }
-    }
+    count += tca_btl_poller_poll(c->poller, deliver, NULL);
     for (uint64_t pending = (uint64_t) c->pending_peers; pending; pending &= pending - 1) {
         mca_btl_base_endpoint_t *ep = c->endpoints[__builtin_ctzll(pending)];
         if (NULL != ep) count += mca_btl_tca_send_pending(ep);

@@ -223,6 +223,7 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
             }
             opal_atomic_wmb(); /* the progress thread may look at the table now */
             c->endpoints[modex->node] = ep;
+            tca_btl_poller_add(c->poller, modex->node, ep->peer); /* after the table: deliver finds ep */
         }
         free(modex);
         peers[i] = ep;
