@@ -95,6 +95,36 @@ TEST(Lifecycle, InitFromEnvironment) {
     EXPECT_EQ(count_segments(key), 0);
 }
 
+// TCA_DEVICE names the backend: anything but loopback and ucx is refused by
+// name, loopback is the default's explicit name, and ucx outside a PMIx
+// launcher (no mpirun here) fails with a reason instead of waiting for peers.
+TEST(Lifecycle, TheDeviceIsChosenByName) {
+    NodeOptions opt;
+    opt.init = false;
+    for (const char *env : {"TCA_DEVICE=bogus", "TCA_DEVICE=", "TCA_DEVICE=loopback", "TCA_DEVICE=ucx"}) {
+        opt.env = env;
+        opt.job_key = unique_job_key("device");
+        EXPECT_TRUE(run_nodes(1, [](int, Board &) {
+            const std::string which = getenv("TCA_DEVICE");
+            const tcaResult r = tcaInit();
+            if (which == "loopback") {
+                NODE_OK(r);
+                tcaDeviceAttr a{};
+                NODE_OK(tcaQueryDevice(&a));
+                tcaBackendAttr b{};
+                NODE_OK(tcaQueryBackend(&b));
+                NODE_CHECK(std::string(b.backend) == "loopback");
+                NODE_OK(tcaFinalize());
+            } else if (which == "ucx") {
+                NODE_CHECK(r == tcaErrorNotSupported);
+            } else {
+                NODE_CHECK(r == tcaErrorInvalidValue);
+            }
+            return 0;
+        }, opt)) << env;
+    }
+}
+
 // The harness ends every test with a barrier before tcaFinalize: a node whose
 // body returns first must not tear its device down while a slower peer still
 // writes to it (Counters.NoLostWakeUps failed that way under load).

@@ -21,6 +21,10 @@
 #   MAX_SECONDS=180     per run
 #   EXPECT=regex        the output of every run must match it
 #   ALLOW_WARNINGS=1    compiler warnings do not fail the test (by default they do)
+#   DEVICE=ucx          every run on the ucx device (TCA_DEVICE=ucx, UCX over
+#                       UCX_TLS=tcp,self, as between hosts); no timing-model
+#                       run (not modelled there); skipped (77) where this build
+#                       has no ucx device
 # The private installation is made (once, under a lock) by
 # `make test/tca-api/stage.stamp`: DESTDIR=test/tca-api/stage, whose paths are
 # in test/tca-api/stage.env.  A program exiting 77 on every rank (e.g. "SKIP:
@@ -29,7 +33,7 @@ top=$(pwd)
 srcdir=${srcdir:-.}
 arg=${1:?usage: run_program.sh CASE.tca | PROG.c [NP...]}
 shift
-PROG= NP="2 4 8" TIMING_NP=unset LIBS= GPU=0 ARGS= MAX_SECONDS=180 EXPECT= ALLOW_WARNINGS=0
+PROG= NP="2 4 8" TIMING_NP=unset LIBS= GPU=0 ARGS= MAX_SECONDS=180 EXPECT= ALLOW_WARNINGS=0 DEVICE=
 case "$arg" in
 *.c) PROG=$arg; [ $# -gt 0 ] && NP="$*" ;;
 *) . "$arg"
@@ -38,6 +42,7 @@ case "$arg" in
    case "$PROG" in /*) ;; *) if [ -f "$dir/$PROG" ]; then PROG="$dir/$PROG"; else PROG="$srcdir/test/tca-api/$PROG"; fi ;; esac ;;
 esac
 [ "$TIMING_NP" = unset ] && TIMING_NP=${NP%% *}
+[ "$DEVICE" = ucx ] && TIMING_NP=
 [ -f "$PROG" ] || { echo "FAIL: no program $PROG"; exit 1; }
 
 # The private installation (serialised: tests run in parallel).
@@ -53,6 +58,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 exe="$tmp/$(basename "$PROG" .c)"
+
+device_env=TCA_DEVICE=loopback
+if [ "$DEVICE" = ucx ]; then
+    if [ ! -f "$TCA_API_LIBDIR/tca_ucx.so" ]; then
+        echo "SKIP: this build has no ucx device (UCX or PMIx headers missing at configure time)"
+        exit 77
+    fi
+    device_env="TCA_DEVICE=ucx UCX_TLS=tcp,self"
+fi
 
 cuda_flags=
 if [ "$GPU" = 1 ]; then
@@ -112,7 +126,8 @@ run() {
         echo "FAIL: $label: output does not match /$EXPECT/"; status=1
     fi
 }
-for np in $NP; do run "np $np" "$np" TCA_TIMING=0; done
+# shellcheck disable=SC2086
+for np in $NP; do run "np $np${DEVICE:+, $DEVICE device}" "$np" TCA_TIMING=0 $device_env; done
 [ -n "$TIMING_NP" ] && run "np $TIMING_NP, timing model on" "$TIMING_NP" TCA_TIMING=1
 
 # A failed run's killed ranks cannot clean up; a passing run must leave nothing.

@@ -108,4 +108,9 @@ Device *current_device() noexcept;
 // The software loopback device (processes of one host form the sub-cluster).
 Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
 
+// The device TCA_DEVICE names: loopback (unset: the default) or ucx (the
+// plugin tca_ucx.so beside libtca, ucx/ucx_device.cpp); anything else is
+// refused by name.
+Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
+
 }  // namespace tca

@@ -93,7 +93,7 @@ tcaResult init_device(const tcaInitParams *params) noexcept {
         std::lock_guard g(g_owner.lock);
         if (g_owner.device) return join_running_node(*g_owner.device, params);
         std::unique_ptr<tca::Device> dev;
-        const tcaResult r = tca::make_loopback_device(params, &dev);
+        const tcaResult r = tca::make_device(params, &dev);
         if (r != tcaSuccess) return r;
         g_owner.device = std::move(dev);
         g_owner.refs = 1;

@@ -1,6 +1,9 @@
 // ucp_transport.cpp - see ucp_transport.hpp.
 #include "ucx/ucp_transport.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
 #include <cstring>
 
 namespace tca::ucx {
@@ -32,7 +35,7 @@ Result Context::create(std::unique_ptr<Context> *out, std::string *why) {
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;
     ucp_context_h ctx = nullptr;
     const ucs_status_t s = ucp_init(&params, config, &ctx);
@@ -66,6 +69,9 @@ Result Worker::create(Context &ctx, std::unique_ptr<Worker> *out, std::string *w
     const auto *b = reinterpret_cast<const std::byte *>(addr);
     worker->address_.assign(b, b + len);
     ucp_worker_release_address(w, addr);
+    ucp_worker_attr_t attr{};
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+    if (ucp_worker_query(w, &attr) == UCS_OK) worker->max_am_header_ = attr.max_am_header;
     *out = std::move(worker);
     return tcaSuccess;
 }
@@ -88,6 +94,53 @@ Result Worker::wait(ucs_status_ptr_t request, Deadline deadline) noexcept {
     }
     ucp_request_free(request);
     return from_status(s);
+}
+
+namespace {
+ucs_status_t am_trampoline(void *arg, const void *header, size_t header_length, void *, size_t,
+                           const ucp_am_recv_param_t *) {
+    const auto *slot = static_cast<const Worker::AmSlot *>(arg);
+    slot->handler(slot->arg, header, header_length);
+    return UCS_OK;  // nothing kept
+}
+}  // namespace
+
+Result Worker::set_am_handler(unsigned id, AmHandler handler, void *arg) noexcept {
+    try {
+        am_slots_.push_back(std::make_unique<AmSlot>(AmSlot{handler, arg}));
+    } catch (...) {
+        return tcaErrorNoMemory;
+    }
+    ucp_am_handler_param_t p{};
+    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    p.id = id;
+    p.cb = am_trampoline;
+    p.arg = am_slots_.back().get();
+    return from_status(ucp_worker_set_am_recv_handler(w_, &p));
+}
+
+Result Endpoint::am_send(unsigned id, const void *header, size_t length, Deadline d) noexcept {
+    if (peer_failed()) return tcaErrorPeerGone;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_AM_SEND_FLAG_EAGER;  // headers only: no rendezvous
+    return worker_.wait(ucp_am_send_nbx(ep_, id, header, length, nullptr, 0, &p), d);
+}
+
+void Worker::sleep_for_events(int timeout_ms) noexcept {
+    int fd = -1;
+    if (ucp_worker_get_efd(w_, &fd) != UCS_OK) {
+        poll(nullptr, 0, std::min(timeout_ms, 1));
+        return;
+    }
+    const ucs_status_t s = ucp_worker_arm(w_);
+    if (s == UCS_ERR_BUSY) return;  // events pending: progress at once
+    if (s != UCS_OK) {
+        poll(nullptr, 0, std::min(timeout_ms, 1));
+        return;
+    }
+    pollfd p{fd, POLLIN, 0};
+    (void) poll(&p, 1, timeout_ms);
 }
 
 Result MemoryMap::create(Context &ctx, void *addr, size_t size, std::unique_ptr<MemoryMap> *out) {

@@ -31,7 +31,7 @@ using Deadline = std::chrono::steady_clock::time_point;
 
 class Worker;
 
-// ucp_init with RMA, 64-bit atomics and active messages.
+// ucp_init with RMA, 64-bit atomics, active messages and wake-up events.
 class Context {
 public:
     // tcaErrorNotSupported (with *why) where UCX cannot start.
@@ -58,13 +58,30 @@ public:
     const std::vector<std::byte> &address() const noexcept { return address_; }
     // One pass of communication progress; true if something happened.
     bool progress() noexcept { return ucp_worker_progress(w_) != 0; }
+    // Sleeps until the worker has something to progress or timeout_ms
+    // passes (ucp_worker_arm + the worker's event fd; a plain nap where the
+    // transports have no events).
+    void sleep_for_events(int timeout_ms) noexcept;
     // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing.
     Result wait(ucs_status_ptr_t request, Deadline deadline) noexcept;
+    // Active messages `id` go to handler(arg, header, length) inside
+    // progress(); only the header is used (no payload), and it is valid
+    // during the call only.  The handler must not call into UCX.
+    using AmHandler = void (*)(void *arg, const void *header, size_t length);
+    struct AmSlot {
+        AmHandler handler;
+        void *arg;
+    };
+    Result set_am_handler(unsigned id, AmHandler handler, void *arg) noexcept;
+    // The largest active-message header this worker sends.
+    size_t max_am_header() const noexcept { return max_am_header_; }
 
 private:
     explicit Worker(ucp_worker_h w) : w_(w) {}
     ucp_worker_h w_;
     std::vector<std::byte> address_;
+    size_t max_am_header_ = 0;
+    std::vector<std::unique_ptr<AmSlot>> am_slots_;  // stable addresses UCX calls back with
 };
 
 // Memory of this process opened to peers' puts and atomics.
@@ -115,6 +132,9 @@ public:
     Result fence() noexcept;
     // Everything issued so far is complete at the target.
     Result flush(Deadline d) noexcept;
+    // An active message of `length` header bytes (Worker::set_am_handler at
+    // the peer); returns once the header may be reused.
+    Result am_send(unsigned id, const void *header, size_t length, Deadline d) noexcept;
     // *(uint64_t *)remote_addr += value at the target, atomically.
     Result atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
     // The peer failed (report_peer_failure endpoints): tcaErrorPeerGone from

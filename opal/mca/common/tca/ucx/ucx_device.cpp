@@ -1,0 +1,901 @@
+// ucx_device.cpp - the PEACH2 model over UCX, for a sub-cluster that spans
+// hosts (TCA_DEVICE=ucx): node n is PMIx rank n of the job, and nodes reach
+// each other through UCX endpoints whose worker addresses travel through
+// PMIx (ucx/pmix_exchange.hpp).
+//
+//   registrations   ucp_mem_map of the registered range; a peer asks the
+//                   owner for the packed key by active message on first use
+//                   and caches it per (node, registration index, key)
+//   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence
+//   notifications   a fence after the data, then an active message that
+//                   counts (source, slot, tag) at the target
+//   DMA channels    a started chain runs on the starting thread, descriptor by
+//                   descriptor, then flushes the endpoints it wrote: complete
+//                   means visible at the targets
+//   counters, interrupts, node state
+//                   active messages (counter add, interrupt, goodbye) and UCX's
+//                   peer-failure reports
+//
+// Not modelled yet, refused by name: triggered descriptors and remote counter
+// adds inside chains (the offload extension), GPU memory (Debian's UCX has no
+// CUDA), the timing model, PIO windows mapped into the address space
+// (tcaPioMap: hosts share no memory), and slot ownership at a remote target.
+// Over software RMA (UCX_TLS=tcp) a put completes only while the target
+// progresses: every blocking call of libtca progresses the worker.
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <system_error>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "device.hpp"
+#include "loopback/env_settings.hpp"
+#include "loopback/internal_heap.hpp"
+#include "model/owned_id.hpp"
+#include "ucx/pmix_exchange.hpp"
+#include "ucx/ucp_transport.hpp"
+
+namespace tca {
+
+namespace {
+using namespace ucx;
+using Clock = std::chrono::steady_clock;
+
+// ---- active messages: fixed headers, no payload ----
+enum AmId : unsigned { kAmNotify = 11, kAmInterrupt, kAmCounterAdd, kAmKeyRequest, kAmKeyReply, kAmGoodbye };
+
+struct NotifyMsg {
+    int32_t src, slot, tag;
+};
+struct NodeMsg {  // interrupt, goodbye
+    int32_t src;
+};
+struct CounterAddMsg {
+    int32_t src, id;
+    uint64_t add;
+};
+struct KeyRequestMsg {
+    int32_t src;
+    uint32_t reg_index;
+    uint64_t key;
+};
+constexpr size_t kMaxPackedKey = 1024;
+struct KeyReplyMsg {
+    int32_t src;
+    uint32_t reg_index;
+    uint64_t key;
+    int32_t status;       // tcaSuccess, or why there is no key
+    uint32_t key_length;  // bytes of packed_key in use
+    uint64_t va_of_zero;  // the owner's virtual address of handle address 0 (internal memory: its base)
+    unsigned char packed_key[kMaxPackedKey];
+};
+
+constexpr const char *kAddressKey = "tca.ucx.worker";
+constexpr uint64_t kCounterMax = (uint64_t{1} << 48) - 1;
+
+class UcxDevice final : public Device {
+public:
+    UcxDevice(std::unique_ptr<PmixExchange> pmix, const loopback::DeviceSettings &settings)
+        : pmix_(std::move(pmix)), self_(pmix_->rank()), n_(pmix_->job_size()), topo_(n_, false),
+          policy_(settings.policy), heap_(settings.internal_size), peers_(static_cast<size_t>(n_)),
+          finished_(static_cast<size_t>(n_)) {
+        std::random_device rd;
+        next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
+        for (auto &c : counters_) c.store(0, std::memory_order_relaxed);
+        for (auto &f : finished_) f.store(false, std::memory_order_relaxed);
+    }
+
+    ~UcxDevice() override {
+        stop_.store(true, std::memory_order_release);
+        if (progress_thread_.joinable()) progress_thread_.join();
+        // Peers learn that we finished (not died); then every endpoint is
+        // flushed and closed, bounded, before the worker goes.
+        const Deadline d = Clock::now() + std::chrono::seconds(2);
+        const NodeMsg bye{self_};
+        for (size_t n = 0; n < peers_.size(); ++n)  // not to those that finished before us
+            if (peers_[n].ep && !peers_[n].ep->peer_failed() && !finished_[n].load(std::memory_order_acquire))
+                (void) peers_[n].ep->am_send(kAmGoodbye, &bye, sizeof bye, d);
+        for (size_t n = 0; n < peers_.size(); ++n)
+            if (peers_[n].ep && !peers_[n].ep->peer_failed() && !finished_[n].load(std::memory_order_acquire))
+                (void) peers_[n].ep->flush(d);
+        remote_keys_.clear();
+        for (auto &p : peers_) p.ep.reset();
+        regs_.clear();
+        internal_map_.reset();
+        worker_.reset();
+        context_.reset();
+        std::free(internal_);
+    }
+
+    Result start(std::string *why) {
+        if (n_ < 1 || n_ > TCA_MAX_NODES) {
+            *why = "the job has " + std::to_string(n_) + " processes; a TCA sub-cluster has 1.." +
+                   std::to_string(TCA_MAX_NODES) + " nodes";
+            return tcaErrorNotSupported;
+        }
+        if (Result r = Context::create(&context_, why); r != tcaSuccess) return r;
+        if (Result r = Worker::create(*context_, &worker_, why); r != tcaSuccess) return r;
+        if (worker_->max_am_header() < sizeof(KeyReplyMsg)) {
+            *why = "UCX's active-message headers hold " + std::to_string(worker_->max_am_header()) +
+                   " bytes; the device needs " + std::to_string(sizeof(KeyReplyMsg));
+            return tcaErrorNotSupported;
+        }
+        const std::pair<unsigned, Worker::AmHandler> handlers[] = {
+            {kAmNotify, on_notify},       {kAmInterrupt, on_interrupt}, {kAmCounterAdd, on_counter_add},
+            {kAmKeyRequest, on_key_request}, {kAmKeyReply, on_key_reply}, {kAmGoodbye, on_goodbye}};
+        for (const auto &[id, h] : handlers)
+            if (Result r = worker_->set_am_handler(id, h, this); r != tcaSuccess) {
+                *why = "registering UCX active-message handlers failed";
+                return r;
+            }
+        internal_ = static_cast<unsigned char *>(std::aligned_alloc(4096, heap_.size()));
+        if (internal_ == nullptr) return tcaErrorNoMemory;
+        std::memset(internal_, 0, heap_.size());
+        if (Result r = MemoryMap::create(*context_, internal_, heap_.size(), &internal_map_); r != tcaSuccess) {
+            *why = "ucp_mem_map of the internal memory failed";
+            return r;
+        }
+        if (Result r = pmix_->put(kAddressKey, worker_->address()); r != tcaSuccess) {
+            *why = "publishing the worker address through PMIx failed";
+            return r;
+        }
+        // Over software RMA (tcp) a peer's put, flush or active message
+        // completes only while this worker progresses - also while the
+        // application is elsewhere (in MPI, computing): one thread progresses
+        // it, asleep on the worker's events when there is nothing to do.
+        try {
+            progress_thread_ = std::thread([this] {
+                while (!stop_.load(std::memory_order_acquire)) {
+                    if (!progress()) worker_->sleep_for_events(50);
+                }
+            });
+        } catch (const std::system_error &) {
+            *why = "the progress thread could not start";
+            return tcaErrorSystem;
+        }
+        return tcaSuccess;
+    }
+
+    int node_id() const noexcept override { return self_; }
+    const Topology &topology() const noexcept override { return topo_; }
+    const TimingModel &timing() const noexcept override { return timing_; }
+
+    DeviceInfo info() const override {
+        DeviceInfo i;
+        i.backend = "ucx";
+        i.job_key = pmix_->nspace();
+        i.launch_source = "PMIx (rank " + std::to_string(self_) + " of " + std::to_string(n_) + ")";
+        unsigned major = 0, minor = 0, release = 0;
+        ucp_get_version(&major, &minor, &release);
+        const char *tls = std::getenv("UCX_TLS");
+        i.put_mechanism = "UCX " + std::to_string(major) + "." + std::to_string(minor) + "." +
+                          std::to_string(release) + " puts (UCX_TLS=" + (tls != nullptr ? tls : "all") + ")";
+        i.internal_size = heap_.size();
+        i.internal_used = heap_.used();
+        i.spin_ns = policy_.spin_ns;
+        i.timeout_ns = policy_.timeout_ns;
+        std::lock_guard g(reg_lock_);
+        i.registrations = static_cast<int>(regs_.size());
+        i.max_registrations = static_cast<int>(kMaxRegistrations);
+        i.notify_depth = 0;  // counts per (source, slot, tag) are not limited here
+        return i;
+    }
+
+    ResourceTable &resources() noexcept override { return resources_; }
+
+    Result allocate(void **ptr, size_t size, tcaMemoryType type) override {
+        if (ptr == nullptr) return tcaErrorInvalidValue;
+        *ptr = nullptr;
+        switch (type) {
+        case tcaMemoryCPU: {
+            const size_t want = std::max<size_t>(size, 1);
+            if (want > SIZE_MAX - 4095) return tcaErrorNoMemory;
+            void *p = std::aligned_alloc(4096, (want + 4095) / 4096 * 4096);
+            if (p == nullptr) return tcaErrorNoMemory;
+            std::lock_guard g(alloc_lock_);
+            host_allocs_[p] = want;
+            *ptr = p;
+            return tcaSuccess;
+        }
+        case tcaMemoryInternal: {
+            const auto off = heap_.allocate(std::max<size_t>(size, 1));
+            if (!off) return tcaErrorNoMemory;
+            *ptr = internal_ + *off;
+            return tcaSuccess;
+        }
+        case tcaMemoryGPU:
+            return not_here("GPU memory (tcaMemoryGPU): that needs a CUDA-enabled UCX (docs/ucx-backend.md)");
+        }
+        return tcaErrorInvalidValue;
+    }
+
+    Result release(void *ptr, tcaMemoryType type) override {
+        if (ptr == nullptr) return tcaErrorInvalidValue;
+        if (type == tcaMemoryCPU) {
+            size_t size = 0;
+            {
+                std::lock_guard g(alloc_lock_);
+                auto it = host_allocs_.find(ptr);
+                if (it == host_allocs_.end()) return tcaErrorInvalidValue;
+                size = it->second;
+                host_allocs_.erase(it);
+            }
+            drop_registrations(reinterpret_cast<uint64_t>(ptr), size, type);
+            std::free(ptr);
+            return tcaSuccess;
+        }
+        if (type == tcaMemoryInternal) {
+            const auto *p = static_cast<unsigned char *>(ptr);
+            if (p < internal_ || p >= internal_ + heap_.size()) return tcaErrorInvalidValue;
+            const uint64_t off = static_cast<uint64_t>(p - internal_);
+            const auto length = heap_.release(off);
+            if (!length) return tcaErrorInvalidValue;
+            drop_registrations(off, *length, type);
+            return tcaSuccess;
+        }
+        return tcaErrorInvalidValue;
+    }
+
+    Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) override {
+        if (out == nullptr || addr == nullptr) return tcaErrorInvalidValue;
+        tcaHandle h{};
+        h.magic = TCA_HANDLE_MAGIC;
+        h.node = static_cast<uint16_t>(self_);
+        h.region = static_cast<uint8_t>(type);
+        h.size = size;
+        std::unique_ptr<MemoryMap> map;
+        switch (type) {
+        case tcaMemoryCPU:
+            h.addr = reinterpret_cast<uint64_t>(addr);
+            if (size > UINT64_MAX - h.addr) return tcaErrorOutOfRange;
+            if (size > 0)
+                if (Result r = MemoryMap::create(*context_, addr, size, &map); r != tcaSuccess) return r;
+            break;
+        case tcaMemoryInternal: {
+            const auto *p = static_cast<unsigned char *>(addr);
+            if (p < internal_ || size > heap_.size() || static_cast<uint64_t>(p - internal_) > heap_.size() - size)
+                return tcaErrorOutOfRange;
+            h.addr = static_cast<uint64_t>(p - internal_);  // offset: the internal memory is mapped once
+            break;
+        }
+        case tcaMemoryGPU:
+            return not_here("GPU memory (tcaMemoryGPU): that needs a CUDA-enabled UCX (docs/ucx-backend.md)");
+        default:
+            return tcaErrorInvalidValue;
+        }
+        std::lock_guard g(reg_lock_);
+        if (regs_.size() >= kMaxRegistrations) return tcaErrorNoMemory;
+        uint32_t idx = 0;
+        while (regs_.count(idx) != 0) ++idx;
+        next_key_ += 0x9E3779B97F4A7C16ull;
+        h.key = next_key_ | 1;
+        h.reg_index = idx;
+        h.global = topo_.address_map().region_base(self_, type == tcaMemoryInternal ? Region::Internal : Region::Host);
+        regs_[idx] = Registration{h.key, h.addr, h.size, type, std::move(map)};
+        *out = h;
+        return tcaSuccess;
+    }
+
+    Result deregister(const tcaHandle &h) override {
+        if (Result r = check_handle(&h, n_); r != tcaSuccess) return r;
+        if (h.node != self_) return tcaErrorInvalidHandle;
+        std::lock_guard g(reg_lock_);
+        auto it = regs_.find(h.reg_index);
+        if (it == regs_.end() || it->second.key != h.key) return tcaErrorNotRegistered;
+        regs_.erase(it);
+        return tcaSuccess;
+    }
+
+    Result validate(const Descriptor &d) const override {
+        if (Result r = validate_descriptor(d, self_, n_); r != tcaSuccess) return r;
+        if (d.wait_counter >= 0 || d.add_counter >= 0)
+            return not_here("triggered descriptors and counter adds in chains (the offload extension)");
+        return local_registration(d.src, nullptr);
+    }
+
+    Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
+                     int tag) override {
+        if (Result r = check_handle(&dst, n_); r != tcaSuccess) return r;
+        if (src == nullptr && size != 0) return tcaErrorInvalidValue;
+        if (flags & ~(tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed))
+            return tcaErrorInvalidValue;
+        if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || owned_index(slot) >= TCA_NOTIFY_SLOTS))
+            return tcaErrorInvalidSlot;
+        if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
+        const Deadline d = deadline();
+        if (Result r = write(dst, off, static_cast<const unsigned char *>(src), size, 1, 0, size, true, d);
+            r != tcaSuccess)
+            return r;
+        return notify_all(dst.node, flags, slot, tag, d);
+    }
+
+    Result pio_map(const tcaHandle &, void **addr) override {
+        if (addr != nullptr) *addr = nullptr;
+        return not_here("PIO windows mapped into the address space (tcaPioMap): hosts share no memory");
+    }
+
+    Result load_chain(int channel, std::span<const Descriptor> chain) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        if (chain.size() > TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
+        for (const Descriptor &desc : chain)
+            if (Result r = validate(desc); r != tcaSuccess) return r;
+        Channel &ch = channels_[channel];
+        std::lock_guard g(ch.lock);
+        ch.chain.assign(chain.begin(), chain.end());
+        ch.loaded = true;
+        return tcaSuccess;
+    }
+
+    // The chain runs here, to the end (flushed: visible at every target);
+    // the result waits for wait_channel.
+    Result start_channel(int channel) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        Channel &ch = channels_[channel];
+        std::lock_guard g(ch.lock);
+        if (!ch.loaded) return tcaErrorEmptyChain;
+        const Deadline d = deadline();
+        Result r = tcaSuccess;
+        std::vector<int> written;
+        for (const Descriptor &desc : ch.chain) {
+            r = run_descriptor(desc, d, &written);
+            if (r != tcaSuccess) break;
+        }
+        if (r == tcaSuccess) r = flush(written, d);
+        if (ch.result == tcaSuccess) ch.result = r;  // the first error of the runs not yet waited for
+        ch.pending = true;
+        return tcaSuccess;
+    }
+
+    Result wait_channel(int channel, bool block) override {
+        (void) block;  // runs finish in start_channel
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        Channel &ch = channels_[channel];
+        std::lock_guard g(ch.lock);
+        const Result r = ch.result;
+        ch.result = tcaSuccess;
+        ch.pending = false;
+        return r;
+    }
+
+    Result abort_channel(int channel) override {
+        if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
+        return tcaSuccess;  // nothing runs after start_channel returned
+    }
+
+    Result take_notification(const tcaHandle &h, int slot, int tag, bool block) override {
+        if (Result r = check_handle(&h, n_); r != tcaSuccess) return r;
+        if (slot < 0 || slot >= TCA_NOTIFY_SLOTS) return tcaErrorInvalidSlot;
+        const int src = h.node;
+        return wait_for([&]() -> Result {
+            {
+                std::lock_guard g(inbox_lock_);
+                auto it = inbox_.find(std::make_tuple(src, slot, tag));
+                if (it != inbox_.end() && it->second > 0) {
+                    if (--it->second == 0) inbox_.erase(it);
+                    return tcaSuccess;
+                }
+            }
+            if (src != self_ && peer_gone(src)) return tcaErrorPeerGone;
+            return tcaErrorNotReady;
+        }, block);
+    }
+
+    static bool counter_id_valid(int id) noexcept { return id >= 0 && owned_index(id) < TCA_NUM_COUNTERS; }
+    Result counter_read(int id, uint64_t *value) override {
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        if (value == nullptr) return tcaErrorInvalidValue;
+        progress();
+        if (counter_holder_[owned_index(id)].load(std::memory_order_acquire) != owned_token(id))
+            return tcaErrorNotAcquired;
+        *value = counters_[owned_index(id)].load(std::memory_order_acquire);
+        return tcaSuccess;
+    }
+    Result counter_add(int id, uint64_t add) override {
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        return add_local_counter(id, add);
+    }
+    Result counter_wait(int id, uint64_t value) override {
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        return wait_for([&]() -> Result {
+            uint64_t now = 0;
+            if (Result r = counter_read(id, &now); r != tcaSuccess) return r;
+            return now >= value ? tcaSuccess : tcaErrorNotReady;
+        }, true);
+    }
+    Result counter_add_remote(int node, int id, uint64_t add) override {
+        if (node < 0 || node >= n_) return tcaErrorInvalidNode;
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        if (node == self_) return add_local_counter(id, add);
+        Endpoint *ep = nullptr;
+        if (Result r = endpoint(node, &ep); r != tcaSuccess) return r;
+        const CounterAddMsg m{self_, id, add};
+        return ep->am_send(kAmCounterAdd, &m, sizeof m, deadline());
+    }
+    void counter_claim(int index, uint32_t holder) override {
+        counters_[index].store(0, std::memory_order_relaxed);
+        counter_holder_[index].store(holder, std::memory_order_release);
+    }
+    void slot_claim(int, uint32_t) override {}  // not checked at remote targets yet (see the top)
+
+    Result interrupt_raise(int node) override {
+        if (node < 0 || node >= n_) return tcaErrorInvalidNode;
+        if (node == self_) {
+            interrupts_.fetch_add(1, std::memory_order_acq_rel);
+            return tcaSuccess;
+        }
+        if (peer_gone(node)) return tcaErrorPeerGone;
+        Endpoint *ep = nullptr;
+        if (Result r = endpoint(node, &ep); r != tcaSuccess) return r;
+        const NodeMsg m{self_};
+        return ep->am_send(kAmInterrupt, &m, sizeof m, deadline());
+    }
+
+    Result node_state(int node, int *state) override {
+        if (node < 0 || node >= n_) return tcaErrorInvalidNode;
+        progress();
+        if (node == self_) *state = TCA_NODE_ALIVE;
+        else if (finished_[node].load(std::memory_order_acquire)) *state = TCA_NODE_FINISHED;
+        else if (peer_gone(node)) *state = TCA_NODE_DEAD;
+        else *state = TCA_NODE_ALIVE;
+        return tcaSuccess;
+    }
+
+    bool assist() override { return progress(); }
+
+    uint32_t interrupt_count() noexcept override {
+        progress();
+        return interrupts_.load(std::memory_order_acquire);
+    }
+    Result interrupt_wait(uint32_t seen, int64_t timeout_ns) override {
+        const auto end = Clock::now() + std::chrono::nanoseconds(timeout_ns);
+        for (unsigned spins = 0;; ++spins) {
+            progress();
+            if (interrupts_.load(std::memory_order_acquire) != seen) return tcaSuccess;
+            if ((spins & 255) == 255) {
+                if (Clock::now() >= end) return tcaErrorTimeout;
+                sched_yield();
+            }
+        }
+    }
+
+    std::string backing_path() const override { return ""; }
+
+private:
+    static constexpr size_t kMaxRegistrations = 1u << 16;
+
+    struct Registration {
+        uint64_t key = 0;
+        uint64_t addr = 0;  // CPU: virtual address; internal: offset
+        uint64_t size = 0;
+        tcaMemoryType type = tcaMemoryCPU;
+        std::unique_ptr<MemoryMap> map;  // CPU memory of size > 0
+    };
+    struct Peer {
+        std::unique_ptr<Endpoint> ep;
+    };
+    struct RemoteRegistration {
+        std::unique_ptr<RemoteKey> key;
+        uint64_t va_of_zero = 0;
+    };
+    using RegId = std::tuple<int, uint32_t, uint64_t>;  // node, index, key
+    struct Channel {
+        std::mutex lock;
+        std::vector<Descriptor> chain;
+        bool loaded = false;
+        bool pending = false;
+        Result result = tcaSuccess;
+    };
+    struct KeyAnswer {
+        Result status = tcaErrorNotReady;
+        uint64_t va_of_zero = 0;
+        std::vector<std::byte> packed;
+    };
+
+    static Result not_here(const char *what) {
+        std::fprintf(stderr, "tca: the ucx device does not support %s\n", what);
+        return tcaErrorNotSupported;
+    }
+    Deadline deadline() const { return Clock::now() + std::chrono::nanoseconds(policy_.timeout_ns); }
+
+    // Repeats `attempt` (progressing in between) until it is not
+    // tcaErrorNotReady; once, without blocking, where block is false.
+    template <class Attempt>
+    Result wait_for(Attempt &&attempt, bool block) {
+        progress();
+        Result r = attempt();
+        if (r != tcaErrorNotReady || !block) return r;
+        const auto start = Clock::now();
+        const auto end = start + std::chrono::nanoseconds(policy_.timeout_ns);
+        for (unsigned spins = 1;; ++spins) {
+            progress();
+            if ((r = attempt()) != tcaErrorNotReady) return r;
+            if ((spins & 255) == 0) {
+                const auto now = Clock::now();
+                if (now >= end) return tcaErrorTimeout;
+                if (now - start > std::chrono::nanoseconds(policy_.spin_ns)) sched_yield();
+            }
+        }
+    }
+
+    // UCX progress, then the key requests its handlers queued (they must not
+    // call into UCX themselves).  One caller at a time serves the queue.
+    bool progress() {
+        bool did = worker_->progress();
+        std::unique_lock serving(serve_lock_, std::try_to_lock);
+        if (!serving.owns_lock()) return did;
+        for (;;) {
+            KeyRequestMsg req;
+            {
+                std::lock_guard g(inbox_lock_);
+                if (key_requests_.empty()) break;
+                req = key_requests_.front();
+                key_requests_.pop_front();
+            }
+            answer_key_request(req);
+            did = true;
+        }
+        return did;
+    }
+
+    void answer_key_request(const KeyRequestMsg &req) {
+        auto reply = std::make_unique<KeyReplyMsg>();
+        std::memset(reply.get(), 0, sizeof *reply);
+        reply->src = self_;
+        reply->reg_index = req.reg_index;
+        reply->key = req.key;
+        reply->status = tcaErrorNotRegistered;
+        {
+            std::lock_guard g(reg_lock_);
+            auto it = regs_.find(req.reg_index);
+            if (it != regs_.end() && it->second.key == req.key) {
+                const Registration &reg = it->second;
+                const std::vector<std::byte> *packed = nullptr;
+                if (reg.type == tcaMemoryInternal) {
+                    packed = &internal_map_->packed_key();
+                    reply->va_of_zero = reinterpret_cast<uint64_t>(internal_);
+                } else if (reg.map) {
+                    packed = &reg.map->packed_key();
+                }
+                if (packed == nullptr) {
+                    reply->status = tcaSuccess;  // 0 bytes: nothing to write, no key needed
+                } else if (packed->size() <= kMaxPackedKey) {
+                    std::memcpy(reply->packed_key, packed->data(), packed->size());
+                    reply->key_length = static_cast<uint32_t>(packed->size());
+                    reply->status = tcaSuccess;
+                } else {
+                    reply->status = tcaErrorNotSupported;
+                }
+            }
+        }
+        Endpoint *ep = nullptr;
+        if (endpoint(req.src, &ep) == tcaSuccess)
+            (void) ep->am_send(kAmKeyReply, reply.get(), sizeof *reply, deadline());
+    }
+
+    // ---- active-message handlers (inside worker progress; no UCX calls) ----
+    static void on_notify(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        NotifyMsg m;
+        if (length != sizeof m) return;
+        std::memcpy(&m, header, sizeof m);
+        if (m.src < 0 || m.src >= self->n_) return;
+        std::lock_guard g(self->inbox_lock_);
+        ++self->inbox_[std::make_tuple(static_cast<int>(m.src), static_cast<int>(m.slot), static_cast<int>(m.tag))];
+    }
+    static void on_interrupt(void *arg, const void *, size_t length) {
+        if (length == sizeof(NodeMsg)) static_cast<UcxDevice *>(arg)->interrupts_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    static void on_counter_add(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        CounterAddMsg m;
+        if (length != sizeof m) return;
+        std::memcpy(&m, header, sizeof m);
+        if (counter_id_valid(m.id) && self->add_local_counter(m.id, m.add) != tcaSuccess)
+            std::fprintf(stderr, "tca: node %d: a counter add from node %d to counter %d was refused (not held "
+                         "with that id, or past 2^48)\n", self->self_, m.src, owned_index(m.id));
+    }
+    static void on_key_request(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        KeyRequestMsg m;
+        if (length != sizeof m) return;
+        std::memcpy(&m, header, sizeof m);
+        if (m.src < 0 || m.src >= self->n_) return;
+        std::lock_guard g(self->inbox_lock_);
+        self->key_requests_.push_back(m);
+    }
+    static void on_key_reply(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        if (length != sizeof(KeyReplyMsg)) return;
+        const auto *m = static_cast<const KeyReplyMsg *>(header);
+        if (m->key_length > kMaxPackedKey) return;
+        KeyAnswer a;
+        a.status = static_cast<Result>(m->status);
+        a.va_of_zero = m->va_of_zero;
+        const auto *b = reinterpret_cast<const std::byte *>(m->packed_key);
+        a.packed.assign(b, b + m->key_length);
+        std::lock_guard g(self->inbox_lock_);
+        self->key_answers_[std::make_tuple(static_cast<int>(m->src), m->reg_index, m->key)] = std::move(a);
+    }
+    static void on_goodbye(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        NodeMsg m;
+        if (length != sizeof m) return;
+        std::memcpy(&m, header, sizeof m);
+        if (m.src >= 0 && m.src < self->n_) self->finished_[m.src].store(true, std::memory_order_release);
+    }
+
+    Result add_local_counter(int id, uint64_t add) {
+        const int idx = owned_index(id);
+        if (counter_holder_[idx].load(std::memory_order_acquire) != owned_token(id)) return tcaErrorNotAcquired;
+        uint64_t cur = counters_[idx].load(std::memory_order_relaxed);
+        do {
+            if (add > kCounterMax - cur) return tcaErrorInvalidValue;
+        } while (!counters_[idx].compare_exchange_weak(cur, cur + add, std::memory_order_acq_rel));
+        return tcaSuccess;
+    }
+
+    bool peer_gone(int node) {
+        std::lock_guard g(ep_lock_);
+        const auto &ep = peers_[node].ep;
+        return ep && ep->peer_failed();
+    }
+
+    // The endpoint to `node`, made on first use from the address it published.
+    Result endpoint(int node, Endpoint **out) {
+        std::lock_guard g(ep_lock_);
+        Peer &p = peers_[node];
+        if (!p.ep) {
+            std::vector<std::byte> address;
+            const int wait_s = static_cast<int>(std::max<int64_t>(1, policy_.timeout_ns / 1'000'000'000));
+            if (Result r = pmix_->get(node, kAddressKey, wait_s, &address); r != tcaSuccess) {
+                std::fprintf(stderr, "tca: node %d: no UCX address of node %d through PMIx (%s)\n", self_, node,
+                             r == tcaErrorTimeout ? "not published in time" : "not there");
+                return r;
+            }
+            // Peer failure reports where the transports can (tcp); UCX's
+            // shared-memory transports refuse them: then node state only.
+            if (Endpoint::create(*worker_, address, true, &p.ep) != tcaSuccess)
+                if (Result r = Endpoint::create(*worker_, address, false, &p.ep); r != tcaSuccess) return r;
+        }
+        if (p.ep->peer_failed()) return tcaErrorPeerGone;
+        *out = p.ep.get();
+        return tcaSuccess;
+    }
+
+    // The owner's key for a remote handle, asked for on first use.
+    Result remote_key(const tcaHandle &h, RemoteRegistration **out) {
+        const RegId id{h.node, h.reg_index, h.key};
+        {
+            std::lock_guard g(key_lock_);
+            if (auto it = remote_keys_.find(id); it != remote_keys_.end()) {
+                *out = &it->second;
+                return tcaSuccess;
+            }
+        }
+        Endpoint *ep = nullptr;
+        if (Result r = endpoint(h.node, &ep); r != tcaSuccess) return r;
+        const KeyRequestMsg req{self_, h.reg_index, h.key};
+        if (Result r = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline()); r != tcaSuccess) return r;
+        KeyAnswer answer;
+        const Result waited = wait_for([&]() -> Result {
+            std::lock_guard g(inbox_lock_);
+            auto it = key_answers_.find(id);
+            if (it == key_answers_.end()) return peer_gone_unlocked(h.node) ? tcaErrorPeerGone : tcaErrorNotReady;
+            answer = std::move(it->second);
+            key_answers_.erase(it);
+            return tcaSuccess;
+        }, true);
+        if (waited != tcaSuccess) return waited;
+        if (answer.status != tcaSuccess) return answer.status;
+        RemoteRegistration reg;
+        reg.va_of_zero = answer.va_of_zero;
+        if (!answer.packed.empty())
+            if (Result r = RemoteKey::create(*ep, answer.packed, &reg.key); r != tcaSuccess) return r;
+        std::lock_guard g(key_lock_);
+        auto [it, inserted] = remote_keys_.emplace(id, std::move(reg));
+        *out = &it->second;
+        return tcaSuccess;
+    }
+    bool peer_gone_unlocked(int node) {
+        // Called with inbox_lock_ held; the endpoint table has its own lock.
+        return peer_gone(node);
+    }
+
+    // The local address of one of our registrations (the source of a put).
+    Result local_registration(const tcaHandle &h, unsigned char **base) const {
+        std::lock_guard g(reg_lock_);
+        auto it = regs_.find(h.reg_index);
+        if (it == regs_.end() || it->second.key != h.key) return tcaErrorNotRegistered;
+        if (base != nullptr)
+            *base = h.region == tcaMemoryInternal ? internal_ + h.addr : reinterpret_cast<unsigned char *>(h.addr);
+        return tcaSuccess;
+    }
+
+    // rows x width bytes from src (rows src_pitch apart) into dst+off (rows
+    // dst_pitch apart).  last_word: the PIO store (its last 8 bytes after the rest).
+    Result write(const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t width, uint64_t rows,
+                 uint64_t src_pitch, uint64_t dst_pitch, bool last_word, Deadline d) {
+        if (width == 0 || rows == 0) return tcaSuccess;
+        if (dst.node == self_) {
+            unsigned char *base = nullptr;
+            if (Result r = local_registration(dst, &base); r != tcaSuccess) return r;
+            for (uint64_t i = 0; i < rows; ++i) std::memmove(base + off + i * dst_pitch, src + i * src_pitch, width);
+            return tcaSuccess;
+        }
+        RemoteRegistration *reg = nullptr;
+        if (Result r = remote_key(dst, &reg); r != tcaSuccess) return r;
+        Endpoint *ep = nullptr;
+        if (Result r = endpoint(dst.node, &ep); r != tcaSuccess) return r;
+        const uint64_t remote = reg->va_of_zero + dst.addr + off;
+        for (uint64_t i = 0; i < rows; ++i) {
+            const Result r = last_word && rows == 1 && width >= 8 && width % 8 == 0
+                                 ? ep->put_last_word_after(src, width, remote, *reg->key, d)
+                                 : ep->put(src + i * src_pitch, width, remote + i * dst_pitch, *reg->key, d);
+            if (r != tcaSuccess) return r;
+        }
+        return tcaSuccess;
+    }
+
+    Result run_descriptor(const Descriptor &desc, Deadline d, std::vector<int> *written) {
+        unsigned char *src = nullptr;
+        if (Result r = local_registration(desc.src, &src); r != tcaSuccess) return r;
+        const uint64_t rows = desc.height, src_pitch = rows > 1 ? desc.src_pitch : desc.width;
+        const uint64_t dst_pitch = rows > 1 ? desc.dst_pitch : desc.width;
+        if (Result r = write(desc.dst, desc.dst_off, src + desc.src_off, desc.width, rows, src_pitch, dst_pitch,
+                             false, d);
+            r != tcaSuccess)
+            return r;
+        if (desc.dst.node != self_ &&
+            std::find(written->begin(), written->end(), static_cast<int>(desc.dst.node)) == written->end())
+            written->push_back(desc.dst.node);
+        return notify_all(desc.dst.node, desc.flags, desc.slot, desc.tag, d);
+    }
+
+    // Notifications after the data: to the target behind a fence; to
+    // ourselves once the target has the data (a flush).
+    Result notify_all(int dst_node, int flags, int slot_id, int tag, Deadline d) {
+        const int slot = owned_index(slot_id);
+        if (flags & tcaDMANotify) {
+            if (dst_node == self_) {
+                deliver_local(slot, tag);
+            } else {
+                Endpoint *ep = nullptr;
+                if (Result r = endpoint(dst_node, &ep); r != tcaSuccess) return r;
+                if (Result r = ep->fence(); r != tcaSuccess) return r;
+                const NotifyMsg m{self_, slot, tag};
+                if (Result r = ep->am_send(kAmNotify, &m, sizeof m, d); r != tcaSuccess) return r;
+            }
+        }
+        if (flags & tcaDMANotifySelf) {
+            if (dst_node != self_)
+                if (Result r = flush({dst_node}, d); r != tcaSuccess) return r;
+            deliver_local(slot, tag);
+        }
+        return tcaSuccess;
+    }
+    void deliver_local(int slot, int tag) {
+        std::lock_guard g(inbox_lock_);
+        ++inbox_[std::make_tuple(self_, slot, tag)];
+    }
+
+    Result flush(const std::vector<int> &nodes, Deadline d) {
+        for (int node : nodes) {
+            Endpoint *ep = nullptr;
+            if (Result r = endpoint(node, &ep); r != tcaSuccess) return r;
+            if (Result r = ep->flush(d); r != tcaSuccess) return r;
+        }
+        return tcaSuccess;
+    }
+
+    void drop_registrations(uint64_t base, uint64_t size, tcaMemoryType type) {
+        std::lock_guard g(reg_lock_);
+        for (auto it = regs_.begin(); it != regs_.end();) {
+            if (it->second.type == type && it->second.addr >= base && it->second.addr < base + size)
+                it = regs_.erase(it);
+            else
+                ++it;
+        }
+    }
+
+    std::unique_ptr<PmixExchange> pmix_;
+    const int self_, n_;
+    Topology topo_;
+    TimingModel timing_;  // off: the model is not applied over UCX yet
+    loopback::WaitPolicy policy_;
+    loopback::InternalHeap heap_;
+    ResourceTable resources_;
+
+    std::unique_ptr<Context> context_;
+    std::unique_ptr<Worker> worker_;
+    unsigned char *internal_ = nullptr;
+    std::unique_ptr<MemoryMap> internal_map_;
+
+    mutable std::mutex reg_lock_;
+    std::map<uint32_t, Registration> regs_;
+    uint64_t next_key_ = 1;
+
+    std::mutex alloc_lock_;
+    std::unordered_map<void *, size_t> host_allocs_;
+
+    std::mutex ep_lock_;
+    std::vector<Peer> peers_;
+    std::mutex key_lock_;
+    std::map<RegId, RemoteRegistration> remote_keys_;
+
+    std::mutex inbox_lock_;  // what the handlers fill
+    std::map<std::tuple<int, int, int>, uint64_t> inbox_;
+    std::deque<KeyRequestMsg> key_requests_;
+    std::map<RegId, KeyAnswer> key_answers_;
+    std::mutex serve_lock_;
+
+    Channel channels_[TCA_NUM_DMA_CHANNELS];
+    std::atomic<uint64_t> counters_[TCA_NUM_COUNTERS];
+    std::atomic<uint32_t> counter_holder_[TCA_NUM_COUNTERS] = {};
+    std::atomic<uint32_t> interrupts_{0};
+    std::vector<std::atomic<bool>> finished_;
+    std::atomic<bool> stop_{false};
+    std::thread progress_thread_;
+};
+
+}  // namespace
+
+namespace {
+Result make_ucx_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
+    loopback::DeviceSettings settings;
+    if (Result r = loopback::DeviceSettings::from_environment(&settings); r != tcaSuccess) return r;
+    if (settings.timing.enabled) {
+        std::fprintf(stderr, "tca: TCA_TIMING=1: the timing model is not applied on the ucx device yet\n");
+        return tcaErrorNotSupported;
+    }
+    std::unique_ptr<PmixExchange> pmix;
+    std::string why;
+    if (Result r = PmixExchange::open(&pmix, &why); r != tcaSuccess) {
+        std::fprintf(stderr, "tca: TCA_DEVICE=ucx: %s\n", why.c_str());
+        return r;
+    }
+    if (params != nullptr && ((params->node_id >= 0 && params->node_id != pmix->rank()) ||
+                              (params->num_nodes > 0 && params->num_nodes != pmix->job_size()))) {
+        std::fprintf(stderr, "tca: TCA_DEVICE=ucx: node %d of %d asked for, but the ucx device's nodes are the job's "
+                     "PMIx ranks (this is rank %d of %d)\n", params->node_id, params->num_nodes, pmix->rank(),
+                     pmix->job_size());
+        return tcaErrorInvalidValue;
+    }
+    auto dev = std::make_unique<UcxDevice>(std::move(pmix), settings);
+    if (Result r = dev->start(&why); r != tcaSuccess) {
+        std::fprintf(stderr, "tca: TCA_DEVICE=ucx: %s\n", why.empty() ? "start failed" : why.c_str());
+        return r;
+    }
+    *out = std::move(dev);
+    return tcaSuccess;
+}
+
+}  // namespace
+
+}  // namespace tca
+
+// The plugin's one export (tca_ucx.map): libtca's TCA_DEVICE=ucx calls it.
+extern "C" __attribute__((visibility("default"))) tcaResult tca_ucx_make_device(const tcaInitParams *params, tca::Device **out) {
+    try {
+        std::unique_ptr<tca::Device> dev;
+        const tcaResult r = tca::make_ucx_device(params, &dev);
+        *out = r == tcaSuccess ? dev.release() : nullptr;
+        return r;
+    } catch (const std::bad_alloc &) {
+        return tcaErrorNoMemory;
+    } catch (...) {
+        return tcaErrorSystem;
+    }
+}

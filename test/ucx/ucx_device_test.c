@@ -1,0 +1,215 @@
+/*
+ * ucx_device_test.c - the ucx device (TCA_DEVICE=ucx) through the TCA API,
+ * under mpirun (its nodes meet through PMIx; MPI only synchronises and
+ * swaps handles).  Every rank checks:
+ *   - it runs on the ucx device, and its node id and count are its MPI rank and size;
+ *   - a PIO write with a notification lands whole before the notification,
+ *     every size 8 B .. 1 MiB, from every rank to every other;
+ *   - a 2-D (block-stride) descriptor chain with notifications, data checked;
+ *   - counters: remote adds from every peer, waited for;
+ *   - interrupts raised by every peer are counted;
+ *   - what the device does not model is refused by name, not faked:
+ *     tcaPioMap, GPU memory, triggered descriptors;
+ *   - bad handles: a forged key, a destroyed registration (the owner answers
+ *     "not registered"), a range past the end;
+ *   - node state: peers alive while running, FINISHED once they finalized.
+ * Prints "ucx_device_test: PASSED" on rank 0.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tca.h"
+
+static int rank, size, failures;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+            ++failures;                                                   \
+        }                                                                 \
+    } while (0)
+#define OK(call)                                                                   \
+    do {                                                                           \
+        tcaResult r_ = (call);                                                     \
+        CHECK(tcaSuccess == r_, "%s -> %s", #call, tcaGetErrorString(r_));         \
+    } while (0)
+
+static unsigned char pattern(size_t i, int from, int round) { return (unsigned char) (i * 31 + from * 7 + round); }
+
+/* Everyone's handle of a registration of `bytes` at buf. */
+static tcaHandle *share(void *buf, size_t bytes, tcaMemoryType type) {
+    tcaHandle mine, *all = malloc(sizeof(tcaHandle) * (size_t) size);
+    OK(tcaCreateHandle(&mine, buf, bytes, type));
+    MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+    return all;
+}
+
+static void identity(void) {
+    tcaBackendAttr b;
+    int id = -1, n = -1;
+    OK(tcaQueryBackend(&b));
+    CHECK(0 == strcmp(b.backend, "ucx"), "backend is '%s', not ucx", b.backend);
+    CHECK(NULL != strstr(b.put_mechanism, "UCX"), "put mechanism '%s'", b.put_mechanism);
+    OK(tcaGetNodeId(&id));
+    OK(tcaGetNumNodes(&n));
+    CHECK(id == rank && n == size, "node %d of %d, MPI rank %d of %d", id, n, rank, size);
+}
+
+/* Every rank writes a block of every size into every other rank's slice. */
+static void pio_all_to_all(void) {
+    const size_t max = 1u << 20;
+    unsigned char *buf, *src = malloc(max);
+    OK(tcaMalloc((void **) &buf, max * (size_t) size, tcaMemoryCPU));
+    tcaHandle *h = share(buf, max * (size_t) size, tcaMemoryCPU);
+    int round = 0;
+    for (size_t bytes = 8; bytes <= max; bytes *= 4, ++round) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, round);
+        for (int to = 0; to < size; ++to)
+            if (to != rank)
+                OK(tcaPioWrite(&h[to], (off_t) (max * (size_t) rank), src, bytes, tcaDMANotify, 1, round));
+        for (int from = 0; from < size; ++from) {
+            if (from == rank) continue;
+            OK(tcaWaitDMARecvDesc(&h[from], 1, round));
+            const unsigned char *got = buf + max * (size_t) from;
+            size_t bad = 0;
+            for (size_t i = 0; i < bytes; ++i) bad += got[i] != pattern(i, from, round);
+            CHECK(0 == bad, "%zu B from %d: %zu bytes wrong when the notification came", bytes, from, bad);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(h);
+    free(src);
+    OK(tcaFree(buf, tcaMemoryCPU));
+}
+
+/* A 2-D chain to the next rank: rows of 100 B, pitches 128 (src) and 256 (dst). */
+static void block_stride_chain(void) {
+    enum { ROWS = 64, WIDTH = 100, SP = 128, DP = 256 };
+    unsigned char *src, *dst;
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    OK(tcaMalloc((void **) &src, SP * ROWS, tcaMemoryCPU));
+    OK(tcaMalloc((void **) &dst, DP * ROWS, tcaMemoryCPU));
+    memset(dst, 0, DP * ROWS);
+    for (size_t i = 0; i < SP * ROWS; ++i) src[i] = pattern(i, rank, 99);
+    tcaHandle *hs = share(src, SP * ROWS, tcaMemoryCPU), *hd = share(dst, DP * ROWS, tcaMemoryCPU);
+    tcaDesc *d = tcaDescNew();
+    OK(tcaDescSetMemcpy2D(d, &hd[next], 0, DP, &hs[rank], 0, SP, WIDTH, ROWS / 2, tcaDMANotify, 2, 7));
+    OK(tcaDescSetMemcpy2D(d, &hd[next], DP * (ROWS / 2), DP, &hs[rank], SP * (ROWS / 2), SP, WIDTH, ROWS / 2,
+                          tcaDMANotify | tcaDMANotifySelf, 2, 8));
+    OK(tcaDescSet(d, 0));
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaStartDMADesc(0));
+    OK(tcaWaitDMAC(0));
+    OK(tcaWaitDMARecvDesc(&hs[rank], 2, 8)); /* NotifySelf: ours landed */
+    OK(tcaWaitDMARecvDesc(&hd[prev], 2, 7));
+    OK(tcaWaitDMARecvDesc(&hd[prev], 2, 8));
+    size_t bad = 0;
+    for (int r = 0; r < ROWS; ++r)
+        for (int c = 0; c < DP; ++c) {
+            const unsigned char want = c < WIDTH ? pattern((size_t) (r * SP + c), prev, 99) : 0;
+            bad += dst[r * DP + c] != want;
+        }
+    CHECK(0 == bad, "block-stride from %d: %zu bytes wrong", prev, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaDescFree(d));
+    free(hs);
+    free(hd);
+    OK(tcaFree(src, tcaMemoryCPU));
+    OK(tcaFree(dst, tcaMemoryCPU));
+}
+
+static void counters_and_interrupts(void) {
+    uint32_t seen = 0, now = 0;
+    OK(tcaInterruptCount(&seen));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int to = 0; to < size; ++to)
+        if (to != rank) {
+            OK(tcaCounterAddRemote(to, 5, (uint64_t) to + 1));
+            OK(tcaInterruptRaise(to));
+        }
+    OK(tcaCounterWait(5, (uint64_t) (rank + 1) * (uint64_t) (size - 1)));
+    uint64_t v = 0;
+    OK(tcaCounterRead(5, &v));
+    CHECK(v == (uint64_t) (rank + 1) * (uint64_t) (size - 1), "counter 5 is %llu", (unsigned long long) v);
+    for (int spins = 0; spins < 1000; ++spins) {
+        OK(tcaInterruptCount(&now));
+        if (now - seen >= (uint32_t) (size - 1)) break;
+        (void) tcaInterruptWait(now, 10000);
+    }
+    CHECK(now - seen >= (uint32_t) (size - 1), "%u interrupts counted, %d raised", now - seen, size - 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void refusals_and_bad_handles(void) {
+    void *p = NULL;
+    unsigned char *buf, small[16] = {0};
+    CHECK(tcaErrorNotSupported == tcaMalloc(&p, 4096, tcaMemoryGPU), "GPU memory was not refused");
+    OK(tcaMalloc((void **) &buf, 4096, tcaMemoryCPU));
+    tcaHandle *h = share(buf, 4096, tcaMemoryCPU);
+    const int peer = (rank + 1) % size;
+    void *mapped = NULL;
+    CHECK(tcaErrorNotSupported == tcaPioMap(&h[peer], &mapped), "tcaPioMap across hosts was not refused");
+    tcaDesc *d = tcaDescNew();
+    OK(tcaDescSetMemcpy(d, &h[peer], 0, &h[rank], 0, 64, 0, 0, 0));
+    CHECK(tcaErrorNotSupported == tcaDescSetTrigger(d, 3, 1, 1) || tcaErrorNotSupported == tcaDescSet(d, 1),
+          "a triggered descriptor was accepted");
+    tcaDescFree(d);
+    tcaHandle forged = h[peer];
+    forged.key ^= 2;
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&forged, 0, small, 16, 0, 0, 0), "a forged key was accepted");
+    CHECK(tcaErrorOutOfRange == tcaPioWrite(&h[peer], 4090, small, 16, 0, 0, 0), "a write past the end");
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaDestroyHandle(&h[rank])); /* our registration ends: peers that never wrote it are refused */
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&h[peer], 0, small, 16, 0, 0, 0),
+          "a write into a destroyed registration was accepted");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(h);
+    OK(tcaFree(buf, tcaMemoryCPU));
+}
+
+static void node_states(void) {
+    int state = -1;
+    for (int n = 0; n < size; ++n) {
+        OK(tcaNodeState(n, &state));
+        CHECK(TCA_NODE_ALIVE == state, "node %d is %d while everyone runs", n, state);
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    OK(tcaInit());
+    identity();
+    pio_all_to_all();
+    block_stride_chain();
+    counters_and_interrupts();
+    refusals_and_bad_handles();
+    node_states();
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* The last rank finalizes first; the others then see it FINISHED, not dead. */
+    if (rank == size - 1) OK(tcaFinalize());
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != size - 1) {
+        int state = -1;
+        for (int spins = 0; spins < 2000 && state != TCA_NODE_FINISHED; ++spins) {
+            OK(tcaNodeState(size - 1, &state));
+            if (state != TCA_NODE_FINISHED) (void) tcaInterruptWait(0, 1000);
+        }
+        CHECK(TCA_NODE_FINISHED == state, "node %d is %d after its tcaFinalize", size - 1, state);
+        OK(tcaFinalize());
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (0 == rank) printf("ucx_device_test: %s (%d failures)\n", failures ? "FAILED" : "PASSED", failures);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
