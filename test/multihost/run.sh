@@ -66,16 +66,35 @@ pairs_ok() {
 }
 # Nothing of ours left on any host: no tca segment in its /dev/shm, no process
 # in its network namespace.
-clean_hosts() {
-    s=0 i=1
-    while [ $i -le $hosts ]; do
-        left=$(sh "$cluster" exec $i ls /dev/shm | grep -v "^marker$")
-        [ -z "$left" ] || { echo "host $i /dev/shm: $left" >>"$out"; s=1; }
-        pids=$(ip netns pids "$prefix$i")
-        [ -z "$pids" ] || { echo "host $i processes: $(ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)")" >>"$out"; s=1; }
-        i=$((i + 1))
+# Ends every process in the hosts' namespaces (a job that cannot end by
+# itself: its daemons stay), and waits until they are gone.
+kill_host_processes() {
+    local h=1 pids tries
+    while [ $h -le $hosts ]; do
+        pids=$(ip netns pids "$prefix$h")
+        # shellcheck disable=SC2086
+        [ -z "$pids" ] || kill -9 $pids 2>/dev/null
+        h=$((h + 1))
     done
-    return $s
+    tries=0
+    while [ $tries -lt 50 ]; do
+        h=1 pids=
+        while [ $h -le $hosts ]; do pids="$pids$(ip netns pids "$prefix$h")"; h=$((h + 1)); done
+        [ -z "$pids" ] && return 0
+        sleep 0.1; tries=$((tries + 1))
+    done
+}
+# (Its own variables: a case's status `s` must survive the call.)
+clean_hosts() {
+    local dirty=0 h=1 left pids
+    while [ $h -le $hosts ]; do
+        left=$(sh "$cluster" exec $h ls /dev/shm | grep -v "^marker$")
+        [ -z "$left" ] || { echo "host $h /dev/shm: $left" >>"$out"; dirty=1; }
+        pids=$(ip netns pids "$prefix$h")
+        [ -z "$pids" ] || { echo "host $h processes: $(ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)")" >>"$out"; dirty=1; }
+        h=$((h + 1))
+    done
+    return $dirty
 }
 
 # -- the cluster itself: own names, own /dev/shm, one subnet
@@ -136,7 +155,7 @@ result "a rank on another host killed: the job ends" $s
 # ping-pong 8 B - 4 MiB over UCX's tcp (the hosts share no memory), every
 # size's last message checked byte by byte
 if [ -x "$top/tca_ucx_put_pingpong" ]; then
-    mpirun_on 240 2 1 -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -np 2 ./tca_ucx_put_pingpong 20
+    mpirun_on 240 2 1 --mca btl tcp,self -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -np 2 ./tca_ucx_put_pingpong 20
     s=0; [ $rc = 0 ] && grep -q "^ucx_put_pingpong: passed" "$out" || s=1
     [ "$(grep -c '^RESULT ucxput' "$out")" -eq 9 ] || { echo "not every size ran" >>"$out"; s=1; }
     clean_hosts || s=1
@@ -159,8 +178,74 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
     grep -q "do not form one TCA sub-cluster (another host" "$out" || { echo "no message naming the cause" >>"$out"; s=1; }
     grep -q "PASSED" "$out" && { echo "the program claims to have run across hosts" >>"$out"; s=1; }
     clean_hosts || s=1
-    rm -f "$exe"
     result "TCA API program with ranks on 2 hosts: refused by name (the loopback is one host)" $s
+
+    # -- the same programs on the ucx device (TCA_DEVICE=ucx), UCX over tcp
+    # only (no shared-memory transport between hosts), unchanged: data checked
+    # by the programs themselves
+    if [ -f "$TCA_API_LIBDIR/tca_ucx.so" ]; then
+        ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000"
+        # shellcheck disable=SC2086
+        timeout 240 mpirun --host "$(host_list 2 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" $ucx -np 2 "$exe" 4 \
+            </dev/null >"$out" 2>&1
+        rc=$?
+        s=0
+        [ $rc = 0 ] && grep -q "PASSED: 0 errors" "$out" || s=1
+        clean_hosts || s=1
+        result "TCA API ping-pong with ranks on 2 hosts on the ucx device (8 B - 4 MiB, data checked)" $s
+        # Faults across hosts on the ucx device: the peer on the other host
+        # goes silent, is killed (--enable-recovery: the launcher must not end
+        # the job for us), or loses its link.  The wait on this side ends with
+        # a named error within TCA_TIMEOUT_MS (5 s here), never hangs.
+        for mode in silent killed linkdown; do
+            fault="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=5000"
+            extra=; [ $mode = killed ] && extra=--enable-recovery
+            report=$(mktemp)
+            # shellcheck disable=SC2086
+            timeout 60 sh "$srcdir/scripts/tca-mpirun" --host "$(host_list 2 1)" $launch --mca btl tcp,self $extra $fault -np 2 \
+                ./tca_ucx_fault_test $mode "$report" </dev/null >"$out" 2>&1 &
+            job=$!
+            if [ $mode = linkdown ]; then
+                i=0; while [ $i -lt 300 ] && ! grep -q "phase 1 done" "$out"; do sleep 0.1; i=$((i + 1)); done
+                sh "$cluster" exec 2 ip link set eth0 down
+            fi
+            i=0; while [ $i -lt 400 ] && ! grep -q "rank 0: wait ended" "$out"; do sleep 0.1; i=$((i + 1)); done
+            [ $mode = linkdown ] && { i=0; while [ $i -lt 100 ] && ! grep -q "rank 1: write and wait ended" "$report"; do sleep 0.1; i=$((i + 1)); done; }
+            # The job cannot end by itself (a rank gone, a host cut off): end
+            # it, and whatever of it runs on the hosts.
+            kill $job 2>/dev/null; wait $job 2>/dev/null
+            [ $mode = linkdown ] && sh "$cluster" exec 2 ip link set eth0 up
+            cat "$report" >>"$out"; rm -f "$report"
+            kill_host_processes
+            s=0
+            line=$(grep "rank 0: wait ended" "$out")
+            secs=$(echo "$line" | sed -n 's/.*after \([0-9.]*\) s.*/\1/p')
+            echo "$line" | grep -Eq "timed out waiting|peer node has exited" || { echo "no named error on rank 0" >>"$out"; s=1; }
+            awk -v t="${secs:-999}" 'BEGIN { exit !(t <= 8) }' || { echo "rank 0 waited ${secs:-for ever} s (limit 5 + 3)" >>"$out"; s=1; }
+            if [ $mode = linkdown ]; then
+                grep -q "rank 1: write and wait ended after [0-7]\..* s: .*\(timed out\|unreachable\)" "$out" ||
+                    { echo "rank 1 behind the downed link did not end with a named error in time" >>"$out"; s=1; }
+            fi
+            [ $mode = killed ] && { grep -q "peer node has exited" "$out" || { echo "the kill was not detected as such" >>"$out"; s=1; }; }
+            clean_hosts || s=1
+            result "ucx device, peer on another host $mode: a named error within TCA_TIMEOUT_MS ($(echo "$line" | sed 's/.*: rank 0: //'))" $s
+        done
+        for prog in allgather_rd bcast_tree; do
+            "$MPICC" -std=c99 -O3 -I"$TCA_API_INCDIR" "$srcdir/test/tca-api/$prog.c" -o "$exe" -L"$TCA_API_LIBDIR" \
+                -ltca -ltcacomm
+            # shellcheck disable=SC2086
+            timeout 240 mpirun --host "$(host_list 4 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" $ucx -np 4 "$exe" \
+                </dev/null >"$out" 2>&1
+            rc=$?
+            s=0
+            [ $rc = 0 ] && grep -q "$prog: PASSED" "$out" || s=1
+            clean_hosts || s=1
+            result "TCA API $prog over 4 hosts on the ucx device" $s
+        done
+    else
+        echo "skip the TCA API programs on the ucx device: built without it"
+    fi
+    rm -f "$exe"
 else
     : >"$out"; echo "make test/tca-api/stage.stamp failed" >"$out"
     result "TCA API program with ranks on 2 hosts" 1
