@@ -4,11 +4,15 @@
 # with its own hostname and its own /dev/shm; `make check-multihost` runs it
 # from the top build directory.
 #
-# Today the only backend is the loopback device, so a TCA sub-cluster is the
-# ranks of one host: across hosts btl tca must leave the remote peers to the
-# next BTL (tcp here), coll tca must hand a broadcast with members on other
-# hosts to libnbc, and a TCA program whose ranks span hosts must be refused by
-# name - never a hang, never shared memory across hosts, nothing left behind.
+# On the loopback device (the default) a TCA sub-cluster is the ranks of one
+# host: across hosts btl tca must leave the remote peers to the next BTL (tcp
+# here), coll tca must hand a broadcast with members on other hosts to libnbc,
+# and a TCA program whose ranks span hosts must be refused by name.  On the
+# ucx device (TCA_DEVICE=ucx, UCX over tcp only) published-style programs run
+# across 2 and 4 hosts unchanged, and a peer on another host that goes silent,
+# is killed or loses its link ends a wait with a named error within
+# TCA_TIMEOUT_MS.  Never a hang, never shared memory across hosts, nothing
+# left behind.
 # Every run is bounded in time; traffic stays on the cluster's own subnet.
 # Prints "N passed, N failed"; exits 77 (skip) where namespaces cannot be made.
 srcdir=${srcdir:-.}
