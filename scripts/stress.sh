@@ -6,7 +6,9 @@
 # Run from the build directory after `make check` built the test programs:
 #   STRESS_RUNS=20     passes over everything (default 20)
 #   STRESS_SUITES      "device mpi" (default), or one of them, or "multihost"
-#                      (make check-multihost's cases on namespace hosts; root)
+#                      (make check-multihost's cases on namespace hosts; root),
+#                      or "ucx" (the ucx device: tca_ucx_device_test and the
+#                      published-style programs of test/tca-api/ucx)
 #   STRESS_CASES       MPI cases by name, shell patterns (default: every case, "*")
 #   GTEST_FILTER       (GoogleTest's own) device tests by name
 #   STRESS_LOAD        busy-loop load processes (default: nproc)
@@ -90,6 +92,12 @@ while [ "$n" -le "$runs" ]; do
                     done ;;
                 multihost)
                     run "run $n $copy multihost" env srcdir="$srcdir" sh "$srcdir/test/multihost/run.sh" ;;
+                ucx)
+                    [ -f .libs/tca_ucx.so ] || { echo "stress: this build has no ucx device" >&2; exit 2; }
+                    run "run $n $copy ucx_device_test" env srcdir="$srcdir" sh "$srcdir/test/ucx/ucx_device_test.sh"
+                    for c in "$srcdir"/test/tca-api/ucx/*.tca; do
+                        run "run $n $copy ucx $(basename "$c" .tca)" env srcdir="$srcdir" sh "$srcdir/test/tca-api/run_program.sh" "$c"
+                    done ;;
                 *) echo "stress: unknown suite '$suite'" >&2; exit 2 ;;
             esac
         done

@@ -255,7 +255,11 @@ TEST(SharedHeap, ArenasOfAKilledNodeAreSwept) {
         if (survivor) {
             EXPECT_EQ(count_segments(key), 0) << "the survivor should have removed the dead node's files";
         } else {
-            EXPECT_GE(count_segments(key), 3) << "the killed node should have left its segment and arenas";
+            // Every start sweeps this user's stale files, whatever their job:
+            // a test running beside this one (make check -j) may have swept
+            // them already.  Found: 1 run in 10 failed here that way.
+            const int left = count_segments(key);
+            EXPECT_TRUE(left == 0 || left >= 3) << left << " of the killed node's 3 files left";
             EXPECT_TRUE(run_nodes(1, [](int, Board &) { return 0; }));
             EXPECT_EQ(count_segments(key), 0) << "the next start should have removed them";
         }

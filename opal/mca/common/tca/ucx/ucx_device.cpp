@@ -106,8 +106,10 @@ public:
         const Deadline d = Clock::now() + std::chrono::seconds(2);
         const NodeMsg bye{self_};
         for (size_t n = 0; n < peers_.size(); ++n)  // not to those that finished before us
-            if (peers_[n].ep && !peers_[n].ep->peer_failed() && !finished_[n].load(std::memory_order_acquire))
+            if (peers_[n].ep && !peers_[n].ep->peer_failed() && !finished_[n].load(std::memory_order_acquire)) {
+                (void) peers_[n].ep->fence();  // after everything we sent: a peer seeing it has seen the rest
                 (void) peers_[n].ep->am_send(kAmGoodbye, &bye, sizeof bye, d);
+            }
         for (size_t n = 0; n < peers_.size(); ++n)
             if (peers_[n].ep && !peers_[n].ep->peer_failed() && !finished_[n].load(std::memory_order_acquire))
                 (void) peers_[n].ep->flush(d);
@@ -388,7 +390,10 @@ public:
                     return tcaSuccess;
                 }
             }
-            if (src != self_ && peer_gone(src)) return tcaErrorPeerGone;
+            // A peer that failed, or finished (its goodbye came after its last
+            // notification, on the same endpoint), will post nothing more.
+            if (src != self_ && (peer_gone(src) || finished_[src].load(std::memory_order_acquire)))
+                return tcaErrorPeerGone;
             return tcaErrorNotReady;
         }, block);
     }
