@@ -165,6 +165,23 @@ static void refusals_and_bad_handles(void) {
     forged.key ^= 2;
     CHECK(tcaErrorNotRegistered == tcaPioWrite(&forged, 0, small, 16, 0, 0, 0), "a forged key was accepted");
     CHECK(tcaErrorOutOfRange == tcaPioWrite(&h[peer], 4090, small, 16, 0, 0, 0), "a write past the end");
+    tcaHandle widened = h[peer], widened_own = h[rank];
+    widened.size = widened_own.size = 1u << 20; /* the range altered: no reach past the registration */
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened, 8192, small, 16, 0, 0, 0), "a widened handle was accepted");
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened_own, 8192, small, 16, 0, 0, 0),
+          "a widened handle of our own was accepted");
+    /* The same after the genuine handle's key was fetched and cached. */
+    unsigned char *buf2;
+    OK(tcaMalloc((void **) &buf2, 4096, tcaMemoryCPU));
+    tcaHandle *h2 = share(buf2, 4096, tcaMemoryCPU);
+    OK(tcaPioWrite(&h2[peer], 0, small, 16, 0, 0, 0));
+    tcaHandle widened2 = h2[peer];
+    widened2.size = 1u << 20;
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened2, 8192, small, 16, 0, 0, 0),
+          "a widened handle was accepted once the key was cached");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(h2);
+    OK(tcaFree(buf2, tcaMemoryCPU));
     MPI_Barrier(MPI_COMM_WORLD);
     OK(tcaDestroyHandle(&h[rank])); /* our registration ends: peers that never wrote it are refused */
     MPI_Barrier(MPI_COMM_WORLD);

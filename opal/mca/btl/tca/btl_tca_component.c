@@ -168,10 +168,10 @@ static int tca_component_register(void) {
     c->poll_all_max_peers = 4;
     register_int("poll_all_max_peers",
                  "With at most this many peers in the sub-cluster (0..63), progress looks at every peer's ring "
-                 "each pass. With more, senders also mark their ring in one cache line of the receiver after "
-                 "each message, and progress reads that line and polls only the marked rings (one line read "
-                 "per pass instead of one per peer, for one more store per message). 0: always by marks; "
-                 "63: never.",
+                 "each pass. With more, each sender also stores its message count into its word of the "
+                 "receiver's traffic line (64 words) after each message, and progress reads that line and "
+                 "polls only the rings whose count changed (the line read instead of one ring header per "
+                 "peer, for one more store per message). 0: always by marks; 63: never.",
                  OPAL_INFO_LVL_6, &c->poll_all_max_peers);
 
     c->get_emulation = MCA_BTL_TCA_GET_GPU;

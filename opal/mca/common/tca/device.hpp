@@ -58,6 +58,8 @@ public:
     // flags may add kPioUntimed: the timing model's PIO latency is not paid
     // again (the second half of one message, see tcaSendPIO).
     static constexpr int kPioUntimed = 1 << 30;
+    // Every flag a PIO write takes.
+    static constexpr int kPioFlags = tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed;
     virtual Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
                              int tag) = 0;
     virtual Result pio_map(const tcaHandle &h, void **addr) = 0;

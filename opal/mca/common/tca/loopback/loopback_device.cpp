@@ -180,13 +180,9 @@ public:
             return gpu::CudaRuntime::instance().release(ptr);
         }
         case tcaMemoryInternal: {
-            const auto *p = static_cast<unsigned char *>(ptr);
-            const unsigned char *base = nodes_.own().internal();
-            if (p < base || p >= base + heap_.size()) return tcaErrorInvalidValue;
-            const uint64_t off = static_cast<uint64_t>(p - base);
-            const auto length = heap_.release(off);
-            if (!length) return tcaErrorInvalidValue;
-            drop_registrations(off, *length, type);
+            const auto freed = heap_.release_at(nodes_.own().internal(), ptr);
+            if (!freed) return tcaErrorInvalidValue;
+            drop_registrations(freed->offset, freed->length, type);
             return tcaSuccess;
         }
         }
@@ -219,11 +215,9 @@ public:
             }
             break;
         case tcaMemoryInternal: {
-            const auto *p = static_cast<unsigned char *>(addr);
-            const unsigned char *base = nodes_.own().internal();
-            if (p < base || size > heap_.size() || static_cast<uint64_t>(p - base) > heap_.size() - size)
-                return tcaErrorOutOfRange;
-            h.addr = static_cast<uint64_t>(p - base);
+            const auto off = heap_.offset_of(nodes_.own().internal(), addr, size);
+            if (!off) return tcaErrorOutOfRange;
+            h.addr = *off;
             region = Region::Internal;
             break;
         }
@@ -301,13 +295,8 @@ public:
 
     Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
                      int tag) override {
-        if (Result r = check_handle(&dst, nodes_.size()); r != tcaSuccess) return r;
-        if (src == nullptr && size != 0) return tcaErrorInvalidValue;
-        if (flags & ~(tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed))
-            return tcaErrorInvalidValue;
-        if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || owned_index(slot) >= TCA_NOTIFY_SLOTS))
-            return tcaErrorInvalidSlot;
-        if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
+        if (Result r = check_pio_write(dst, nodes_.size(), off, src, size, flags, kPioFlags, slot); r != tcaSuccess)
+            return r;
         if (Result r = sender_.admit(nodes_, dst.node, flags, slot); r != tcaSuccess) return r;
         if (timing_.enabled && !(flags & kPioUntimed))
             spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));

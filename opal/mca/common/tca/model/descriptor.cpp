@@ -28,6 +28,16 @@ uint64_t strided_span(uint64_t width, uint64_t height, uint64_t pitch) noexcept 
     return (height - 1) * pitch + width;
 }
 
+Result check_pio_write(const tcaHandle &dst, int num_nodes, uint64_t off, const void *src, uint64_t size, int flags,
+                       int allowed_flags, int slot) noexcept {
+    if (Result r = check_handle(&dst, num_nodes); r != tcaSuccess) return r;
+    if (src == nullptr && size != 0) return tcaErrorInvalidValue;
+    if (flags & ~allowed_flags) return tcaErrorInvalidValue;
+    if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || owned_index(slot) >= TCA_NOTIFY_SLOTS))
+        return tcaErrorInvalidSlot;
+    return range_fits(dst, off, size) ? tcaSuccess : tcaErrorOutOfRange;
+}
+
 Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) noexcept {
     if (d.flags & ~kAllDescriptorFlags) return tcaErrorInvalidValue;
     if (Result r = check_handle(&d.dst, num_nodes); r != tcaSuccess) return r;

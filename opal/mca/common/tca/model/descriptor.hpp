@@ -48,6 +48,10 @@ bool range_fits(const tcaHandle &h, uint64_t off, uint64_t span) noexcept;
 // Bytes touched by a block-stride access: (height-1)*pitch + width.
 uint64_t strided_span(uint64_t width, uint64_t height, uint64_t pitch) noexcept;
 
+// A PIO write's arguments, before any memory is touched: the handle, the
+// source, flags (within `allowed`), the slot of a notification, the range.
+Result check_pio_write(const tcaHandle &dst, int num_nodes, uint64_t off, const void *src, uint64_t size, int flags,
+                       int allowed_flags, int slot) noexcept;
 // Everything the hardware model can decide without touching memory: handles,
 // ranges, pitches, flags, slot, the put-only rule (source must be on `local_node`).
 Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) noexcept;

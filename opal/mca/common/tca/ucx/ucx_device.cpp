@@ -71,12 +71,14 @@ struct KeyRequestMsg {
     int32_t src;
     uint32_t reg_index;
     uint64_t key;
+    uint64_t addr, size;  // as the handle says: a handle whose range was altered is refused
 };
 constexpr size_t kMaxPackedKey = 1024;
 struct KeyReplyMsg {
     int32_t src;
     uint32_t reg_index;
     uint64_t key;
+    uint64_t addr, size;  // the request's, to match it
     int32_t status;       // tcaSuccess, or why there is no key
     uint32_t key_length;  // bytes of packed_key in use
     uint64_t va_of_zero;  // the owner's virtual address of handle address 0 (internal memory: its base)
@@ -159,9 +161,15 @@ public:
         // application is elsewhere (in MPI, computing): one thread progresses
         // it, asleep on the worker's events when there is nothing to do.
         try {
+            // While a thread of the application waits in libtca it progresses
+            // the worker itself: then this one naps instead of competing for
+            // the worker's lock and the core.
             progress_thread_ = std::thread([this] {
                 while (!stop_.load(std::memory_order_acquire)) {
-                    if (!progress()) worker_->sleep_for_events(50);
+                    if (waiters_.load(std::memory_order_acquire) > 0)
+                        std::this_thread::sleep_for(std::chrono::microseconds(200));
+                    else if (!progress())
+                        worker_->sleep_for_events(50);
                 }
             });
         } catch (const std::system_error &) {
@@ -240,12 +248,9 @@ public:
             return tcaSuccess;
         }
         if (type == tcaMemoryInternal) {
-            const auto *p = static_cast<unsigned char *>(ptr);
-            if (p < internal_ || p >= internal_ + heap_.size()) return tcaErrorInvalidValue;
-            const uint64_t off = static_cast<uint64_t>(p - internal_);
-            const auto length = heap_.release(off);
-            if (!length) return tcaErrorInvalidValue;
-            drop_registrations(off, *length, type);
+            const auto freed = heap_.release_at(internal_, ptr);
+            if (!freed) return tcaErrorInvalidValue;
+            drop_registrations(freed->offset, freed->length, type);
             return tcaSuccess;
         }
         return tcaErrorInvalidValue;
@@ -267,10 +272,9 @@ public:
                 if (Result r = MemoryMap::create(*context_, addr, size, &map); r != tcaSuccess) return r;
             break;
         case tcaMemoryInternal: {
-            const auto *p = static_cast<unsigned char *>(addr);
-            if (p < internal_ || size > heap_.size() || static_cast<uint64_t>(p - internal_) > heap_.size() - size)
-                return tcaErrorOutOfRange;
-            h.addr = static_cast<uint64_t>(p - internal_);  // offset: the internal memory is mapped once
+            const auto off = heap_.offset_of(internal_, addr, size);
+            if (!off) return tcaErrorOutOfRange;
+            h.addr = *off;  // an offset: the internal memory is mapped once
             break;
         }
         case tcaMemoryGPU:
@@ -310,13 +314,7 @@ public:
 
     Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
                      int tag) override {
-        if (Result r = check_handle(&dst, n_); r != tcaSuccess) return r;
-        if (src == nullptr && size != 0) return tcaErrorInvalidValue;
-        if (flags & ~(tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed))
-            return tcaErrorInvalidValue;
-        if ((flags & (tcaDMANotify | tcaDMANotifySelf)) && (slot < 0 || owned_index(slot) >= TCA_NOTIFY_SLOTS))
-            return tcaErrorInvalidSlot;
-        if (!range_fits(dst, off, size)) return tcaErrorOutOfRange;
+        if (Result r = check_pio_write(dst, n_, off, src, size, flags, kPioFlags, slot); r != tcaSuccess) return r;
         const Deadline d = deadline();
         if (Result r = write(dst, off, static_cast<const unsigned char *>(src), size, 1, 0, size, true, d);
             r != tcaSuccess)
@@ -495,7 +493,9 @@ private:
         std::unique_ptr<RemoteKey> key;
         uint64_t va_of_zero = 0;
     };
-    using RegId = std::tuple<int, uint32_t, uint64_t>;  // node, index, key
+    // node, index, key, and the range the handle names: a handle with an
+    // altered range is a different one, asked of the owner (who refuses it).
+    using RegId = std::tuple<int, uint32_t, uint64_t, uint64_t, uint64_t>;
     struct Channel {
         std::mutex lock;
         std::vector<Descriptor> chain;
@@ -522,6 +522,11 @@ private:
         progress();
         Result r = attempt();
         if (r != tcaErrorNotReady || !block) return r;
+        struct Waiting {  // the progress thread stands aside meanwhile
+            std::atomic<int> &n;
+            explicit Waiting(std::atomic<int> &c) : n(c) { n.fetch_add(1, std::memory_order_acq_rel); }
+            ~Waiting() { n.fetch_sub(1, std::memory_order_acq_rel); }
+        } waiting(waiters_);
         const auto start = Clock::now();
         const auto end = start + std::chrono::nanoseconds(policy_.timeout_ns);
         for (unsigned spins = 1;; ++spins) {
@@ -561,11 +566,14 @@ private:
         reply->src = self_;
         reply->reg_index = req.reg_index;
         reply->key = req.key;
+        reply->addr = req.addr;
+        reply->size = req.size;
         reply->status = tcaErrorNotRegistered;
         {
             std::lock_guard g(reg_lock_);
             auto it = regs_.find(req.reg_index);
-            if (it != regs_.end() && it->second.key == req.key) {
+            if (it != regs_.end() && it->second.key == req.key && it->second.addr == req.addr &&
+                it->second.size == req.size) {
                 const Registration &reg = it->second;
                 const std::vector<std::byte> *packed = nullptr;
                 if (reg.type == tcaMemoryInternal) {
@@ -632,7 +640,7 @@ private:
         const auto *b = reinterpret_cast<const std::byte *>(m->packed_key);
         a.packed.assign(b, b + m->key_length);
         std::lock_guard g(self->inbox_lock_);
-        self->key_answers_[std::make_tuple(static_cast<int>(m->src), m->reg_index, m->key)] = std::move(a);
+        self->key_answers_[RegId{static_cast<int>(m->src), m->reg_index, m->key, m->addr, m->size}] = std::move(a);
     }
     static void on_goodbye(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
@@ -682,7 +690,7 @@ private:
 
     // The owner's key for a remote handle, asked for on first use.
     Result remote_key(const tcaHandle &h, RemoteRegistration **out) {
-        const RegId id{h.node, h.reg_index, h.key};
+        const RegId id{h.node, h.reg_index, h.key, h.addr, h.size};
         {
             std::lock_guard g(key_lock_);
             if (auto it = remote_keys_.find(id); it != remote_keys_.end()) {
@@ -692,7 +700,7 @@ private:
         }
         Endpoint *ep = nullptr;
         if (Result r = endpoint(h.node, &ep); r != tcaSuccess) return r;
-        const KeyRequestMsg req{self_, h.reg_index, h.key};
+        const KeyRequestMsg req{self_, h.reg_index, h.key, h.addr, h.size};
         if (Result r = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline()); r != tcaSuccess) return r;
         KeyAnswer answer;
         const Result waited = wait_for([&]() -> Result {
@@ -723,7 +731,9 @@ private:
     Result local_registration(const tcaHandle &h, unsigned char **base) const {
         std::lock_guard g(reg_lock_);
         auto it = regs_.find(h.reg_index);
-        if (it == regs_.end() || it->second.key != h.key) return tcaErrorNotRegistered;
+        // The range too: a handle whose size was altered must not reach past the registration.
+        if (it == regs_.end() || it->second.key != h.key || it->second.addr != h.addr || it->second.size != h.size)
+            return tcaErrorNotRegistered;
         if (base != nullptr)
             *base = h.region == tcaMemoryInternal ? internal_ + h.addr : reinterpret_cast<unsigned char *>(h.addr);
         return tcaSuccess;
@@ -852,6 +862,7 @@ private:
     std::atomic<uint32_t> interrupts_{0};
     std::vector<std::atomic<bool>> finished_;
     std::atomic<bool> stop_{false};
+    std::atomic<int> waiters_{0};  // application threads inside wait_for
     std::thread progress_thread_;
 };
 
