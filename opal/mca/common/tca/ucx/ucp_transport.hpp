@@ -64,6 +64,8 @@ public:
     void sleep_for_events(int timeout_ms) noexcept;
     // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing.
     Result wait(ucs_status_ptr_t request, Deadline deadline) noexcept;
+    // Threads inside wait() now (they progress the worker themselves).
+    int waiters() const noexcept { return waiters_.load(std::memory_order_acquire); }
     // Active messages `id` go to handler(arg, header, length) inside
     // progress(); only the header is used (no payload), and it is valid
     // during the call only.  The handler must not call into UCX.
@@ -81,6 +83,7 @@ private:
     ucp_worker_h w_;
     std::vector<std::byte> address_;
     size_t max_am_header_ = 0;
+    std::atomic<int> waiters_{0};
     std::vector<std::unique_ptr<AmSlot>> am_slots_;  // stable addresses UCX calls back with
 };
 

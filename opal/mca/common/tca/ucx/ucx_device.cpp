@@ -166,7 +166,7 @@ public:
             // the worker's lock and the core.
             progress_thread_ = std::thread([this] {
                 while (!stop_.load(std::memory_order_acquire)) {
-                    if (waiters_.load(std::memory_order_acquire) > 0)
+                    if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0)
                         std::this_thread::sleep_for(std::chrono::microseconds(200));
                     else if (!progress())
                         worker_->sleep_for_events(50);
@@ -339,8 +339,11 @@ public:
         return tcaSuccess;
     }
 
-    // The chain runs here, to the end (flushed: visible at every target);
-    // the result waits for wait_channel.
+    // The chain's puts and notifications are issued here (the sources are
+    // reusable when it returns); wait_channel flushes the endpoints they went
+    // to, so a finished wait means visible at every target.  Programs that
+    // wait for notifications instead (most published ones) pay no round trip
+    // per start.  The first error of the runs not yet waited for is kept.
     Result start_channel(int channel) override {
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
         Channel &ch = channels_[channel];
@@ -348,25 +351,25 @@ public:
         if (!ch.loaded) return tcaErrorEmptyChain;
         const Deadline d = deadline();
         Result r = tcaSuccess;
-        std::vector<int> written;
         for (const Descriptor &desc : ch.chain) {
-            r = run_descriptor(desc, d, &written);
+            r = run_descriptor(desc, d, &ch.unflushed);
             if (r != tcaSuccess) break;
         }
-        if (r == tcaSuccess) r = flush(written, d);
-        if (ch.result == tcaSuccess) ch.result = r;  // the first error of the runs not yet waited for
-        ch.pending = true;
+        if (ch.result == tcaSuccess) ch.result = r;
         return tcaSuccess;
     }
 
+    // Blocking or not, the flush runs to its end (bounded by TCA_TIMEOUT_MS):
+    // it is one round trip per endpoint written since the last wait.
     Result wait_channel(int channel, bool block) override {
-        (void) block;  // runs finish in start_channel
+        (void) block;
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
         Channel &ch = channels_[channel];
         std::lock_guard g(ch.lock);
-        const Result r = ch.result;
+        const Result flushed = flush(ch.unflushed, deadline());
+        ch.unflushed.clear();
+        const Result r = ch.result != tcaSuccess ? ch.result : flushed;
         ch.result = tcaSuccess;
-        ch.pending = false;
         return r;
     }
 
@@ -500,7 +503,7 @@ private:
         std::mutex lock;
         std::vector<Descriptor> chain;
         bool loaded = false;
-        bool pending = false;
+        std::vector<int> unflushed;  // nodes written since the last wait_channel
         Result result = tcaSuccess;
     };
     struct KeyAnswer {
