@@ -9,19 +9,20 @@
 //   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence
 //   notifications   a fence after the data, then an active message that
 //                   counts (source, slot, tag) at the target
-//   DMA channels    a started chain runs on the starting thread, descriptor by
-//                   descriptor, then flushes the endpoints it wrote: complete
-//                   means visible at the targets
+//   DMA channels    a started chain's puts and notifications are issued on
+//                   the starting thread; the wait flushes the endpoints they
+//                   went to: complete means visible at the targets
 //   counters, interrupts, node state
 //                   active messages (counter add, interrupt, goodbye) and UCX's
 //                   peer-failure reports
 //
 // Not modelled yet, refused by name: triggered descriptors and remote counter
 // adds inside chains (the offload extension), GPU memory (Debian's UCX has no
-// CUDA), the timing model, PIO windows mapped into the address space
-// (tcaPioMap: hosts share no memory), and slot ownership at a remote target.
-// Over software RMA (UCX_TLS=tcp) a put completes only while the target
-// progresses: every blocking call of libtca progresses the worker.
+// CUDA), the timing model and PIO windows mapped into the address space
+// (tcaPioMap: hosts share no memory).  Not checked: slot ownership at a
+// remote target.  Over software RMA (UCX_TLS=tcp) a put completes only while
+// the target progresses: a progress thread per process does, asleep on the
+// worker's events, and every blocking call of libtca progresses too.
 #include <sched.h>
 
 #include <algorithm>
