@@ -710,7 +710,8 @@ private:
         const Result waited = wait_for([&]() -> Result {
             std::lock_guard g(inbox_lock_);
             auto it = key_answers_.find(id);
-            if (it == key_answers_.end()) return peer_gone_unlocked(h.node) ? tcaErrorPeerGone : tcaErrorNotReady;
+            // ep_lock_ inside inbox_lock_: the one order the two are taken in.
+            if (it == key_answers_.end()) return peer_gone(h.node) ? tcaErrorPeerGone : tcaErrorNotReady;
             answer = std::move(it->second);
             key_answers_.erase(it);
             return tcaSuccess;
@@ -725,10 +726,6 @@ private:
         auto [it, inserted] = remote_keys_.emplace(id, std::move(reg));
         *out = &it->second;
         return tcaSuccess;
-    }
-    bool peer_gone_unlocked(int node) {
-        // Called with inbox_lock_ held; the endpoint table has its own lock.
-        return peer_gone(node);
     }
 
     // The local address of one of our registrations (the source of a put).
