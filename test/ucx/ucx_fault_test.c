@@ -8,14 +8,16 @@
  *   killed:   SIGKILLs itself (run with mpirun --enable-recovery, so that
  *             the launcher does not end rank 0 first);
  *   linkdown: keeps still while the test takes its host's link down, then
- *             tries to write to rank 0 and reports how that ended - into
- *             the file named by the second argument, as its output cannot
- *             reach mpirun any more.
- * Rank 0 prints "ucx_fault_test: rank 0: wait ended after S s: <error>" and
- * leaves at once (_exit: MPI cannot finalize with a peer gone).
+ *             tries to write to rank 0 and reports how that ended.
+ * Rank 0 reports "ucx_fault_test: rank 0: wait ended after S s: <error>" and
+ * leaves at once (_exit: MPI cannot finalize with a peer gone).  Each rank
+ * writes its lines into the file PREFIX.<rank> (the second argument) as well
+ * as to stdout: output forwarded by the launcher can be lost when a job is
+ * torn down, and that of a rank behind a downed link never arrives.
  */
 #include <mpi.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,23 @@
 #include <unistd.h>
 
 #include "tca.h"
+
+static FILE *report;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    if (NULL != report) {
+        va_start(ap, fmt);
+        vfprintf(report, fmt, ap);
+        va_end(ap);
+        fflush(report);
+    }
+}
 
 static double now(void) {
     struct timespec t;
@@ -36,6 +55,11 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s.%d", argv[2], rank);
+        report = fopen(path, "w");
+    }
     tcaResult r = tcaInit();
     if (tcaSuccess != r || size != 2) {
         fprintf(stderr, "ucx_fault_test: needs 2 ranks and tcaInit (%s)\n", tcaGetErrorString(r));
@@ -56,12 +80,10 @@ int main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank) {
-        printf("ucx_fault_test: phase 1 done\n");
-        fflush(stdout);
+        say("ucx_fault_test: phase 1 done\n");
         const double t0 = now();
         r = tcaWaitDMARecvDesc(&all[peer], 1, 2);
-        printf("ucx_fault_test: rank 0: wait ended after %.1f s: %s\n", now() - t0, tcaGetErrorString(r));
-        fflush(stdout);
+        say("ucx_fault_test: rank 0: wait ended after %.1f s: %s\n", now() - t0, tcaGetErrorString(r));
         _exit(tcaSuccess == r ? 1 : 0);
     }
     if (0 == strcmp(mode, "killed")) raise(SIGKILL);
@@ -70,12 +92,7 @@ int main(int argc, char **argv) {
         const double t0 = now();
         r = tcaPioWrite(&all[peer], 8, word, 8, tcaDMANotify, 1, 3);
         if (tcaSuccess == r) r = tcaWaitDMARecvDesc(&all[peer], 1, 3); /* never sent: bounded too */
-        FILE *report = fopen(argc > 2 ? argv[2] : "/dev/null", "w");
-        if (NULL != report) {
-            fprintf(report, "ucx_fault_test: rank 1: write and wait ended after %.1f s: %s\n", now() - t0,
-                    tcaGetErrorString(r));
-            fclose(report);
-        }
+        say("ucx_fault_test: rank 1: write and wait ended after %.1f s: %s\n", now() - t0, tcaGetErrorString(r));
         _exit(0);
     }
     sleep(600); /* silent: alive, sends nothing; the launcher ends us */
