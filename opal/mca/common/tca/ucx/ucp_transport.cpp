@@ -81,11 +81,7 @@ Worker::~Worker() { ucp_worker_destroy(w_); }
 Result Worker::wait(ucs_status_ptr_t request, Deadline deadline) noexcept {
     if (request == nullptr) return tcaSuccess;  // completed in place
     if (UCS_PTR_IS_ERR(request)) return from_status(UCS_PTR_STATUS(request));
-    struct Waiting {
-        std::atomic<int> &n;
-        explicit Waiting(std::atomic<int> &c) noexcept : n(c) { n.fetch_add(1, std::memory_order_acq_rel); }
-        ~Waiting() { n.fetch_sub(1, std::memory_order_acq_rel); }
-    } waiting(waiters_);
+    const ScopedCount waiting(waiters_);
     ucs_status_t s;
     unsigned spins = 0;
     while ((s = ucp_request_check_status(request)) == UCS_INPROGRESS) {

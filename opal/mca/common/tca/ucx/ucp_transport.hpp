@@ -31,6 +31,19 @@ using Deadline = std::chrono::steady_clock::time_point;
 
 class Worker;
 
+// Counts a thread in while it lives (who waits on a worker: the progress
+// thread stands aside meanwhile).
+class ScopedCount {
+public:
+    explicit ScopedCount(std::atomic<int> &n) noexcept : n_(n) { n_.fetch_add(1, std::memory_order_acq_rel); }
+    ~ScopedCount() { n_.fetch_sub(1, std::memory_order_acq_rel); }
+    ScopedCount(const ScopedCount &) = delete;
+    ScopedCount &operator=(const ScopedCount &) = delete;
+
+private:
+    std::atomic<int> &n_;
+};
+
 // ucp_init with RMA, 64-bit atomics, active messages and wake-up events.
 class Context {
 public:

@@ -86,6 +86,14 @@ struct KeyReplyMsg {
     unsigned char packed_key[kMaxPackedKey];
 };
 
+// A handler's fixed header: false (dropped) when the length is not T's.
+template <class T>
+bool read_header(const void *header, size_t length, T *out) noexcept {
+    if (length != sizeof(T)) return false;
+    std::memcpy(out, header, sizeof(T));
+    return true;
+}
+
 constexpr const char *kAddressKey = "tca.ucx.worker";
 constexpr uint64_t kCounterMax = (uint64_t{1} << 48) - 1;
 
@@ -526,11 +534,7 @@ private:
         progress();
         Result r = attempt();
         if (r != tcaErrorNotReady || !block) return r;
-        struct Waiting {  // the progress thread stands aside meanwhile
-            std::atomic<int> &n;
-            explicit Waiting(std::atomic<int> &c) : n(c) { n.fetch_add(1, std::memory_order_acq_rel); }
-            ~Waiting() { n.fetch_sub(1, std::memory_order_acq_rel); }
-        } waiting(waiters_);
+        const ScopedCount waiting(waiters_);  // the progress thread stands aside meanwhile
         const auto start = Clock::now();
         const auto end = start + std::chrono::nanoseconds(policy_.timeout_ns);
         for (unsigned spins = 1;; ++spins) {
@@ -548,6 +552,9 @@ private:
     // call into UCX themselves).  One caller at a time serves the queue.
     bool progress() {
         bool did = worker_->progress();
+        // Every wait spins through here: look at the queue only when a
+        // handler said it holds something.
+        if (key_requests_queued_.load(std::memory_order_acquire) == 0) return did;
         std::unique_lock serving(serve_lock_, std::try_to_lock);
         if (!serving.owns_lock()) return did;
         for (;;) {
@@ -557,6 +564,7 @@ private:
                 if (key_requests_.empty()) break;
                 req = key_requests_.front();
                 key_requests_.pop_front();
+                key_requests_queued_.fetch_sub(1, std::memory_order_acq_rel);
             }
             answer_key_request(req);
             did = true;
@@ -606,8 +614,7 @@ private:
     static void on_notify(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
         NotifyMsg m;
-        if (length != sizeof m) return;
-        std::memcpy(&m, header, sizeof m);
+        if (!read_header(header, length, &m)) return;
         if (m.src < 0 || m.src >= self->n_) return;
         std::lock_guard g(self->inbox_lock_);
         ++self->inbox_[std::make_tuple(static_cast<int>(m.src), static_cast<int>(m.slot), static_cast<int>(m.tag))];
@@ -618,8 +625,7 @@ private:
     static void on_counter_add(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
         CounterAddMsg m;
-        if (length != sizeof m) return;
-        std::memcpy(&m, header, sizeof m);
+        if (!read_header(header, length, &m)) return;
         if (counter_id_valid(m.id) && self->add_local_counter(m.id, m.add) != tcaSuccess)
             std::fprintf(stderr, "tca: node %d: a counter add from node %d to counter %d was refused (not held "
                          "with that id, or past 2^48)\n", self->self_, m.src, owned_index(m.id));
@@ -627,11 +633,11 @@ private:
     static void on_key_request(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
         KeyRequestMsg m;
-        if (length != sizeof m) return;
-        std::memcpy(&m, header, sizeof m);
+        if (!read_header(header, length, &m)) return;
         if (m.src < 0 || m.src >= self->n_) return;
         std::lock_guard g(self->inbox_lock_);
         self->key_requests_.push_back(m);
+        self->key_requests_queued_.fetch_add(1, std::memory_order_acq_rel);
     }
     static void on_key_reply(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
@@ -649,8 +655,7 @@ private:
     static void on_goodbye(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
         NodeMsg m;
-        if (length != sizeof m) return;
-        std::memcpy(&m, header, sizeof m);
+        if (!read_header(header, length, &m)) return;
         if (m.src >= 0 && m.src < self->n_) self->finished_[m.src].store(true, std::memory_order_release);
     }
 
@@ -854,6 +859,7 @@ private:
     std::mutex inbox_lock_;  // what the handlers fill
     std::map<std::tuple<int, int, int>, uint64_t> inbox_;
     std::deque<KeyRequestMsg> key_requests_;
+    std::atomic<int> key_requests_queued_{0};  // key_requests_.size(), read without the lock
     std::map<RegId, KeyAnswer> key_answers_;
     std::mutex serve_lock_;
 
