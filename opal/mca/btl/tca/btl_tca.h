@@ -20,24 +20,10 @@
 
 #include "btl_tca_modex.h"
 #include "tca.h"
+#include "btl_params.h"
 #include "tca_btl_core.h"
 
 BEGIN_C_DECLS
-
-/* Progress-thread modes (MCA parameter btl_tca_progress_thread). */
-enum {
-    MCA_BTL_TCA_THREAD_OFF = 0,  /* progress only inside MPI calls */
-    MCA_BTL_TCA_THREAD_ON = 1,   /* always: makes the library thread-aware (like btl_tcp_progress_thread) */
-    MCA_BTL_TCA_THREAD_AUTO = 2  /* only when the application asked for MPI_THREAD_MULTIPLE */
-};
-
-
-/* get emulation (MCA parameter btl_tca_get_emulation, btl_tca_get.c). */
-enum {
-    MCA_BTL_TCA_GET_OFF = 0, /* no btl_get: ob1 uses its PUT rendezvous (and copies GPU buffers) */
-    MCA_BTL_TCA_GET_GPU = 1, /* only ob1's GPU zero copy (MCA_BTL_FLAGS_CUDA_GET; CUDA-aware builds) */
-    MCA_BTL_TCA_GET_ALL = 2  /* also host buffers: MCA_BTL_FLAGS_GET, ob1's RGET protocol */
-};
 
 /* The btl's own messages, handled in progress before ob1's tag table (the
  * BTL-private tag range, like MCA_BTL_TAG_SMCUDA). */
@@ -61,18 +47,7 @@ struct mca_btl_tca_put_t;
 typedef struct mca_btl_tca_component_t {
     mca_btl_base_component_3_0_0_t super;
 
-    /* MCA parameters */
-    int subcluster_size;      /* 0: all processes of the node form one sub-cluster */
-    unsigned int ring_slots;  /* eager slots per (sender, receiver) */
-    int progress_thread;      /* MCA_BTL_TCA_THREAD_* */
-    int thread_check_us;      /* thread: first interval between looks at whether the application progresses */
-    int thread_check_max_us;  /* thread: the interval doubles up to this while the application is in MPI */
-    int thread_sleep_us;      /* thread: longest sleep on the device interrupt */
-    size_t put_dma_min;       /* puts of at least this size go through the DMA engine */
-    int dma_channels;         /* at most this many DMA channels for puts */
-    int poll_batch;           /* messages taken from one peer per progress pass */
-    int poll_all_max_peers;   /* with more peers, poll only the rings marked in our traffic line */
-    int get_emulation;        /* MCA_BTL_TCA_GET_* */
+    tca_btl_settings_t set; /* its own MCA parameters (tca-btl/btl_params.h has what each is) */
 
     /* state */
     int subcluster, node, num_nodes;

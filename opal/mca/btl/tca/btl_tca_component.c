@@ -33,24 +33,24 @@ static int tca_component_close(void);
 /* What ob1 may do with btl_get.  The GET_REQ message must fit a ring slot
  * (eager limits of a few hundred bytes leave no room: no get then). */
 static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
-    int mode = c->get_emulation;
+    int mode = c->set.get_emulation;
     m->super.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
 #if OPAL_CUDA_SUPPORT
     m->super.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_CUDA_GET;
 #endif
-    if (MCA_BTL_TCA_GET_OFF != mode && mca_btl_tca_get_request_bytes() > c->slot_payload) {
+    if (TCA_BTL_GET_OFF != mode && mca_btl_tca_get_request_bytes() > c->slot_payload) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
                             "btl:tca: eager slots of %u bytes cannot hold a get request (%zu bytes): no get",
                             (unsigned) c->slot_payload, mca_btl_tca_get_request_bytes());
-        mode = MCA_BTL_TCA_GET_OFF;
+        mode = TCA_BTL_GET_OFF;
     }
-    if (MCA_BTL_TCA_GET_ALL == mode) m->super.btl_flags |= MCA_BTL_FLAGS_GET;
+    if (TCA_BTL_GET_ALL == mode) m->super.btl_flags |= MCA_BTL_FLAGS_GET;
 #if OPAL_CUDA_SUPPORT
     /* ob1 turns CUDA_GET on per peer when we announce it (tca_register_error,
      * MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC), as smcuda does after its handshake. */
-    if (MCA_BTL_TCA_GET_OFF != mode) m->super.btl_flags |= MCA_BTL_FLAGS_CUDA_GET;
+    if (TCA_BTL_GET_OFF != mode) m->super.btl_flags |= MCA_BTL_FLAGS_CUDA_GET;
 #endif
-    c->get_emulation = mode;
+    c->set.get_emulation = mode;
 }
 
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
@@ -71,136 +71,90 @@ mca_btl_tca_component_t mca_btl_tca_component = {
     },
 };
 
-static mca_base_var_enum_value_t thread_modes[] = {
-    {MCA_BTL_TCA_THREAD_OFF, "off"},
-    {MCA_BTL_TCA_THREAD_ON, "on"},
-    {MCA_BTL_TCA_THREAD_AUTO, "auto"},
-    {0, NULL},
+/* Enumerations keep a pointer to their values: they live as long as the component. */
+#define TCA_MAX_ENUM_VALUES 4
+static mca_base_var_enum_value_t enum_values[2][TCA_MAX_ENUM_VALUES];
+
+/* An own parameter of the core's table (tca-btl/btl_params.h), registered
+ * into c->set at its default. */
+static void register_param(mca_btl_tca_component_t *c, const tca_btl_param_t *p, int *enums) {
+    static const mca_base_var_type_t types[] = {
+        [TCA_BTL_PARAM_INT] = MCA_BASE_VAR_TYPE_INT,
+        [TCA_BTL_PARAM_UNSIGNED] = MCA_BASE_VAR_TYPE_UNSIGNED_INT,
+        [TCA_BTL_PARAM_SIZE] = MCA_BASE_VAR_TYPE_SIZE_T,
+        [TCA_BTL_PARAM_UINT32] = MCA_BASE_VAR_TYPE_UINT32_T,
+    };
+    mca_base_var_enum_t *e = NULL;
+    if (NULL != p->names && *enums < 2 && p->name_count < TCA_MAX_ENUM_VALUES) {
+        mca_base_var_enum_value_t *v = enum_values[(*enums)++];
+        for (int i = 0; i < p->name_count; ++i) v[i] = (mca_base_var_enum_value_t){i, p->names[i]};
+        v[p->name_count] = (mca_base_var_enum_value_t){0, NULL};
+        char enum_name[96];
+        snprintf(enum_name, sizeof(enum_name), "btl_tca_%s_values", p->name);
+        (void) mca_base_var_enum_create(enum_name, v, &e);
+    }
+    (void) mca_base_component_var_register(&c->super.btl_version, p->name, p->help, types[p->type], e, 0, 0,
+                                           (mca_base_var_info_lvl_t) (OPAL_INFO_LVL_1 + p->level - 1),
+                                           (p->flags & TCA_BTL_PARAM_ALL_EQ) ? MCA_BASE_VAR_SCOPE_ALL_EQ
+                                                                              : MCA_BASE_VAR_SCOPE_READONLY,
+                                           (char *) &c->set + p->offset);
+    if (NULL != e) OBJ_RELEASE(e);
+}
+
+/* The module field behind each common BTL parameter of the core's table. */
+static const struct {
+    const char *name;
+    size_t offset;
+    int is_u32; /* else size_t (the only two widths among them) */
+} base_fields[] = {
+#define BASE_FIELD(n) {#n, offsetof(mca_btl_base_module_t, btl_##n), 4 == sizeof(((mca_btl_base_module_t *) 0)->btl_##n)}
+    BASE_FIELD(exclusivity),
+    BASE_FIELD(eager_limit),
+    BASE_FIELD(rndv_eager_limit),
+    BASE_FIELD(max_send_size),
+    BASE_FIELD(rdma_pipeline_send_length),
+    BASE_FIELD(rdma_pipeline_frag_size),
+    BASE_FIELD(min_rdma_pipeline_size),
+    BASE_FIELD(put_limit),
+    BASE_FIELD(put_alignment),
+    BASE_FIELD(get_limit),
+    BASE_FIELD(get_alignment),
+    BASE_FIELD(latency),
+    BASE_FIELD(bandwidth),
+#undef BASE_FIELD
 };
 
-static mca_base_var_enum_value_t get_modes[] = {
-    {MCA_BTL_TCA_GET_OFF, "off"},
-    {MCA_BTL_TCA_GET_GPU, "gpu"},
-    {MCA_BTL_TCA_GET_ALL, "all"},
-    {0, NULL},
-};
-
-static int register_int(const char *name, const char *help, int level, int *storage) {
-    return mca_base_component_var_register(&mca_btl_tca_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY,
-                                           storage);
+static uint64_t base_value(const mca_btl_base_module_t *b, size_t i) {
+    const char *field = (const char *) b + base_fields[i].offset;
+    return base_fields[i].is_u32 ? *(const uint32_t *) field : *(const size_t *) field;
 }
 
 static int tca_component_register(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    mca_base_var_enum_t *mode_enum = NULL;
 
     tca_mca_help_dirs(HELP_FILE, "opal/mca/btl/tca");
     /* Before anything touches mca_btl_base_module_t, whose layout depends on
      * the Open MPI's CUDA support: registering fails, so the framework
      * unloads the component. */
     if (!tca_cuda_abi_check(HELP_FILE, "btl tca")) return OPAL_ERR_NOT_AVAILABLE;
-    c->subcluster_size = 0;
-    register_int("subcluster_size",
-                 "Processes per TCA sub-cluster on this host (0: all of them). The loopback device joins the "
-                 "processes of one host; a size below that splits them into sub-clusters of consecutive local "
-                 "ranks, which reach each other over tca and everyone else over the next BTL in the list "
-                 "(e.g. --mca btl tca,self,tcp), like HA-PACS/TCA's sub-clusters inside an InfiniBand system.",
-                 OPAL_INFO_LVL_4, &c->subcluster_size);
-
-    c->ring_slots = 0;
-    (void) mca_base_component_var_register(&c->super.btl_version, "ring_slots",
-                                           "Eager ring slots per (sender, receiver) pair in the receiver's internal "
-                                           "memory; each slot holds one message of up to the largest of "
-                                           "btl_tca_eager_limit, btl_tca_rndv_eager_limit and btl_tca_max_send_size. "
-                                           "0 (default): 64, halved (down to 2) until the rings of all peers fit in "
-                                           "the device's internal memory (TCA_INTERNAL_SIZE). Else a power of two, "
-                                           "2..4096. Must be the same on every process.",
-                                           MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slots);
-
-    c->progress_thread = MCA_BTL_TCA_THREAD_AUTO;
-    (void) mca_base_var_enum_create("btl_tca_progress_thread_modes", thread_modes, &mode_enum);
-    (void) mca_base_component_var_register(
-        &c->super.btl_version, "progress_thread",
-        "Asynchronous progress thread: 'off' (progress only inside MPI calls), 'on' (a thread progresses "
-        "messages while the application computes; it makes Open MPI thread-aware, like btl_tcp_progress_thread), "
-        "'auto' (on only for MPI_THREAD_MULTIPLE, where the library is thread-aware anyway). The thread sleeps "
-        "while the application itself calls MPI and on the device interrupt when idle; it never spins.",
-        MCA_BASE_VAR_TYPE_INT, mode_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->progress_thread);
-    OBJ_RELEASE(mode_enum);
-
-    c->thread_check_us = 200;
-    register_int("progress_thread_check_us",
-                 "Progress thread: microseconds between its looks at whether the application still calls MPI "
-                 "(it takes over progress only after a whole interval without an MPI call); the shortest interval.",
-                 OPAL_INFO_LVL_6, &c->thread_check_us);
-    c->thread_check_max_us = 1000;
-    register_int("progress_thread_check_max_us",
-                 "Progress thread: while the application keeps calling MPI the interval doubles up to this many "
-                 "microseconds, so a latency-bound rank is not interrupted; it drops back once the thread had work.",
-                 OPAL_INFO_LVL_6, &c->thread_check_max_us);
-    c->thread_sleep_us = 100000;
-    register_int("progress_thread_sleep_us",
-                 "Progress thread: longest sleep on the device interrupt when there is nothing to do (a safety "
-                 "net; peers raise the interrupt after each message while it sleeps).",
-                 OPAL_INFO_LVL_6, &c->thread_sleep_us);
-
-    c->put_dma_min = 0;
-    (void) mca_base_component_var_register(&c->super.btl_version, "put_dma_min",
-                                           "Puts of at least this many bytes run on the DMA engine and complete "
-                                           "asynchronously (the sender may compute meanwhile); smaller ones are "
-                                           "PIO writes that complete at once. 0 (default): no DMA puts - on the "
-                                           "loopback device the engine thread competes with the ranks for cores "
-                                           "and a direct write is about twice as fast; 1: every put uses DMA.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &c->put_dma_min);
-    c->dma_channels = 1;
-    register_int("dma_channels",
-                 "DMA channels btl tca acquires from the device for DMA puts (1-4), as the first DMA puts "
-                 "need them. Channels held by coll tca's offloaded broadcasts or by the application are not "
-                 "taken; while none is free, DMA-sized puts are PIO writes.",
-                 OPAL_INFO_LVL_6, &c->dma_channels);
-    c->poll_batch = 32;
-    register_int("poll_batch", "Messages taken from one peer's ring per progress pass (fairness between peers).",
-                 OPAL_INFO_LVL_6, &c->poll_batch);
-    c->poll_all_max_peers = 4;
-    register_int("poll_all_max_peers",
-                 "With at most this many peers in the sub-cluster (0..63), progress looks at every peer's ring "
-                 "each pass. With more, each sender also stores its message count into its word of the "
-                 "receiver's traffic line (64 words) after each message, and progress reads that line and "
-                 "polls only the rings whose count changed (the line read instead of one ring header per "
-                 "peer, for one more store per message). 0: always by marks; 63: never.",
-                 OPAL_INFO_LVL_6, &c->poll_all_max_peers);
-
-    c->get_emulation = MCA_BTL_TCA_GET_GPU;
-    (void) mca_base_var_enum_create("btl_tca_get_emulation_modes", get_modes, &mode_enum);
-    (void) mca_base_component_var_register(
-        &c->super.btl_version, "get_emulation",
-        "RDMA get on the put-only device: the requester sends a put request to the data owner, whose side "
-        "runs the put (DMA for GPU memory: CUDA IPC on the loopback, GPUDirect on PEACH2) and answers once the "
-        "data is visible. 'gpu' (default): only for ob1's zero-copy protocol of GPU buffers (CUDA_GET, in a "
-        "CUDA-aware Open MPI; no effect in others); 'all': host buffers too (ob1's RGET protocol replaces its "
-        "PUT rendezvous for contiguous messages); 'off': no get (GPU buffers are copied through the rings). "
-        "Must be the same on every process.",
-        MCA_BASE_VAR_TYPE_INT, mode_enum, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->get_emulation);
-    OBJ_RELEASE(mode_enum);
+    tca_btl_settings_defaults(&c->set);
+    size_t count = 0;
+    int enums = 0;
+    const tca_btl_param_t *params = tca_btl_params(&count);
+    for (size_t i = 0; i < count; ++i)
+        if (NULL != params[i].help) register_param(c, &params[i], &enums);
 
     /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
      * btl_put must be set before mca_btl_base_param_register or it strips PUT. */
     mca_btl_tca_module_t *m = &mca_btl_tca_module;
     m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
-    /* 16 KiB: a copy through the ring beats the 3-message PUT rendezvous up to
-     * there (measured: 4 KiB one-way 1.0 us eager vs 4.6 us rendezvous). */
-    m->super.btl_eager_limit = 16 * 1024;
-    m->super.btl_rndv_eager_limit = 16 * 1024;
-    m->super.btl_max_send_size = 16 * 1024;
-    m->super.btl_rdma_pipeline_send_length = 64 * 1024;
-    m->super.btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
-    m->super.btl_min_rdma_pipeline_size = 0;
-    m->super.btl_latency = 1;
-    m->super.btl_bandwidth = 20000; /* Mb/s */
+    for (size_t i = 0; i < sizeof(base_fields) / sizeof(base_fields[0]); ++i) {
+        const tca_btl_param_t *p = tca_btl_param_find(base_fields[i].name);
+        if (NULL == p || (p->flags & TCA_BTL_PARAM_OMPI_DEFAULT)) continue;
+        char *field = (char *) &m->super + base_fields[i].offset;
+        if (base_fields[i].is_u32) *(uint32_t *) field = (uint32_t) p->def;
+        else *(size_t *) field = (size_t) p->def;
+    }
     /* GET here only so that the base registers btl_tca_get_limit and
      * btl_tca_get_alignment (it registers them for a module with GET, and an
      * unregistered value would be ignored without a word); set_get_flags
@@ -246,7 +200,7 @@ static int start_device(mca_btl_tca_component_t *c) {
     tca_session_place_t place;
     int device_result = tcaSuccess;
     char why[768];
-    const int rc = mca_common_tca_session_join("btl tca", opal_btl_base_framework.framework_output, c->subcluster_size,
+    const int rc = mca_common_tca_session_join("btl tca", opal_btl_base_framework.framework_output, c->set.subcluster_size,
                                                &place, &device_result, why, sizeof(why));
     if (OPAL_ERR_NOT_AVAILABLE == rc) return rc;
     if (OPAL_ERR_BAD_PARAM == rc) {
@@ -261,18 +215,18 @@ static int start_device(mca_btl_tca_component_t *c) {
     c->subcluster = place.subcluster;
     c->node = place.node;
     c->num_nodes = place.num_nodes;
-    c->poll_by_traffic = c->num_nodes - 1 > c->poll_all_max_peers;
+    c->poll_by_traffic = c->num_nodes - 1 > c->set.poll_all_max_peers;
     c->pending_peers = 0;
     tcaResult r;
 
     /* auto: the largest of 64, 32, ... 2 slots whose rings fit */
-    const bool auto_slots = 0 == c->ring_slots;
-    if (auto_slots) c->ring_slots = 64;
+    const bool auto_slots = 0 == c->set.ring_slots;
+    if (auto_slots) c->set.ring_slots = 64;
     for (;;) {
-        c->area_bytes = tca_btl_area_bytes(c->num_nodes, c->ring_slots, c->slot_payload);
+        c->area_bytes = tca_btl_area_bytes(c->num_nodes, c->set.ring_slots, c->slot_payload);
         r = tcaMalloc(&c->area, c->area_bytes, tcaMemoryInternal);
-        if (tcaSuccess == r || !auto_slots || c->ring_slots <= 2) break;
-        c->ring_slots /= 2;
+        if (tcaSuccess == r || !auto_slots || c->set.ring_slots <= 2) break;
+        c->set.ring_slots /= 2;
     }
     if (tcaSuccess != r) {
         char why[768];
@@ -280,7 +234,7 @@ static int start_device(mca_btl_tca_component_t *c) {
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);
-    c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->poll_batch);
+    c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->set.poll_batch);
     if (NULL == c->poller) {
         tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, "no memory for the ring poller");
         return OPAL_ERROR;
@@ -311,9 +265,9 @@ static int publish_modex(mca_btl_tca_component_t *c) {
     modex.subcluster = c->subcluster;
     modex.node = c->node;
     modex.num_nodes = c->num_nodes;
-    modex.ring_slots = c->ring_slots;
+    modex.ring_slots = c->set.ring_slots;
     modex.slot_payload = c->slot_payload;
-    modex.has_progress_thread = NULL != c->thread || c->progress_thread == MCA_BTL_TCA_THREAD_ON;
+    modex.has_progress_thread = NULL != c->thread || c->set.progress_thread == TCA_BTL_THREAD_ON;
     modex.polls_by_traffic = c->poll_by_traffic;
     modex.area = c->area_handle;
     OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &c->super.btl_version, &modex, sizeof(modex));
@@ -341,19 +295,23 @@ static void thread_announce_sleep(void *ctx, int sleeping) {
     }
 }
 
-/* Eager payloads: ob1 needs room for its 56-byte header union; a ring slot
- * holds at most 16 MiB. */
-#define TCA_MIN_EAGER 128
-#define TCA_MAX_EAGER ((UINT64_C(1) << 24) - 64)
-
-/* btl_tca_put_alignment, btl_tca_get_alignment: 0 or a power of two up to 64K. */
-static bool check_alignment(const char *f, const char *name, size_t align) {
-    if (!tca_mca_check_size(f, name, align, 0, 65536, "0 or a power of two up to 64K")) return false;
-    if (0 == (align & (align - 1))) return true;
-    char shown[32];
-    snprintf(shown, sizeof(shown), "%zu", align);
-    tca_mca_show_invalid(f, name, shown, "not a power of two", "0 or a power of two up to 64K");
-    return false;
+/* One value of the core's table as Open MPI stored it: the text it came as
+ * (from the environment, where mpirun --mca puts it too) is checked here,
+ * the range and rules by the core.  0: help shown naming the parameter. */
+static int param_valid(const tca_btl_param_t *p, uint64_t value) {
+    char name[96], shown[32];
+    snprintf(name, sizeof(name), "btl_tca_%s", p->name);
+    if (NULL != p->names && !tca_mca_check_enum(HELP_FILE, name, p->names, p->name_count, p->allowed)) return 0;
+    const int is_signed = TCA_BTL_PARAM_INT == p->type;
+    const char *problem = NULL == p->names ? tca_mca_text_problem(name, is_signed, value,
+                                                                  !(p->flags & TCA_BTL_PARAM_ADJUSTED))
+                                           : NULL;
+    if (NULL == problem) problem = tca_btl_param_problem(p, value);
+    if (NULL == problem) return 1;
+    if (is_signed) snprintf(shown, sizeof(shown), "%" PRId64, (int64_t) value);
+    else snprintf(shown, sizeof(shown), "%" PRIu64, value);
+    tca_mca_show_invalid(HELP_FILE, name, shown, problem, p->allowed);
+    return 0;
 }
 
 /* Every MCA value checked after Open MPI read it (it wraps "-1" to SIZE_MAX
@@ -361,71 +319,20 @@ static bool check_alignment(const char *f, const char *name, size_t align) {
  * name, value and range, and btl tca is not used.  All are reported, not only
  * the first. */
 static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
-    const char *f = HELP_FILE;
-    const mca_btl_base_module_t *b = &m->super;
+    size_t count = 0;
+    const tca_btl_param_t *params = tca_btl_params(&count);
     bool ok = true;
-    ok = tca_mca_check_int(f, "btl_tca_subcluster_size", c->subcluster_size, 0, TCA_MAX_NODES,
-                           "0 (all processes of a host) or 2..64") && ok;
-    if (1 == c->subcluster_size) {
-        tca_show_help(f, "subcluster-of-one");
-        ok = false;
+    for (size_t i = 0; i < count; ++i)
+        if (NULL != params[i].help) ok = param_valid(&params[i], tca_btl_setting_get(&c->set, &params[i])) && ok;
+    for (size_t i = 0; i < sizeof(base_fields) / sizeof(base_fields[0]); ++i) {
+        const tca_btl_param_t *p = tca_btl_param_find(base_fields[i].name);
+        if (NULL != p) ok = param_valid(p, base_value(&m->super, i)) && ok;
     }
-    const char *slots_allowed = "0 (auto) or a power of two, 2..4096";
-    ok = tca_mca_check_size(f, "btl_tca_ring_slots", c->ring_slots, 0, 4096, slots_allowed) && ok;
-    if (1 == c->ring_slots) {
-        tca_mca_show_invalid(f, "btl_tca_ring_slots", "1", "a ring needs at least 2 slots", slots_allowed);
-        ok = false;
-    } else if (c->ring_slots <= 4096 && 0 != (c->ring_slots & (c->ring_slots - 1))) {
-        char shown[32];
-        snprintf(shown, sizeof(shown), "%u", c->ring_slots);
-        tca_mca_show_invalid(f, "btl_tca_ring_slots", shown, "not a power of two (a ring index is a mask)",
-                             slots_allowed);
-        ok = false;
-    }
-    static const char *const modes[] = {"off", "on", "auto"}; /* MCA_BTL_TCA_THREAD_* order */
-    ok = tca_mca_check_enum(f, "btl_tca_progress_thread", modes, 3, "off, on or auto") && ok;
-    ok = tca_mca_check_int(f, "btl_tca_progress_thread_check_us", c->thread_check_us, 10, 1000000,
-                           "10..1000000 microseconds") && ok;
-    ok = tca_mca_check_int(f, "btl_tca_progress_thread_check_max_us", c->thread_check_max_us, 10, 1000000,
-                           "10..1000000 microseconds") && ok;
-    ok = tca_mca_check_int(f, "btl_tca_progress_thread_sleep_us", c->thread_sleep_us, 100, 60000000,
-                           "100..60000000 microseconds (shorter sleeps would make the thread spin)") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_put_dma_min", c->put_dma_min, 0, TCA_MCA_MAX_BYTES,
-                            "0 (no DMA puts) .. 1T bytes (k, M, G suffixes allowed)") && ok;
-    ok = tca_mca_check_int(f, "btl_tca_dma_channels", c->dma_channels, 1, TCA_NUM_DMA_CHANNELS, "1..4") && ok;
-    ok = tca_mca_check_int(f, "btl_tca_poll_batch", c->poll_batch, 1, 65536, "1..65536") && ok;
-    ok = tca_mca_check_int(f, "btl_tca_poll_all_max_peers", c->poll_all_max_peers, 0, TCA_MAX_NODES - 1,
-                           "0..63 peers") && ok;
-    static const char *const get_names[] = {"off", "gpu", "all"}; /* MCA_BTL_TCA_GET_* order */
-    ok = tca_mca_check_enum(f, "btl_tca_get_emulation", get_names, 3, "off, gpu or all") && ok;
-    /* the common BTL parameters, registered by mca_btl_base_param_register */
-    ok = tca_mca_check_size(f, "btl_tca_exclusivity", b->btl_exclusivity, 0, UINT32_MAX, "0..4294967295") && ok;
-    if (!(b->btl_flags & MCA_BTL_FLAGS_SEND)) {
-        tca_mca_show_invalid(f, "btl_tca_flags", "(without send)", "btl tca moves every message with send",
+    if (!(m->super.btl_flags & MCA_BTL_FLAGS_SEND)) {
+        tca_mca_show_invalid(HELP_FILE, "btl_tca_flags", "(without send)", "btl tca moves every message with send",
                              "flags that include 'send' (default: send,put,get; get as btl_tca_get_emulation says)");
         ok = false;
     }
-    ok = tca_mca_check_size(f, "btl_tca_eager_limit", b->btl_eager_limit, TCA_MIN_EAGER, TCA_MAX_EAGER,
-                            "128..16777152 bytes (k, M suffixes allowed)") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_rndv_eager_limit", b->btl_rndv_eager_limit, TCA_MIN_EAGER, TCA_MAX_EAGER,
-                            "128..16777152 bytes (k, M suffixes allowed)") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_max_send_size", b->btl_max_send_size, TCA_MIN_EAGER, TCA_MAX_EAGER,
-                            "128..16777152 bytes (k, M suffixes allowed)") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_rdma_pipeline_send_length", b->btl_rdma_pipeline_send_length, 0,
-                            TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_rdma_pipeline_frag_size", b->btl_rdma_pipeline_frag_size, 1024,
-                            TCA_MCA_MAX_BYTES, "1K..1T bytes") && ok;
-    ok = tca_mca_check_size_adjusted(f, "btl_tca_min_rdma_pipeline_size", b->btl_min_rdma_pipeline_size, 0,
-                            TCA_MCA_MAX_BYTES, "0..1T bytes") && ok;
-    ok = tca_mca_check_size_adjusted(f, "btl_tca_put_limit", b->btl_put_limit, 1, SIZE_MAX,
-                                     "a byte count (0: no limit)") && ok;
-    ok = check_alignment(f, "btl_tca_put_alignment", b->btl_put_alignment) && ok;
-    /* ob1 splits an RGET at get_limit and aligns it at get_alignment, as for put */
-    ok = tca_mca_check_size_adjusted(f, "btl_tca_get_limit", b->btl_get_limit, 1, SIZE_MAX,
-                                     "a byte count (0: no limit)") && ok;
-    ok = check_alignment(f, "btl_tca_get_alignment", b->btl_get_alignment) && ok;
-    ok = tca_mca_check_size(f, "btl_tca_latency", b->btl_latency, 0, UINT32_MAX, "0..4294967295") && ok;
-    ok = tca_mca_check_size(f, "btl_tca_bandwidth", b->btl_bandwidth, 1, UINT32_MAX, "1..4294967295 (Mb/s)") && ok;
     return ok;
 }
 
@@ -447,11 +354,11 @@ static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_modu
     char line[1024];
     if (tcaSuccess != tcaQueryBackend(&backend)) backend.put_mechanism[0] = '\0';
     const tca_btl_path_t path = {.eager_limit = m->super.btl_eager_limit,
-                                 .put_dma_min = c->put_dma_min,
-                                 .get_for_host = MCA_BTL_TCA_GET_ALL == c->get_emulation,
+                                 .put_dma_min = c->set.put_dma_min,
+                                 .get_for_host = TCA_BTL_GET_ALL == c->set.get_emulation,
                                  .poll_by_traffic = c->poll_by_traffic,
                                  .peers = c->num_nodes - 1,
-                                 .poll_all_max_peers = c->poll_all_max_peers,
+                                 .poll_all_max_peers = c->set.poll_all_max_peers,
                                  .put_mechanism = backend.put_mechanism};
     (void) tca_btl_describe_path(&path, line, sizeof(line));
     opal_output_verbose(5, opal_btl_base_framework.framework_output, "btl:tca: node %d: %s", c->node, line);
@@ -503,14 +410,14 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         return NULL;
     }
 
-    const bool want_thread = c->progress_thread == MCA_BTL_TCA_THREAD_ON ||
-                             (c->progress_thread == MCA_BTL_TCA_THREAD_AUTO && enable_mpi_threads);
+    const bool want_thread = c->set.progress_thread == TCA_BTL_THREAD_ON ||
+                             (c->set.progress_thread == TCA_BTL_THREAD_AUTO && enable_mpi_threads);
     if (want_thread) {
         /* The thread calls ob1's upcalls: ob1 must lock (the btl tcp precedent). */
         opal_set_using_threads(true);
         m->super.btl_flags |= MCA_BTL_FLAGS_BTL_PROGRESS_THREAD_ENABLED;
-        c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->thread_check_us,
-                                                  c->thread_check_max_us, c->thread_sleep_us);
+        c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->set.thread_check_us,
+                                                  c->set.thread_check_max_us, c->set.thread_sleep_us);
         if (NULL == c->thread) tca_show_help(HELP_FILE, "thread-failed");
         static int at_exit_registered = 0;
         if (NULL != c->thread && !at_exit_registered) at_exit_registered = 0 == atexit(tca_btl_at_exit);

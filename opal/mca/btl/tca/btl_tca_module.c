@@ -162,7 +162,7 @@ static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_mo
 
 static bool same_geometry(const mca_btl_tca_modex_t *modex, const mca_btl_tca_component_t *c) {
     return modex->version == MCA_BTL_TCA_MODEX_VERSION && modex->num_nodes == c->num_nodes &&
-           modex->ring_slots == c->ring_slots && modex->slot_payload == c->slot_payload && modex->node >= 0 &&
+           modex->ring_slots == c->set.ring_slots && modex->slot_payload == c->slot_payload && modex->node >= 0 &&
            modex->node < c->num_nodes && modex->node != c->node;
 }
 
@@ -179,7 +179,7 @@ static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const m
     if (NULL == ep) return NULL;
     ep->proc = proc;
     ep->node = modex->node;
-    ep->peer = tca_btl_peer_new(c->area, peer_area, c->num_nodes, c->node, modex->node, c->ring_slots,
+    ep->peer = tca_btl_peer_new(c->area, peer_area, c->num_nodes, c->node, modex->node, c->set.ring_slots,
                                 c->slot_payload, modex->has_progress_thread, modex->polls_by_traffic);
     if (NULL == ep->peer) {
         OBJ_RELEASE(ep);

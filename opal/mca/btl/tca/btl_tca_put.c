@@ -67,7 +67,7 @@ int mca_btl_tca_put_ex(const mca_btl_tca_rdma_done_t *d, const tcaHandle *src, t
     const uint64_t dst_off = remote_address - dst->addr;
 
     if (need_dma && NULL == src) return OPAL_ERR_BAD_PARAM;
-    if (!need_dma && (0 == c->put_dma_min || size < c->put_dma_min || NULL == src))
+    if (!need_dma && (0 == c->set.put_dma_min || size < c->set.put_dma_min || NULL == src))
         return pio_put(d, dst, dst_off, size);
 
     tca_btl_dma_put_t put = {.dst = *dst, .src = *src, .dst_off = dst_off,
@@ -107,7 +107,7 @@ static void log_dma(void *ctx, const char *text) {
 }
 
 int mca_btl_tca_put_init(void) {
-    mca_btl_tca_component.dma_puts = tca_btl_dma_puts_new(mca_btl_tca_component.dma_channels, log_dma, NULL);
+    mca_btl_tca_component.dma_puts = tca_btl_dma_puts_new(mca_btl_tca_component.set.dma_channels, log_dma, NULL);
     return NULL == mca_btl_tca_component.dma_puts ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
 }
 
