@@ -69,11 +69,11 @@ TEST(ChannelReuse, RestartBeforeAndAfterLastNotification) {
 // are still queued or running.  Each run writes a marker of its own to its
 // own offset after a bulk copy; a reload must not change what a started run
 // does, and runs complete in start order (the receiver finds run k's marker
-// with the k-th notification).
+// with the k-th notification), also those queued beyond the ring.
 TEST(ChannelReuse, ReloadWhileRunningKeepsEachRunsChain) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         constexpr size_t kBulk = 256 * 1024;  // above the inline limit: runs go to the engine and queue
-        constexpr int kRuns = 64;
+        constexpr int kRuns = 160;            // past the 64 queued runs of a channel's ring: into its overflow
         constexpr size_t kMarks = kBulk;
         auto [buf, mine, peer] = exchange_buffers(node, board, kBulk + kRuns * 8, tcaMemoryCPU);
         auto *bytes = static_cast<unsigned char *>(buf);

@@ -103,17 +103,16 @@ void DmaEngine::stop_thread() {
 Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
-    // Refill the loaded chain in place when no started run holds it any more
-    // (a channel loaded, started and reaped put after put, as btl tca's DMA
-    // puts do: no allocation once warm).  Runs hold the chain only in the
-    // queue, and drop it under queue_lock, so a count of one read under it
-    // means nobody else can still be reading the chain.
-    std::shared_ptr<Chain> c;
-    {
-        std::lock_guard q(ch.queue_lock);
-        if (ch.loaded && ch.loaded.use_count() == 1) c = std::const_pointer_cast<Chain>(std::move(ch.loaded));
-    }
-    if (!c) c = std::make_shared<Chain>();
+    // Runs hold a chain until they complete (completed counts them in start
+    // order, and is raised after the scanner's last look at the chain).
+    const uint64_t completed = ch.completed.load(std::memory_order_acquire);
+    Chain *c = nullptr;
+    for (const auto &free : ch.chains)
+        if (free->last_run <= completed) {
+            c = free.get();
+            break;
+        }
+    if (c == nullptr) c = ch.chains.emplace_back(std::make_unique<Chain>()).get();  // all in use by queued runs
     c->descs.assign(chain.begin(), chain.end());
     c->register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
     uint64_t bytes = 0, total = 0;
@@ -125,7 +124,7 @@ Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
     }
     c->run_inline = !triggered && bytes <= kInlineMaxBytes;
     c->streaming = total >= streaming_min_;
-    ch.loaded = std::move(c);  // queued runs keep the chain they were started with
+    ch.loaded = c;  // queued runs keep the chain they were started with
     ch.starts_since_load = 0;
     return tcaSuccess;
 }
@@ -137,16 +136,15 @@ Result DmaEngine::start(int channel) {
     const uint64_t epoch = ch.starts_since_load++;
     // Idle: nothing queued, and no other starter (app_lock), so nothing can
     // overtake an inline run.  The timing model delays runs on the engine thread.
-    const bool idle = ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_acquire);
+    const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
+    ch.loaded->last_run = number;
+    const bool idle = number - 1 == ch.completed.load(std::memory_order_acquire);
     if (idle && ch.loaded->run_inline && !timing_.enabled) {
-        run_inline(ch, ch.loaded, epoch);
+        run_inline(ch, *ch.loaded, epoch);
         return tcaSuccess;
     }
-    {
-        std::lock_guard q(ch.queue_lock);
-        ch.queue.push_back(Run{ch.loaded, epoch, 0});
-    }
-    ch.started.store(ch.started.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    ch.queue.push(Run{ch.loaded, epoch, 0});
+    ch.started.store(number, std::memory_order_release);
     nodes_.own().header()->engine_event.notify();
     return tcaSuccess;
 }
@@ -156,19 +154,16 @@ Result DmaEngine::start(int channel) {
 // does not wait on a peer: if the target's engine does not take a bounce
 // copy within kInlinePatienceNs (stopped, or just slow), the rest of the run,
 // from the descriptor that did not finish, goes to the queue.
-void DmaEngine::run_inline(Channel &ch, const std::shared_ptr<const Chain> &chain, uint64_t epoch) {
+void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
     const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
     ch.started.store(number, std::memory_order_relaxed);
     const PutBound bound = PutBound::from_first_wait(std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
     Result r = tcaSuccess;
     size_t i = 0;
-    for (; i < chain->descs.size() && r == tcaSuccess; ++i) {
-        r = execute(chain->descs[i], nullptr, bound);
+    for (; i < chain.descs.size() && r == tcaSuccess; ++i) {
+        r = execute(chain.descs[i], nullptr, bound);
         if (r == tcaErrorTimeout) {
-            {
-                std::lock_guard q(ch.queue_lock);
-                ch.queue.push_back(Run{chain, epoch, i});
-            }
+            ch.queue.push(Run{&chain, epoch, i});
             nodes_.own().header()->engine_event.notify();
             return;
         }
@@ -243,12 +238,7 @@ void DmaEngine::abort(int channel) {
     interrupt_.fetch_add(1, std::memory_order_acq_rel);
     std::unique_lock scanning(scan_lock_);  // no descriptor of it is executing now
     interrupt_.fetch_sub(1, std::memory_order_acq_rel);
-    size_t dropped = 0;
-    {
-        std::lock_guard q(ch.queue_lock);
-        dropped = ch.queue.size();
-        ch.queue.clear();
-    }
+    const size_t dropped = ch.queue.clear();
     if (dropped == 0) return;
     ch.next = 0;
     ch.charged = false;
@@ -295,24 +285,17 @@ void DmaEngine::finish_run(Channel &ch, Result r) {
                                       ch.completed.load(std::memory_order_relaxed) + 1, r);
     ch.next = 0;
     ch.charged = false;
-    {
-        std::lock_guard q(ch.queue_lock);
-        ch.queue.pop_front();
-    }
+    ch.queue.pop();
     ch.completed.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->app_event.notify();
 }
 
 bool DmaEngine::step(Channel &ch, const PutBound &bound) {
     if (ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_relaxed)) return false;
-    const Run *run = nullptr;
-    {
-        // The front stays put while we use it: only the scanner (or abort,
-        // which excludes it) pops, and a push does not move elements.
-        std::lock_guard q(ch.queue_lock);
-        if (ch.queue.empty()) return false;  // an inline run on the starting thread
-        run = &ch.queue.front();
-    }
+    // The front stays put while we use it: only the scanner (or abort,
+    // which excludes it) pops, and a push does not move it.
+    const Run *run = ch.queue.front();
+    if (run == nullptr) return false;  // an inline run on the starting thread
     const Chain &chain = *run->chain;
     if (!ch.charged) {
         // The model's clock starts when the chain is taken up: at once when

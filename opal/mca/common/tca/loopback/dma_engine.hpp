@@ -20,6 +20,7 @@
 #include "loopback/node_set.hpp"
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
+#include "loopback/run_queue.hpp"
 #include "model/descriptor.hpp"
 #include "model/timing_model.hpp"
 #include "model/topology.hpp"
@@ -82,14 +83,15 @@ public:
 private:
     struct Chain {
         std::vector<Descriptor> descs;
+        uint64_t last_run = 0;    // the run (numbered by start) that uses it last: free once it completed
         bool register_mode = true;
         bool run_inline = false;  // short and untriggered: may run on the starting thread
         bool streaming = false;   // moves at least streaming_min_ bytes: non-temporal copies (byte_copy.hpp)
     };
     struct Run {
-        std::shared_ptr<const Chain> chain;
-        uint64_t epoch;  // earlier starts since its chain was loaded: triggers move by epoch * step
-        size_t first;    // the descriptor it starts at (> 0: its start ran those before inline)
+        const Chain *chain = nullptr;
+        uint64_t epoch = 0;  // earlier starts since its chain was loaded: triggers move by epoch * step
+        size_t first = 0;    // the descriptor it starts at (> 0: its start ran those before inline)
     };
     struct RunError {  // runs first..last (numbered from 1 by start order) ended with `result`
         uint64_t first, last;
@@ -98,10 +100,13 @@ private:
     static constexpr size_t kKeptErrors = 64;
     struct Channel {
         std::mutex app_lock;  // serialises load/start/abort from application threads
-        std::shared_ptr<const Chain> loaded;  // under app_lock
-        uint64_t starts_since_load = 0;       // under app_lock
-        std::mutex queue_lock;                // push: starters; pop: the scanner
-        std::deque<Run> queue;                // started runs, front = running
+        // Chains loaded here, kept for reuse: a load refills one whose runs
+        // completed (a channel loaded, started and reaped put after put, as
+        // btl tca's DMA puts do, allocates nothing once warm).
+        std::vector<std::unique_ptr<Chain>> chains;  // under app_lock
+        Chain *loaded = nullptr;                     // under app_lock
+        uint64_t starts_since_load = 0;              // under app_lock
+        RunQueue<Run> queue;                         // started runs, front = running (push: app_lock; pop: scan_lock_)
         std::atomic<uint64_t> started{0};    // written under app_lock only
         std::atomic<uint64_t> completed{0};
         std::mutex error_lock;
@@ -118,7 +123,7 @@ private:
     bool step(Channel &ch, const PutBound &bound);
     void finish_run(Channel &ch, Result r);
     void report_failure(Result r, size_t index) const;
-    void run_inline(Channel &ch, const std::shared_ptr<const Chain> &chain, uint64_t epoch);
+    void run_inline(Channel &ch, const Chain &chain, uint64_t epoch);
     void record_error(Channel &ch, uint64_t first, uint64_t last, Result r);
     Result run_error(Channel &ch, uint64_t after, uint64_t upto);
 
