@@ -10,6 +10,8 @@
 #                      or "ucx" (the ucx device: tca_ucx_device_test and the
 #                      published-style programs of test/tca-api/ucx)
 #   STRESS_CASES       MPI cases by name, shell patterns (default: every case, "*")
+#   STRESS_UCX_PROGRAMS  the ucx suite's published-style programs by name, shell
+#                      patterns (default "*"; "-": none, tca_ucx_device_test only)
 #   GTEST_FILTER       (GoogleTest's own) device tests by name
 #   STRESS_LOAD        busy-loop load processes (default: nproc)
 #   STRESS_NICE        niceness of the load *and* the tests (default 10): they
@@ -76,6 +78,16 @@ run() {
     fi
 }
 
+# wanted NAME PATTERN...: NAME matches one of the patterns.
+wanted() {
+    w_name=$1
+    shift
+    for w_p in "$@"; do
+        case $w_name in $w_p) return 0 ;; esac
+    done
+    return 1
+}
+
 echo "stress: $runs runs of [$suites], both copy paths, $load load processes, nice $niceness"
 n=1
 while [ "$n" -le "$runs" ]; do
@@ -96,6 +108,11 @@ while [ "$n" -le "$runs" ]; do
                     [ -f .libs/tca_ucx.so ] || { echo "stress: this build has no ucx device" >&2; exit 2; }
                     run "run $n $copy ucx_device_test" env srcdir="$srcdir" sh "$srcdir/test/ucx/ucx_device_test.sh"
                     for c in "$srcdir"/test/tca-api/ucx/*.tca; do
+                        set -f  # the patterns are not file names here
+                        wanted "$(basename "$c" .tca)" ${STRESS_UCX_PROGRAMS:-*}
+                        w=$?
+                        set +f
+                        [ "$w" = 0 ] || continue
                         run "run $n $copy ucx $(basename "$c" .tca)" env srcdir="$srcdir" sh "$srcdir/test/tca-api/run_program.sh" "$c"
                     done ;;
                 *) echo "stress: unknown suite '$suite'" >&2; exit 2 ;;

@@ -11,7 +11,8 @@
  *   - what the device does not model is refused by name, not faked:
  *     tcaPioMap, GPU memory, triggered descriptors;
  *   - bad handles: a forged key, a destroyed registration (the owner answers
- *     "not registered"), a range past the end;
+ *     "not registered"), also one whose key the writer had cached (the
+ *     owner's destroy revokes it), a range past the end;
  *   - node state: peers alive while running, FINISHED once they finalized.
  * Prints "ucx_device_test: PASSED" on rank 0.
  */
@@ -179,7 +180,24 @@ static void refusals_and_bad_handles(void) {
     widened2.size = 1u << 20;
     CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened2, 8192, small, 16, 0, 0, 0),
           "a widened handle was accepted once the key was cached");
+    /* Destroyed after the peer cached its key: tcaDestroyHandle revokes the
+     * key, so a later write by the peer is refused and our memory stays as it is. */
     MPI_Barrier(MPI_COMM_WORLD);
+    memset(buf2, 0x11, 4096);
+    OK(tcaDestroyHandle(&h2[rank]));
+    MPI_Barrier(MPI_COMM_WORLD);
+    unsigned char late[16];
+    memset(late, 0xee, sizeof(late));
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&h2[peer], 0, late, 16, 0, 0, 0),
+          "a write into a registration destroyed after its key was cached was accepted");
+    /* A notified write into a live registration after it: the notification
+     * follows a fence, so once it is here a late write that was let through
+     * would have landed too. */
+    OK(tcaPioWrite(&h[peer], 0, small, 8, tcaDMANotify, 2, 77));
+    OK(tcaWaitDMARecvDesc(&h[(rank + size - 1) % size], 2, 77));
+    int untouched = 1;
+    for (int i = 0; i < 4096; ++i) untouched &= 0x11 == buf2[i];
+    CHECK(untouched, "our memory was written after its registration was destroyed");
     free(h2);
     OK(tcaFree(buf2, tcaMemoryCPU));
     MPI_Barrier(MPI_COMM_WORLD);

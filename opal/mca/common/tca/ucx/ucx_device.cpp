@@ -5,7 +5,10 @@
 //
 //   registrations   ucp_mem_map of the registered range; a peer asks the
 //                   owner for the packed key by active message on first use
-//                   and caches it per (node, registration index, key)
+//                   and caches it per (node, registration index, key); the
+//                   owner's tcaDestroyHandle revokes it at every node it gave
+//                   it to, and returns once they confirmed that their puts
+//                   with it have landed and none follows
 //   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence
 //   notifications   a fence after the data, then an active message that
 //                   counts (source, slot, tag) at the target
@@ -36,6 +39,8 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
+#include <shared_mutex>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -56,7 +61,16 @@ using namespace ucx;
 using Clock = std::chrono::steady_clock;
 
 // ---- active messages: fixed headers, no payload ----
-enum AmId : unsigned { kAmNotify = 11, kAmInterrupt, kAmCounterAdd, kAmKeyRequest, kAmKeyReply, kAmGoodbye };
+enum AmId : unsigned {
+    kAmNotify = 11,
+    kAmInterrupt,
+    kAmCounterAdd,
+    kAmKeyRequest,
+    kAmKeyReply,
+    kAmGoodbye,
+    kAmKeyRevoke,     // owner -> a node it gave the key: forget it
+    kAmKeyForgotten,  // that node -> owner: forgotten, and its puts with it have landed
+};
 
 struct NotifyMsg {
     int32_t src, slot, tag;
@@ -73,6 +87,11 @@ struct KeyRequestMsg {
     uint32_t reg_index;
     uint64_t key;
     uint64_t addr, size;  // as the handle says: a handle whose range was altered is refused
+};
+struct KeyRevokeMsg {  // also the answer, kAmKeyForgotten
+    int32_t src;
+    uint32_t reg_index;
+    uint64_t key;
 };
 constexpr size_t kMaxPackedKey = 1024;
 struct KeyReplyMsg {
@@ -148,7 +167,8 @@ public:
         }
         const std::pair<unsigned, Worker::AmHandler> handlers[] = {
             {kAmNotify, on_notify},       {kAmInterrupt, on_interrupt}, {kAmCounterAdd, on_counter_add},
-            {kAmKeyRequest, on_key_request}, {kAmKeyReply, on_key_reply}, {kAmGoodbye, on_goodbye}};
+            {kAmKeyRequest, on_key_request}, {kAmKeyReply, on_key_reply}, {kAmGoodbye, on_goodbye},
+            {kAmKeyRevoke, on_key_revoke},   {kAmKeyForgotten, on_key_forgotten}};
         for (const auto &[id, h] : handlers)
             if (Result r = worker_->set_am_handler(id, h, this); r != tcaSuccess) {
                 *why = "registering UCX active-message handlers failed";
@@ -307,11 +327,15 @@ public:
     Result deregister(const tcaHandle &h) override {
         if (Result r = check_handle(&h, n_); r != tcaSuccess) return r;
         if (h.node != self_) return tcaErrorInvalidHandle;
-        std::lock_guard g(reg_lock_);
-        auto it = regs_.find(h.reg_index);
-        if (it == regs_.end() || it->second.key != h.key) return tcaErrorNotRegistered;
-        regs_.erase(it);
-        return tcaSuccess;
+        Registration gone;
+        {
+            std::lock_guard g(reg_lock_);
+            auto it = regs_.find(h.reg_index);
+            if (it == regs_.end() || it->second.key != h.key) return tcaErrorNotRegistered;
+            gone = std::move(it->second);
+            regs_.erase(it);  // from now on a key request for it is refused
+        }
+        return revoke(h.reg_index, gone);  // then `gone` is unmapped
     }
 
     Result validate(const Descriptor &d) const override {
@@ -360,9 +384,19 @@ public:
         if (!ch.loaded) return tcaErrorEmptyChain;
         const Deadline d = deadline();
         Result r = tcaSuccess;
+        bool wrote = false;
         for (const Descriptor &desc : ch.chain) {
+            // Descriptor k's data lands before descriptor k+1's (published
+            // programs poll a sequence number written after a packet): puts
+            // are unordered in UCX (several lanes on a real fabric), so a
+            // fence between them.  Over tcp they arrive in order anyway.
+            if (wrote && desc.dst.node != self_ && desc.bytes() > 0) {
+                Endpoint *ep = nullptr;
+                if ((r = endpoint(desc.dst.node, &ep)) != tcaSuccess || (r = ep->fence()) != tcaSuccess) break;
+            }
             r = run_descriptor(desc, d, &ch.unflushed);
             if (r != tcaSuccess) break;
+            wrote |= desc.dst.node != self_ && desc.bytes() > 0;
         }
         if (ch.result == tcaSuccess) ch.result = r;
         return tcaSuccess;
@@ -497,6 +531,7 @@ private:
         uint64_t size = 0;
         tcaMemoryType type = tcaMemoryCPU;
         std::unique_ptr<MemoryMap> map;  // CPU memory of size > 0
+        uint64_t holders = 0;            // nodes given its key (bit n: node n)
     };
     struct Peer {
         std::unique_ptr<Endpoint> ep;
@@ -554,22 +589,97 @@ private:
         bool did = worker_->progress();
         // Every wait spins through here: look at the queue only when a
         // handler said it holds something.
-        if (key_requests_queued_.load(std::memory_order_acquire) == 0) return did;
+        if (queued_.load(std::memory_order_acquire) == 0) return did;
         std::unique_lock serving(serve_lock_, std::try_to_lock);
         if (!serving.owns_lock()) return did;
         for (;;) {
-            KeyRequestMsg req;
+            KeyRequestMsg req{};
+            KeyRevokeMsg forget{};
+            bool is_request = false;
             {
                 std::lock_guard g(inbox_lock_);
-                if (key_requests_.empty()) break;
-                req = key_requests_.front();
-                key_requests_.pop_front();
-                key_requests_queued_.fetch_sub(1, std::memory_order_acq_rel);
+                if (!key_requests_.empty()) {
+                    req = key_requests_.front();
+                    key_requests_.pop_front();
+                    is_request = true;
+                } else if (!revokes_.empty()) {
+                    forget = revokes_.front();
+                    revokes_.pop_front();
+                } else {
+                    break;
+                }
+                queued_.fetch_sub(1, std::memory_order_acq_rel);
             }
-            answer_key_request(req);
+            if (is_request)
+                answer_key_request(req);
+            else
+                forget_key(forget);
             did = true;
         }
         return did;
+    }
+
+    // Our cached key of a peer's registration that the peer destroyed: gone
+    // once no put of ours is being issued with it (those hold key_lock_
+    // shared), then our puts to the owner are flushed (landed) before we
+    // confirm.  A later write asks the owner again and is refused.
+    void forget_key(const KeyRevokeMsg &m) {
+        {
+            std::unique_lock g(key_lock_);
+            {
+                std::lock_guard in(inbox_lock_);  // key_lock_, then inbox_lock_: the one order
+                const RevokedKey k{m.src, m.reg_index, m.key};
+                if (asking_.count(k) != 0) revoked_asks_.insert(k);  // an answer on its way is not cached
+            }
+            for (auto it = remote_keys_.begin(); it != remote_keys_.end();) {
+                const auto &[node, index, key, addr, size] = it->first;
+                if (node == m.src && index == m.reg_index && key == m.key)
+                    it = remote_keys_.erase(it);
+                else
+                    ++it;
+            }
+        }
+        Endpoint *ep = nullptr;
+        if (endpoint(m.src, &ep) != tcaSuccess) return;  // the owner is gone: nobody waits
+        (void) ep->flush(deadline());
+        const KeyRevokeMsg done{self_, m.reg_index, m.key};
+        (void) ep->am_send(kAmKeyForgotten, &done, sizeof done, deadline());
+    }
+
+    // The owner's side: every node that was given the key of `reg` forgets
+    // it and has its puts with it landed before the memory is unmapped (or,
+    // freed by the program, reused).  Nodes that finished or failed write
+    // nothing more.  At most TCA_TIMEOUT_MS; then tcaErrorTimeout, and the
+    // registration is gone all the same.
+    Result revoke(uint32_t index, const Registration &reg) {
+        if (reg.holders == 0) return tcaSuccess;
+        const KeyRevokeMsg m{self_, index, reg.key};
+        uint64_t asked = 0;
+        for (int n = 0; n < n_; ++n) {
+            const uint64_t bit = uint64_t{1} << n;
+            Endpoint *ep = nullptr;
+            if (!(reg.holders & bit) || finished_[n].load(std::memory_order_acquire) || endpoint(n, &ep) != tcaSuccess)
+                continue;
+            if (ep->am_send(kAmKeyRevoke, &m, sizeof m, deadline()) == tcaSuccess) asked |= bit;
+        }
+        const auto id = std::make_pair(index, reg.key);
+        const Result r = wait_for([&]() -> Result {
+            std::lock_guard g(inbox_lock_);
+            uint64_t pending = asked & ~forgotten_[id];
+            for (int n = 0; n < n_; ++n)  // ep_lock_ inside inbox_lock_: the one order the two are taken in
+                if ((pending >> n & 1) && (finished_[n].load(std::memory_order_acquire) || peer_gone(n)))
+                    pending &= ~(uint64_t{1} << n);
+            return pending == 0 ? tcaSuccess : tcaErrorNotReady;
+        }, true);
+        {
+            std::lock_guard g(inbox_lock_);
+            forgotten_.erase(id);
+        }
+        if (r != tcaSuccess)
+            std::fprintf(stderr, "tca: node %d: tcaDestroyHandle: a node that holds the key of registration %u did "
+                         "not confirm within TCA_TIMEOUT_MS that it stopped writing into it (%s)\n", self_, index,
+                         result_message(r));
+        return r;
     }
 
     void answer_key_request(const KeyRequestMsg &req) {
@@ -586,7 +696,8 @@ private:
             auto it = regs_.find(req.reg_index);
             if (it != regs_.end() && it->second.key == req.key && it->second.addr == req.addr &&
                 it->second.size == req.size) {
-                const Registration &reg = it->second;
+                Registration &reg = it->second;
+                reg.holders |= uint64_t{1} << req.src;  // told before it could have the key: revoked at destroy
                 const std::vector<std::byte> *packed = nullptr;
                 if (reg.type == tcaMemoryInternal) {
                     packed = &internal_map_->packed_key();
@@ -637,7 +748,24 @@ private:
         if (m.src < 0 || m.src >= self->n_) return;
         std::lock_guard g(self->inbox_lock_);
         self->key_requests_.push_back(m);
-        self->key_requests_queued_.fetch_add(1, std::memory_order_acq_rel);
+        self->queued_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    static void on_key_revoke(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        KeyRevokeMsg m;
+        if (!read_header(header, length, &m)) return;
+        if (m.src < 0 || m.src >= self->n_) return;
+        std::lock_guard g(self->inbox_lock_);
+        self->revokes_.push_back(m);
+        self->queued_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    static void on_key_forgotten(void *arg, const void *header, size_t length) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        KeyRevokeMsg m;
+        if (!read_header(header, length, &m)) return;
+        if (m.src < 0 || m.src >= self->n_) return;
+        std::lock_guard g(self->inbox_lock_);
+        self->forgotten_[std::make_pair(m.reg_index, m.key)] |= uint64_t{1} << m.src;
     }
     static void on_key_reply(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
@@ -697,22 +825,32 @@ private:
         return tcaSuccess;
     }
 
-    // The owner's key for a remote handle, asked for on first use.
-    Result remote_key(const tcaHandle &h, RemoteRegistration **out) {
-        const RegId id{h.node, h.reg_index, h.key, h.addr, h.size};
+    static RegId reg_id(const tcaHandle &h) { return RegId{h.node, h.reg_index, h.key, h.addr, h.size}; }
+
+    // The owner's key for a remote handle, asked for on first use and cached.
+    // Used under key_lock_ (shared), looked up again there: the owner may
+    // revoke it meanwhile.
+    Result fetch_remote_key(const tcaHandle &h) {
+        const RegId id = reg_id(h);
         {
-            std::lock_guard g(key_lock_);
-            if (auto it = remote_keys_.find(id); it != remote_keys_.end()) {
-                *out = &it->second;
-                return tcaSuccess;
-            }
+            std::shared_lock g(key_lock_);
+            if (remote_keys_.count(id) != 0) return tcaSuccess;
         }
         Endpoint *ep = nullptr;
         if (Result r = endpoint(h.node, &ep); r != tcaSuccess) return r;
-        const KeyRequestMsg req{self_, h.reg_index, h.key, h.addr, h.size};
-        if (Result r = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline()); r != tcaSuccess) return r;
+        // The owner may revoke the key between its answer and our caching it
+        // (the revoke can even overtake the answer): forget_key marks what is
+        // being asked for, and a marked answer is not cached.
+        const RevokedKey asked{h.node, h.reg_index, h.key};
+        {
+            std::lock_guard g(inbox_lock_);
+            ++asking_[asked];
+        }
+        Result waited = tcaSuccess;
         KeyAnswer answer;
-        const Result waited = wait_for([&]() -> Result {
+        const KeyRequestMsg req{self_, h.reg_index, h.key, h.addr, h.size};
+        waited = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline());
+        if (waited == tcaSuccess) waited = wait_for([&]() -> Result {
             std::lock_guard g(inbox_lock_);
             auto it = key_answers_.find(id);
             // ep_lock_ inside inbox_lock_: the one order the two are taken in.
@@ -721,15 +859,25 @@ private:
             key_answers_.erase(it);
             return tcaSuccess;
         }, true);
+        RemoteRegistration reg;
+        if (waited == tcaSuccess && answer.status == tcaSuccess) {
+            reg.va_of_zero = answer.va_of_zero;
+            if (!answer.packed.empty()) waited = RemoteKey::create(*ep, answer.packed, &reg.key);
+        }
+        std::unique_lock keys(key_lock_);  // forget_key marks under it too: nothing slips between
+        bool revoked = false;
+        {
+            std::lock_guard g(inbox_lock_);
+            revoked = revoked_asks_.count(asked) != 0;
+            if (--asking_[asked] == 0) {
+                asking_.erase(asked);
+                revoked_asks_.erase(asked);
+            }
+        }
         if (waited != tcaSuccess) return waited;
         if (answer.status != tcaSuccess) return answer.status;
-        RemoteRegistration reg;
-        reg.va_of_zero = answer.va_of_zero;
-        if (!answer.packed.empty())
-            if (Result r = RemoteKey::create(*ep, answer.packed, &reg.key); r != tcaSuccess) return r;
-        std::lock_guard g(key_lock_);
-        auto [it, inserted] = remote_keys_.emplace(id, std::move(reg));
-        *out = &it->second;
+        if (revoked) return tcaErrorNotRegistered;  // destroyed by its owner meanwhile
+        remote_keys_.emplace(id, std::move(reg));
         return tcaSuccess;
     }
 
@@ -756,10 +904,13 @@ private:
             for (uint64_t i = 0; i < rows; ++i) std::memmove(base + off + i * dst_pitch, src + i * src_pitch, width);
             return tcaSuccess;
         }
-        RemoteRegistration *reg = nullptr;
-        if (Result r = remote_key(dst, &reg); r != tcaSuccess) return r;
+        if (Result r = fetch_remote_key(dst); r != tcaSuccess) return r;
         Endpoint *ep = nullptr;
         if (Result r = endpoint(dst.node, &ep); r != tcaSuccess) return r;
+        std::shared_lock keys(key_lock_);  // the key is not forgotten while our puts with it are issued
+        const auto it = remote_keys_.find(reg_id(dst));
+        if (it == remote_keys_.end()) return tcaErrorNotRegistered;  // revoked since: the owner destroyed it
+        const RemoteRegistration *reg = &it->second;
         const uint64_t remote = reg->va_of_zero + dst.addr + off;
         for (uint64_t i = 0; i < rows; ++i) {
             const Result r = last_word && rows == 1 && width >= 8 && width % 8 == 0
@@ -853,13 +1004,18 @@ private:
 
     std::mutex ep_lock_;
     std::vector<Peer> peers_;
-    std::mutex key_lock_;
+    std::shared_mutex key_lock_;  // shared: a put being issued with a key; exclusive: a key added or forgotten
     std::map<RegId, RemoteRegistration> remote_keys_;
 
     std::mutex inbox_lock_;  // what the handlers fill
     std::map<std::tuple<int, int, int>, uint64_t> inbox_;
     std::deque<KeyRequestMsg> key_requests_;
-    std::atomic<int> key_requests_queued_{0};  // key_requests_.size(), read without the lock
+    std::deque<KeyRevokeMsg> revokes_;
+    std::atomic<int> queued_{0};  // key_requests_.size() + revokes_.size(), read without the lock
+    std::map<std::pair<uint32_t, uint64_t>, uint64_t> forgotten_;  // (index, key) -> nodes that confirmed
+    using RevokedKey = std::tuple<int, uint32_t, uint64_t>;           // owner, index, key
+    std::map<RevokedKey, int> asking_;                                 // keys being asked for, by how many threads
+    std::set<RevokedKey> revoked_asks_;                                // of those, revoked meanwhile
     std::map<RegId, KeyAnswer> key_answers_;
     std::mutex serve_lock_;
 
