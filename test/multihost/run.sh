@@ -175,28 +175,31 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
     exe=$(mktemp)
     "$MPICC" -std=c99 -O3 -I"$TCA_API_INCDIR" "$srcdir/test/tca-api/host_pingpong.c" -o "$exe" -L"$TCA_API_LIBDIR" -ltca -ltcacomm
     # shellcheck disable=SC2086
-    timeout 60 mpirun --host "$(host_list 2 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" -np 2 "$exe" 4 </dev/null >"$out" 2>&1
+    timeout 60 mpirun --host "$(host_list 2 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" -x TCA_DEVICE=loopback \
+        -np 2 "$exe" 4 </dev/null >"$out" 2>&1
     rc=$?
     s=0
     [ $rc != 124 ] || { echo "the program hung" >>"$out"; s=1; }
     grep -q "do not form one TCA sub-cluster (another host" "$out" || { echo "no message naming the cause" >>"$out"; s=1; }
     grep -q "PASSED" "$out" && { echo "the program claims to have run across hosts" >>"$out"; s=1; }
     clean_hosts || s=1
-    result "TCA API program with ranks on 2 hosts: refused by name (the loopback is one host)" $s
+    result "TCA API program with ranks on 2 hosts, TCA_DEVICE=loopback: refused by name (the loopback is one host)" $s
 
     # -- the same programs on the ucx device (TCA_DEVICE=ucx), UCX over tcp
     # only (no shared-memory transport between hosts), unchanged: data checked
     # by the programs themselves
     if [ -f "$TCA_API_LIBDIR/tca_ucx.so" ]; then
         ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000"
+        # Without TCA_DEVICE: a job over two hosts goes to the ucx device by
+        # itself (the loopback would refuse it, as above).
         # shellcheck disable=SC2086
-        timeout 240 mpirun --host "$(host_list 2 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" $ucx -np 2 "$exe" 4 \
-            </dev/null >"$out" 2>&1
+        timeout 240 mpirun --host "$(host_list 2 1)" $launch -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" \
+            -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000 -np 2 "$exe" 4 </dev/null >"$out" 2>&1
         rc=$?
         s=0
         [ $rc = 0 ] && grep -q "PASSED: 0 errors" "$out" || s=1
         clean_hosts || s=1
-        result "TCA API ping-pong with ranks on 2 hosts on the ucx device (8 B - 4 MiB, data checked)" $s
+        result "TCA API ping-pong with ranks on 2 hosts, TCA_DEVICE unset: the ucx device (8 B - 4 MiB, data checked)" $s
         # Faults across hosts on the ucx device: the peer on the other host
         # goes silent, is killed (--enable-recovery: the launcher must not end
         # the job for us), or loses its link.  The wait on this side ends with

@@ -110,9 +110,15 @@ Device *current_device() noexcept;
 // The software loopback device (processes of one host form the sub-cluster).
 Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
 
-// The device TCA_DEVICE names: loopback (unset: the default) or ucx (the
-// plugin tca_ucx.so beside libtca, ucx/ucx_device.cpp); anything else is
-// refused by name.
+// The device TCA_DEVICE names: loopback or ucx (the plugin tca_ucx.so beside
+// libtca, ucx/ucx_device.cpp); anything else is refused by name.  Unset: as
+// default_device_name says.
 Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
+
+// The device when TCA_DEVICE is unset: "ucx" for a job whose launcher says it
+// spans hosts, where nobody placed the nodes (no node id or count in params,
+// TCA_NODE_ID, TCA_NUM_NODES: btl tca and coll tca place theirs on one host)
+// and the ucx device is built (ucx_built); else "loopback".
+const char *default_device_name(const tcaInitParams *params, bool ucx_built);
 
 }  // namespace tca

@@ -1,13 +1,16 @@
-// device_select.cpp - which backend tcaInit starts (TCA_DEVICE).  The ucx
+// device_select.cpp - which backend tcaInit starts (TCA_DEVICE; unset: the
+// loopback, or ucx for a job that spans hosts).  The ucx
 // device lives in a plugin beside libtca (tca_ucx.so), loaded only when asked
 // for, so programs on the loopback never load UCX (its libraries install
 // signal handlers and start threads of their own).
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "device.hpp"
 
@@ -47,11 +50,47 @@ Result make_ucx(const tcaInitParams *params, std::unique_ptr<Device> *out) {
     return tcaSuccess;
 }
 
+// A launcher's count, or -1 where it is not set or not a number.
+long launcher_count(const char *name) {
+    const char *text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return -1;
+    char *end = nullptr;
+    const long n = std::strtol(text, &end, 10);
+    return *end == '\0' && n >= 0 ? n : -1;
+}
+
+// The launcher says the job has processes on more than one host: fewer
+// processes here than in the job (Open MPI, MVAPICH2, Hydra), or a Slurm
+// step over several nodes.
+bool job_spans_hosts() {
+    const std::pair<const char *, const char *> job_and_here[] = {
+        {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+        {"MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"},
+        {"PMI_SIZE", "MPI_LOCALNRANKS"},
+    };
+    for (const auto &[job, here] : job_and_here) {
+        const long all = launcher_count(job), local = launcher_count(here);
+        if (all > 0 && local > 0) return local < all;
+    }
+    long hosts = launcher_count("SLURM_STEP_NUM_NODES");
+    if (hosts < 0) hosts = launcher_count("SLURM_NNODES");
+    return std::getenv("SLURM_LOCALID") != nullptr && hosts > 1;
+}
+
+bool ucx_plugin_there() { return access((own_directory() + "/tca_ucx.so").c_str(), R_OK) == 0; }
+
 }  // namespace
+
+const char *default_device_name(const tcaInitParams *params, bool ucx_built) {
+    const bool placed = (params != nullptr && (params->node_id >= 0 || params->num_nodes > 0)) ||
+                        std::getenv("TCA_NODE_ID") != nullptr || std::getenv("TCA_NUM_NODES") != nullptr;
+    return !placed && ucx_built && job_spans_hosts() ? "ucx" : "loopback";
+}
 
 Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
     const char *which = std::getenv("TCA_DEVICE");
-    if (which == nullptr || std::strcmp(which, "loopback") == 0) return make_loopback_device(params, out);
+    if (which == nullptr) which = default_device_name(params, ucx_plugin_there());
+    if (std::strcmp(which, "loopback") == 0) return make_loopback_device(params, out);
     if (std::strcmp(which, "ucx") == 0) return make_ucx(params, out);
     std::fprintf(stderr, "tca: TCA_DEVICE='%s' is invalid: no such device (allowed: loopback, ucx)\n", which);
     return tcaErrorInvalidValue;

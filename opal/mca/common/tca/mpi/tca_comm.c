@@ -70,8 +70,9 @@ __attribute__((visibility("default"))) void tcaCreateHandleList(tcaHandle **list
             if (all[i].node == all[j].node) {
                 fprintf(stderr,
                         "tca: tcaCreateHandleList: ranks %d and %d are both TCA node %u: the ranks of "
-                        "MPI_COMM_WORLD do not form one TCA sub-cluster (another host, or a launcher tca "
-                        "does not recognise: set TCA_JOB_KEY, TCA_NODE_ID and TCA_NUM_NODES)\n",
+                        "MPI_COMM_WORLD do not form one TCA sub-cluster (another host: the loopback device is "
+                        "one host, TCA_DEVICE=ucx reaches others; or a launcher tca does not recognise: set "
+                        "TCA_JOB_KEY, TCA_NODE_ID and TCA_NUM_NODES)\n",
                         i, j, (unsigned)all[i].node);
                 MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
             }

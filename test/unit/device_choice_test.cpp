@@ -1,0 +1,84 @@
+// device_choice_test.cpp - which device tcaInit starts when TCA_DEVICE is
+// unset (device_select.cpp): the launcher's variables decide.  The choice by
+// name (TCA_DEVICE=...) is Lifecycle.TheDeviceIsChosenByName.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "device.hpp"
+
+namespace tca {
+namespace {
+
+// Variables set for one scope, then as they were.
+class ScopedEnv {
+public:
+    ScopedEnv(std::initializer_list<std::pair<const char *, const char *>> vars) {
+        for (const auto &[name, value] : vars) {
+            const char *old = getenv(name);
+            saved_.emplace_back(name, old != nullptr, old != nullptr ? old : "");
+            if (value != nullptr) setenv(name, value, 1);
+            else unsetenv(name);
+        }
+    }
+    ~ScopedEnv() {
+        for (const auto &[name, had, value] : saved_) {
+            if (had) setenv(name.c_str(), value.c_str(), 1);
+            else unsetenv(name.c_str());
+        }
+    }
+
+private:
+    std::vector<std::tuple<std::string, bool, std::string>> saved_;
+};
+
+// TCA_DEVICE unset: a job the launcher spreads over hosts goes to the ucx
+// device where it is built, unless its nodes were placed explicitly (btl tca
+// and coll tca place theirs on one host); everything else to the loopback.
+TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
+    const char *unset = nullptr;
+    ScopedEnv clean({{"TCA_NODE_ID", unset}, {"TCA_NUM_NODES", unset}, {"OMPI_COMM_WORLD_SIZE", unset},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", unset}, {"MV2_COMM_WORLD_SIZE", unset},
+                     {"MV2_COMM_WORLD_LOCAL_SIZE", unset}, {"PMI_SIZE", unset}, {"MPI_LOCALNRANKS", unset},
+                     {"SLURM_LOCALID", unset}, {"SLURM_STEP_NUM_NODES", unset}, {"SLURM_NNODES", unset}});
+    const tcaInitParams placed{nullptr, 1, 4};
+    const tcaInitParams unplaced{nullptr, -1, 0};
+    EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "no launcher";
+    {
+        ScopedEnv one_host({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback");
+    }
+    {
+        ScopedEnv two_hosts({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "ucx");
+        EXPECT_STREQ(default_device_name(&unplaced, true), "ucx");
+        EXPECT_STREQ(default_device_name(nullptr, false), "loopback") << "no ucx device built";
+        EXPECT_STREQ(default_device_name(&placed, true), "loopback") << "nodes placed by the caller";
+        ScopedEnv by_variable({{"TCA_NODE_ID", "0"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "nodes placed by TCA_NODE_ID";
+    }
+    {
+        ScopedEnv hydra({{"PMI_SIZE", "8"}, {"MPI_LOCALNRANKS", "4"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "ucx");
+    }
+    {
+        ScopedEnv slurm({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_NUM_NODES", "2"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "ucx");
+    }
+    {
+        ScopedEnv slurm_one({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_NUM_NODES", "1"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback");
+    }
+    {
+        ScopedEnv garbled({{"OMPI_COMM_WORLD_SIZE", "4x"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "a count that is not a number";
+    }
+}
+
+}  // namespace
+}  // namespace tca
