@@ -741,23 +741,21 @@ private:
             std::fprintf(stderr, "tca: node %d: a counter add from node %d to counter %d was refused (not held "
                          "with that id, or past 2^48)\n", self->self_, m.src, owned_index(m.id));
     }
-    static void on_key_request(void *arg, const void *header, size_t length) {
+    // A request the next serving progress pass answers (it may call UCX).
+    template <class Msg>
+    static void queue_to_serve(void *arg, const void *header, size_t length, std::deque<Msg> UcxDevice::*queue) {
         auto *self = static_cast<UcxDevice *>(arg);
-        KeyRequestMsg m;
-        if (!read_header(header, length, &m)) return;
-        if (m.src < 0 || m.src >= self->n_) return;
+        Msg m;
+        if (!read_header(header, length, &m) || m.src < 0 || m.src >= self->n_) return;
         std::lock_guard g(self->inbox_lock_);
-        self->key_requests_.push_back(m);
+        (self->*queue).push_back(m);
         self->queued_.fetch_add(1, std::memory_order_acq_rel);
     }
+    static void on_key_request(void *arg, const void *header, size_t length) {
+        queue_to_serve(arg, header, length, &UcxDevice::key_requests_);
+    }
     static void on_key_revoke(void *arg, const void *header, size_t length) {
-        auto *self = static_cast<UcxDevice *>(arg);
-        KeyRevokeMsg m;
-        if (!read_header(header, length, &m)) return;
-        if (m.src < 0 || m.src >= self->n_) return;
-        std::lock_guard g(self->inbox_lock_);
-        self->revokes_.push_back(m);
-        self->queued_.fetch_add(1, std::memory_order_acq_rel);
+        queue_to_serve(arg, header, length, &UcxDevice::revokes_);
     }
     static void on_key_forgotten(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
