@@ -45,7 +45,8 @@ TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
     ScopedEnv clean({{"TCA_NODE_ID", unset}, {"TCA_NUM_NODES", unset}, {"OMPI_COMM_WORLD_SIZE", unset},
                      {"OMPI_COMM_WORLD_LOCAL_SIZE", unset}, {"MV2_COMM_WORLD_SIZE", unset},
                      {"MV2_COMM_WORLD_LOCAL_SIZE", unset}, {"PMI_SIZE", unset}, {"MPI_LOCALNRANKS", unset},
-                     {"SLURM_LOCALID", unset}, {"SLURM_STEP_NUM_NODES", unset}, {"SLURM_NNODES", unset}});
+                     {"SLURM_LOCALID", unset}, {"SLURM_STEP_NUM_NODES", unset}, {"SLURM_NNODES", unset},
+                     {"PMIX_NAMESPACE", "job.1"}});
     const tcaInitParams placed{nullptr, 1, 4};
     const tcaInitParams unplaced{nullptr, -1, 0};
     EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "no launcher";
@@ -59,8 +60,12 @@ TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
         EXPECT_STREQ(default_device_name(&unplaced, true), "ucx");
         EXPECT_STREQ(default_device_name(nullptr, false), "loopback") << "no ucx device built";
         EXPECT_STREQ(default_device_name(&placed, true), "loopback") << "nodes placed by the caller";
-        ScopedEnv by_variable({{"TCA_NODE_ID", "0"}});
-        EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "nodes placed by TCA_NODE_ID";
+        {
+            ScopedEnv by_variable({{"TCA_NODE_ID", "0"}});
+            EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "nodes placed by TCA_NODE_ID";
+        }
+        ScopedEnv no_pmix({{"PMIX_NAMESPACE", unset}});
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "no PMIx: the ucx device could not start";
     }
     {
         ScopedEnv hydra({{"PMI_SIZE", "8"}, {"MPI_LOCALNRANKS", "4"}});

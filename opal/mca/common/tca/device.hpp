@@ -116,9 +116,10 @@ Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device>
 Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
 
 // The device when TCA_DEVICE is unset: "ucx" for a job whose launcher says it
-// spans hosts, where nobody placed the nodes (no node id or count in params,
-// TCA_NODE_ID, TCA_NUM_NODES: btl tca and coll tca place theirs on one host)
-// and the ucx device is built (ucx_built); else "loopback".
+// spans hosts and is a PMIx server (PMIX_NAMESPACE), where nobody placed the
+// nodes (no node id or count in params, TCA_NODE_ID, TCA_NUM_NODES: btl tca
+// and coll tca place theirs on one host) and the ucx device is built
+// (ucx_built); else "loopback".
 const char *default_device_name(const tcaInitParams *params, bool ucx_built);
 
 }  // namespace tca

@@ -84,7 +84,9 @@ bool ucx_plugin_there() { return access((own_directory() + "/tca_ucx.so").c_str(
 const char *default_device_name(const tcaInitParams *params, bool ucx_built) {
     const bool placed = (params != nullptr && (params->node_id >= 0 || params->num_nodes > 0)) ||
                         std::getenv("TCA_NODE_ID") != nullptr || std::getenv("TCA_NUM_NODES") != nullptr;
-    return !placed && ucx_built && job_spans_hosts() ? "ucx" : "loopback";
+    // The ucx device's nodes meet through PMIx: without it, it could not start.
+    const bool pmix = std::getenv("PMIX_NAMESPACE") != nullptr;
+    return !placed && ucx_built && pmix && job_spans_hosts() ? "ucx" : "loopback";
 }
 
 Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
