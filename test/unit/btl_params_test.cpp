@@ -57,6 +57,8 @@ TEST(BtlParams, NamesAreUniqueAndOwnOnesFitTheSettings) {
         EXPECT_LT(p.offset, sizeof(tca_btl_settings_t)) << p.name;
         if (p.names != nullptr) {
             EXPECT_EQ(p.max, static_cast<uint64_t>(p.name_count - 1)) << p.name;
+            EXPECT_LT(i, 32u) << "the glue keeps enumerator rows for the first 32 parameters";
+            EXPECT_LT(p.name_count, 4) << p.name << ": the glue keeps 3 enumerators and the end mark";
         }
     }
     EXPECT_EQ(tca_btl_param_find("btl_tca_ring_slots"), nullptr) << "names go without the prefix";

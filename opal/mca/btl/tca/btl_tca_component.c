@@ -71,13 +71,15 @@ mca_btl_tca_component_t mca_btl_tca_component = {
     },
 };
 
-/* Enumerations keep a pointer to their values: they live as long as the component. */
+/* Enumerations keep a pointer to their values: they live as long as the
+ * component, one row per parameter of the table (a bound checked below). */
+#define TCA_MAX_PARAMS 32
 #define TCA_MAX_ENUM_VALUES 4
-static mca_base_var_enum_value_t enum_values[2][TCA_MAX_ENUM_VALUES];
+static mca_base_var_enum_value_t enum_values[TCA_MAX_PARAMS][TCA_MAX_ENUM_VALUES];
 
 /* An own parameter of the core's table (tca-btl/btl_params.h), registered
- * into c->set at its default. */
-static void register_param(mca_btl_tca_component_t *c, const tca_btl_param_t *p, int *enums) {
+ * into c->set at its default.  i: its row in the table. */
+static void register_param(mca_btl_tca_component_t *c, const tca_btl_param_t *p, size_t i) {
     static const mca_base_var_type_t types[] = {
         [TCA_BTL_PARAM_INT] = MCA_BASE_VAR_TYPE_INT,
         [TCA_BTL_PARAM_UNSIGNED] = MCA_BASE_VAR_TYPE_UNSIGNED_INT,
@@ -85,8 +87,8 @@ static void register_param(mca_btl_tca_component_t *c, const tca_btl_param_t *p,
         [TCA_BTL_PARAM_UINT32] = MCA_BASE_VAR_TYPE_UINT32_T,
     };
     mca_base_var_enum_t *e = NULL;
-    if (NULL != p->names && *enums < 2 && p->name_count < TCA_MAX_ENUM_VALUES) {
-        mca_base_var_enum_value_t *v = enum_values[(*enums)++];
+    if (NULL != p->names && i < TCA_MAX_PARAMS && p->name_count < TCA_MAX_ENUM_VALUES) {
+        mca_base_var_enum_value_t *v = enum_values[i];
         for (int i = 0; i < p->name_count; ++i) v[i] = (mca_base_var_enum_value_t){i, p->names[i]};
         v[p->name_count] = (mca_base_var_enum_value_t){0, NULL};
         char enum_name[96];
@@ -139,10 +141,9 @@ static int tca_component_register(void) {
     if (!tca_cuda_abi_check(HELP_FILE, "btl tca")) return OPAL_ERR_NOT_AVAILABLE;
     tca_btl_settings_defaults(&c->set);
     size_t count = 0;
-    int enums = 0;
     const tca_btl_param_t *params = tca_btl_params(&count);
     for (size_t i = 0; i < count; ++i)
-        if (NULL != params[i].help) register_param(c, &params[i], &enums);
+        if (NULL != params[i].help) register_param(c, &params[i], i);
 
     /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
      * btl_put must be set before mca_btl_base_param_register or it strips PUT. */

@@ -631,13 +631,12 @@ private:
                 const RevokedKey k{m.src, m.reg_index, m.key};
                 if (asking_.count(k) != 0) revoked_asks_.insert(k);  // an answer on its way is not cached
             }
-            for (auto it = remote_keys_.begin(); it != remote_keys_.end();) {
-                const auto &[node, index, key, addr, size] = it->first;
-                if (node == m.src && index == m.reg_index && key == m.key)
-                    it = remote_keys_.erase(it);
-                else
-                    ++it;
-            }
+            // Its entries (one per range a handle named) sit together: the id
+            // is ordered by owner, index and key first.
+            auto it = remote_keys_.lower_bound(RegId{m.src, m.reg_index, m.key, 0, 0});
+            while (it != remote_keys_.end() && std::get<0>(it->first) == m.src &&
+                   std::get<1>(it->first) == m.reg_index && std::get<2>(it->first) == m.key)
+                it = remote_keys_.erase(it);
         }
         Endpoint *ep = nullptr;
         if (endpoint(m.src, &ep) != tcaSuccess) return;  // the owner is gone: nobody waits
