@@ -3,9 +3,9 @@
 # built against a CUDA-aware Open MPI (scripts/test-cuda-aware.sh builds one
 # in build/cuda-aware; scripts/build-ompi-cuda.sh the Open MPI): the device
 # tests with GPU memory (Gpu.*), every MPI case with cudaMalloc'd buffers
-# (test/mpi/cases/gpu/ of make check), the coll tca GPU broadcasts, the CUDA
-# Jacobi solver against one rank and smcuda, then the GPU benchmarks (bench.sh
-# -d cuda, bench-bcast.sh -d cuda; rounds default 3).  Each step is bounded
+# (test/mpi/cases/gpu/ of make check) on both copy paths, the coll tca GPU
+# broadcasts, the CUDA Jacobi solver against one rank and smcuda, then the
+# GPU benchmarks (bench.sh -d cuda, bench-bcast.sh -d cuda; rounds default 3).  Each step is bounded
 # in time (GPU_CASE_SECONDS per test, default 300; GPU_BENCH_SECONDS per
 # benchmark, default 600; GPU_BENCH=0: no benchmarks); logs go to
 # gpu-logs/.  Prints "N passed, N failed, N skipped" and exits non-zero on a
@@ -41,8 +41,17 @@ cat "$logs/probe.log"
 # gtest passes a skipped test: say SKIP for it (its reason is in the log).
 step "device tests Gpu.*" "$case_s" sh -c './tca_device_tests --gtest_filter="Gpu.*" >"$0" 2>&1; rc=$?; cat "$0"
     grep -q "SKIPPED \]" "$0" && { echo "SKIP: $(grep -m1 -A1 "Skipped" "$0" | tail -1)"; exit 77; }; exit $rc' "$logs/gtest-gpu.out"
-for c in pingpong pingpong_dma_puts mixed bidir persistent threads progress_thread_all get_gpu get_gpu_off; do
-    step "MPI $c (GPU buffers)" "$case_s" sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
+# The point-to-point cases on both copy paths: single copy (CUDA IPC) and the
+# bounce path (TCA_SINGLE_COPY=0: GPU data staged through the shared rings).
+for copy in single bounce; do
+    for c in pingpong pingpong_dma_puts mixed bidir persistent threads progress_thread_all get_gpu get_gpu_off; do
+        if [ $copy = bounce ]; then
+            step "MPI $c (GPU buffers, bounce)" "$case_s" env TCA_SINGLE_COPY=0 TCA_SHARED_HEAP=0 \
+                sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
+        else
+            step "MPI $c (GPU buffers)" "$case_s" sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
+        fi
+    done
 done
 for c in test/mpi/cases/bcast_gpu_*.mpi; do
     step "MPI $(basename "$c" .mpi)" "$case_s" sh test/mpi/run_case.sh "$c"

@@ -148,7 +148,11 @@ Result CudaRuntime::ipc_open(const unsigned char handle[64], void **ptr, bool *a
 }
 Result CudaRuntime::ipc_close(void *ptr) {
     if (!load()) return tcaErrorNotSupported;
-    return check(api_->ipcClose(ptr), "cudaIpcCloseMemHandle", api_->errstr);
+    const cudaError_t e = api_->ipcClose(ptr);
+    // At exit the CUDA runtime may be torn down before our mappings are
+    // (static destructors, atexit order): it has unmapped them itself.
+    if (e == cudaErrorCudartUnloading) return tcaSuccess;
+    return check(e, "cudaIpcCloseMemHandle", api_->errstr);
 }
 // Copies complete before they return: a put's notification follows its
 // data, and the target reads it in another process.  Plain cudaMemcpy does
