@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include <unistd.h>
+
 #include "harness.hpp"
 
 namespace tca::test {
@@ -69,6 +71,54 @@ TEST(TimingModel, DataAndNotificationWaitForTheModelledTimes) {
             // the last 64 KiB piece may land with its first byte
             NODE_CHECK(last - t0 >= kStartNs + kLatencyNs + link_ns(kBytes - 64 * 1024));
             NODE_CHECK(notified - t0 >= kStartNs + kLatencyNs + link_ns(kBytes) - 1000);
+        }
+        b.barrier();
+        return 0;
+    }, opt));
+}
+
+// With the model on, a short chain started on an idle channel runs on the
+// starting thread: it has landed, at its modelled time, when
+// tcaStartDMADesc returns.  It used to queue for the engine thread, whose
+// naps (up to 200 us after a few ms without work) delayed it while no thread
+// of the starter waited in libtca - as a broadcast's forwarding hop does,
+// restarting its chain and moving on: at 16 ranks a broadcast took a
+// millisecond against the model's 5 us.  A 2 ms modelled latency keeps a
+// queued run from completing before the check right after the start.
+TEST(TimingModel, ShortChainOnAnIdleChannelHasLandedWhenItsStartReturns) {
+    constexpr int64_t kLatencyNs = 2'000'000;
+    NodeOptions opt;
+    opt.env = "TCA_TIMING=1;TCA_DMA_LATENCY_NS=2000000";
+    EXPECT_TRUE(run_nodes(2, [&](int node, Board &b) {
+        PairBuffers p = exchange_buffers(node, b, 64, tcaMemoryCPU);
+        if (node == 0) {
+            std::memset(p.buf, 0x5c, 8);
+            tcaDesc *d = tcaDescNew();
+            NODE_CHECK(d != nullptr);
+            NODE_OK(tcaDescSetMemcpy(d, &p.peer, 0, &p.mine, 0, 8,
+                                     tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify, 3, 5));
+            NODE_OK(tcaDescSet(d, 0));
+            for (int round = 0; round < 3; ++round) {
+                b.barrier();
+                usleep(3000);  // the engine thread has found nothing for a while: it naps
+                const int64_t t0 = now_ns();
+                NODE_OK(tcaStartDMADesc(0));
+                const int64_t returned = now_ns();
+                int done = 0;
+                NODE_OK(tcaTestDMAC(0, &done));
+                NODE_CHECK(done == 1);
+                NODE_CHECK(returned - t0 >= kLatencyNs - 400'000);  // the model's time was spent (less the handoff)
+                b.barrier();
+            }
+            NODE_OK(tcaWaitDMAC(0));
+            NODE_OK(tcaDescFree(d));
+        } else {
+            for (int round = 0; round < 3; ++round) {
+                b.barrier();
+                NODE_OK(tcaWaitDMARecvDesc(&p.peer, 3, 5));
+                NODE_CHECK(static_cast<unsigned char *>(p.buf)[7] == 0x5c);
+                b.barrier();
+            }
         }
         b.barrier();
         return 0;

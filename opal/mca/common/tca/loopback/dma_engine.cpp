@@ -142,11 +142,16 @@ Result DmaEngine::start(int channel) {
     if (!ch.loaded) return tcaErrorEmptyChain;  // nothing was ever loaded here
     const uint64_t epoch = ch.starts_since_load++;
     // Idle: nothing queued, and no other starter (app_lock), so nothing can
-    // overtake an inline run.  The timing model delays runs on the engine thread.
+    // overtake an inline run.  With the timing model on too: the model's
+    // delays are then spun on the starting thread (a few us for a chain
+    // short enough to run inline), because a queued run waits for the
+    // engine thread's nap (up to 200 us) - a chain restarted while no thread
+    // of ours waits in libtca (a broadcast's forwarding hop) would land that
+    // late, at 16 ranks hundreds of times the model.
     const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
     ch.loaded->last_run = number;
     const bool idle = number - 1 == ch.completed.load(std::memory_order_acquire);
-    if (idle && ch.loaded->run_inline && !timing_.enabled) {
+    if (idle && ch.loaded->run_inline) {
         run_inline(ch, *ch.loaded, epoch);
         return tcaSuccess;
     }
@@ -165,10 +170,12 @@ void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
     const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
     ch.started.store(number, std::memory_order_relaxed);
     const PutBound bound = PutBound::from_first_wait(std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
+    ChainClock clock;  // the model's clock starts with the start, as the hardware's chain does
+    if (timing_.enabled) clock.start(timing_, now_ns(), !chain.register_mode);
     Result r = tcaSuccess;
     size_t i = 0;
     for (; i < chain.descs.size() && r == tcaSuccess; ++i) {
-        r = execute(chain.descs[i], nullptr, bound);
+        r = execute(chain.descs[i], &clock, bound);
         if (r == tcaErrorTimeout) {
             ch.queue.push(Run{&chain, epoch, i});
             nodes_.own().header()->engine_event.notify();

@@ -85,7 +85,7 @@ private:
         std::vector<Descriptor> descs;
         uint64_t last_run = 0;    // the run (numbered by start) that uses it last: free once it completed
         bool register_mode = true;
-        bool run_inline = false;  // short and untriggered: may run on the starting thread
+        bool run_inline = false;  // short and untriggered: may run on the starting thread (timing model on: spinning its modelled time)
         bool streaming = false;   // moves at least streaming_min_ bytes: non-temporal copies (byte_copy.hpp)
     };
     struct Run {
