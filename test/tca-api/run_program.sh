@@ -22,9 +22,8 @@
 #   EXPECT=regex        the output of every run must match it
 #   ALLOW_WARNINGS=1    compiler warnings do not fail the test (by default they do)
 #   DEVICE=ucx          every run on the ucx device (TCA_DEVICE=ucx, UCX over
-#                       UCX_TLS=tcp,self, as between hosts); no timing-model
-#                       run (not modelled there); skipped (77) where this build
-#                       has no ucx device
+#                       UCX_TLS=tcp,self, as between hosts), the timing-model
+#                       run too; skipped (77) where this build has no ucx device
 # The private installation is made (once, under a lock) by
 # `make test/tca-api/stage.stamp`: DESTDIR=test/tca-api/stage, whose paths are
 # in test/tca-api/stage.env.  A program exiting 77 on every rank (e.g. "SKIP:
@@ -42,7 +41,6 @@ case "$arg" in
    case "$PROG" in /*) ;; *) if [ -f "$dir/$PROG" ]; then PROG="$dir/$PROG"; else PROG="$srcdir/test/tca-api/$PROG"; fi ;; esac ;;
 esac
 [ "$TIMING_NP" = unset ] && TIMING_NP=${NP%% *}
-[ "$DEVICE" = ucx ] && TIMING_NP=
 [ -f "$PROG" ] || { echo "FAIL: no program $PROG"; exit 1; }
 
 # The private installation (serialised: tests run in parallel).
@@ -128,7 +126,8 @@ run() {
 }
 # shellcheck disable=SC2086
 for np in $NP; do run "np $np${DEVICE:+, $DEVICE device}" "$np" TCA_TIMING=0 $device_env; done
-[ -n "$TIMING_NP" ] && run "np $TIMING_NP, timing model on" "$TIMING_NP" TCA_TIMING=1
+# shellcheck disable=SC2086
+[ -n "$TIMING_NP" ] && run "np $TIMING_NP${DEVICE:+, $DEVICE device}, timing model on" "$TIMING_NP" TCA_TIMING=1 $device_env
 
 # A failed run's killed ranks cannot clean up; a passing run must leave nothing.
 if ! left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before"); then

@@ -13,7 +13,11 @@
  *   - bad handles: a forged key, a destroyed registration (the owner answers
  *     "not registered"), also one whose key the writer had cached (the
  *     owner's destroy revokes it), a range past the end;
- *   - node state: peers alive while running, FINISHED once they finalized.
+ *   - node state: peers alive while running, FINISHED once they finalized;
+ *   - with TCA_TIMING=1 (the script's third run, latencies of milliseconds):
+ *     a PIO write and a chain's start spend at least their modelled time
+ *     before they return (the device issues them on the calling thread), and
+ *     the data still lands whole.
  * Prints "ucx_device_test: PASSED" on rank 0.
  */
 #include <mpi.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tca.h"
 
@@ -210,6 +215,63 @@ static void refusals_and_bad_handles(void) {
     OK(tcaFree(buf, tcaMemoryCPU));
 }
 
+/* The model's value of TCA_<name> (the script sets them); 0 if unset. */
+static double model_ns(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL ? strtod(v, NULL) : 0.0;
+}
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double) t.tv_sec * 1e9 + (double) t.tv_nsec;
+}
+
+/* TCA_TIMING=1: modelled time spent in the calls that issue the puts. */
+static void timing_model(void) {
+    const char *on = getenv("TCA_TIMING");
+    if (on == NULL || strcmp(on, "1") != 0) return;
+    const double pio = model_ns("TCA_PIO_LATENCY_NS"), start = model_ns("TCA_CHAIN_START_NS"),
+                 dma = model_ns("TCA_DMA_LATENCY_NS");
+    CHECK(pio >= 1e6 && dma >= 1e6, "the script sets latencies of milliseconds (PIO %.0f, DMA %.0f ns)", pio, dma);
+    unsigned char *buf;
+    OK(tcaMalloc((void **) &buf, 8192, tcaMemoryCPU));
+    for (int i = 0; i < 4096; ++i) buf[i] = pattern((size_t) i, rank, 55);
+    tcaHandle *h = share(buf, 8192, tcaMemoryCPU);
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_ns();
+    OK(tcaPioWrite(&h[next], 4096, buf, 64, tcaDMANotify, 3, 1));
+    const double pio_took = now_ns() - t0;
+    CHECK(pio_took >= pio, "a PIO write took %.0f ns, the model %.0f", pio_took, pio);
+    OK(tcaWaitDMARecvDesc(&h[prev], 3, 1));
+    tcaDesc *d = tcaDescNew();
+    OK(tcaDescSetMemcpy(d, &h[next], 4096 + 64, &h[rank], 64, 1024, tcaDMANotify, 3, 2));
+    OK(tcaDescSetMemcpy(d, &h[next], 4096 + 2048, &h[rank], 2048, 1024, tcaDMANotify, 3, 3));
+    OK(tcaDescSet(d, 0));
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_ns();
+    OK(tcaStartDMADesc(0));
+    const double dma_took = now_ns() - t0;
+    /* Two descriptors: the second issues after the first's transfer, so its
+     * end is later still; the first alone is start + latency. */
+    CHECK(dma_took >= start + dma, "a two-descriptor chain's start took %.0f ns, the model at least %.0f",
+          dma_took, start + dma);
+    OK(tcaWaitDMAC(0));
+    OK(tcaWaitDMARecvDesc(&h[prev], 3, 2));
+    OK(tcaWaitDMARecvDesc(&h[prev], 3, 3));
+    size_t bad = 0;
+    for (int i = 0; i < 64; ++i) bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
+    for (int i = 64; i < 64 + 1024; ++i) bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
+    for (int i = 2048; i < 2048 + 1024; ++i) bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
+    CHECK(0 == bad, "timing model: %zu bytes from %d wrong", bad, prev);
+    if (rank == 0) printf("timing model: PIO write %.2f ms (model %.2f), chain start %.2f ms (model >= %.2f)\n",
+                          pio_took / 1e6, pio / 1e6, dma_took / 1e6, (start + dma) / 1e6);
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaDescFree(d));
+    free(h);
+    OK(tcaFree(buf, tcaMemoryCPU));
+}
+
 static void node_states(void) {
     int state = -1;
     for (int n = 0; n < size; ++n) {
@@ -228,6 +290,7 @@ int main(int argc, char **argv) {
     block_stride_chain();
     counters_and_interrupts();
     refusals_and_bad_handles();
+    timing_model();
     node_states();
     MPI_Barrier(MPI_COMM_WORLD);
     /* The last rank finalizes first; the others then see it FINISHED, not dead. */
