@@ -13,6 +13,9 @@
  *   - bad handles: a forged key, a destroyed registration (the owner answers
  *     "not registered"), also one whose key the writer had cached (the
  *     owner's destroy revokes it), a range past the end;
+ *   - slots held (tcaSlotAcquire): a peer's notification naming the slot by
+ *     its plain number is refused at the target and never counted, one
+ *     naming it by the holder's id is; our own by number is refused at once;
  *   - node state: peers alive while running, FINISHED once they finalized;
  *   - with TCA_TIMING=1 (the script's third run, latencies of milliseconds):
  *     a PIO write and a chain's start spend at least their modelled time
@@ -215,6 +218,33 @@ static void refusals_and_bad_handles(void) {
     OK(tcaFree(buf, tcaMemoryCPU));
 }
 
+static void held_slots(void) {
+    int mine = -1, flag = -1;
+    OK(tcaSlotAcquire(&mine));
+    int *ids = malloc(sizeof(int) * (size_t) size);
+    MPI_Allgather(&mine, 1, MPI_INT, ids, 1, MPI_INT, MPI_COMM_WORLD);
+    unsigned char *buf, src[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    OK(tcaMalloc((void **) &buf, 64, tcaMemoryCPU));
+    tcaHandle *h = share(buf, 64, tcaMemoryCPU);
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    const int plain_next = ids[next] & 0xffff; /* index | token << 16: the index alone */
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaPioWrite(&h[next], 0, src, 8, tcaDMANotify, plain_next, 1));  /* refused there */
+    OK(tcaPioWrite(&h[next], 8, src, 8, tcaDMANotify, ids[next], 2));   /* the holder's id */
+    CHECK(tcaErrorNotAcquired == tcaPioWrite(&h[rank], 16, src, 8, tcaDMANotify, mine & 0xffff, 3),
+          "a notification into our own held slot by its plain number was not refused");
+    OK(tcaWaitDMARecvDesc(&h[prev], mine, 2));
+    /* The refused one went first, behind the same fence: had it been counted, it would be here. */
+    OK(tcaTestDMARecvDesc(&h[prev], mine, 1, &flag));
+    CHECK(0 == flag, "a notification naming our held slot by its plain number was counted");
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaSlotRelease(mine));
+    free(ids);
+    free(h);
+    OK(tcaFree(buf, tcaMemoryCPU));
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* The model's value of TCA_<name> (the script sets them); 0 if unset. */
 static double model_ns(const char *name) {
     const char *v = getenv(name);
@@ -290,6 +320,7 @@ int main(int argc, char **argv) {
     block_stride_chain();
     counters_and_interrupts();
     refusals_and_bad_handles();
+    held_slots();
     timing_model();
     node_states();
     MPI_Barrier(MPI_COMM_WORLD);

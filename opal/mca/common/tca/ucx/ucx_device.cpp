@@ -11,7 +11,10 @@
 //                   with it have landed and none follows
 //   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence
 //   notifications   a fence after the data, then an active message that
-//                   counts (source, slot, tag) at the target
+//                   counts (source, slot, tag) at the target; one naming a
+//                   slot that a user of the target acquired, with another id,
+//                   is refused there (a line on the target's stderr, as for a
+//                   refused counter add): it is not counted
 //   DMA channels    a started chain's puts and notifications are issued on
 //                   the starting thread; the wait flushes the endpoints they
 //                   went to: complete means visible at the targets
@@ -27,8 +30,7 @@
 // Not modelled yet, refused by name: triggered descriptors and remote counter
 // adds inside chains (the offload extension), GPU memory (Debian's UCX has no
 // CUDA) and PIO windows mapped into the address space (tcaPioMap: hosts
-// share no memory).  Not checked: slot ownership at a
-// remote target.  Over software RMA (UCX_TLS=tcp) a put completes only while
+// share no memory).  Over software RMA (UCX_TLS=tcp) a put completes only while
 // the target progresses: a progress thread per process does, asleep on the
 // worker's events, and every blocking call of libtca progresses too.
 #include <sched.h>
@@ -362,6 +364,7 @@ public:
     Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
                      int tag) override {
         if (Result r = check_pio_write(dst, n_, off, src, size, flags, kPioFlags, slot); r != tcaSuccess) return r;
+        if (Result r = admit_local(dst.node, flags, slot); r != tcaSuccess) return r;
         if (timing_.enabled && dst.node != self_) spin_for_ns(timing_.pio_ns(topo_.hops(self_, dst.node)));
         const Deadline d = deadline();
         if (Result r = write(dst, off, static_cast<const unsigned char *>(src), size, 1, 0, size, true, d);
@@ -501,7 +504,15 @@ public:
         counters_[index].store(0, std::memory_order_relaxed);
         counter_holder_[index].store(holder, std::memory_order_release);
     }
-    void slot_claim(int, uint32_t) override {}  // not checked at remote targets yet (see the top)
+    void slot_claim(int index, uint32_t holder) override {
+        slot_holder_[index].store(holder, std::memory_order_release);
+    }
+    // A notification into a slot held by someone else of this process is
+    // refused, as on the loopback: named by its plain number or another id.
+    bool slot_admits(int id) const noexcept {
+        const uint32_t holder = slot_holder_[owned_index(id)].load(std::memory_order_acquire);
+        return holder == 0 || holder == owned_token(id);
+    }
 
     Result interrupt_raise(int node) override {
         if (node < 0 || node >= n_) return tcaErrorInvalidNode;
@@ -749,9 +760,15 @@ private:
         auto *self = static_cast<UcxDevice *>(arg);
         NotifyMsg m;
         if (!read_header(header, length, &m)) return;
-        if (m.src < 0 || m.src >= self->n_) return;
+        if (m.src < 0 || m.src >= self->n_ || m.slot < 0 || owned_index(m.slot) >= TCA_NOTIFY_SLOTS) return;
+        if (!self->slot_admits(m.slot)) {
+            std::fprintf(stderr, "tca: node %d: a notification from node %d to slot %d was refused (the slot is held "
+                         "by another user here, and the sender did not name it by the holder's id)\n",
+                         self->self_, m.src, owned_index(m.slot));
+            return;
+        }
         std::lock_guard g(self->inbox_lock_);
-        ++self->inbox_[std::make_tuple(static_cast<int>(m.src), static_cast<int>(m.slot), static_cast<int>(m.tag))];
+        ++self->inbox_[std::make_tuple(static_cast<int>(m.src), owned_index(m.slot), static_cast<int>(m.tag))];
     }
     static void on_interrupt(void *arg, const void *, size_t length) {
         if (length == sizeof(NodeMsg)) static_cast<UcxDevice *>(arg)->interrupts_.fetch_add(1, std::memory_order_acq_rel);
@@ -943,6 +960,7 @@ private:
     }
 
     Result run_descriptor(const Descriptor &desc, Deadline d, std::vector<int> *written) {
+        if (Result r = admit_local(desc.dst.node, desc.flags, desc.slot); r != tcaSuccess) return r;
         unsigned char *src = nullptr;
         if (Result r = local_registration(desc.src, &src); r != tcaSuccess) return r;
         const uint64_t rows = desc.height, src_pitch = rows > 1 ? desc.src_pitch : desc.width;
@@ -957,6 +975,14 @@ private:
         return notify_all(desc.dst.node, desc.flags, desc.slot, desc.tag, d);
     }
 
+    // Our own slots are checked before anything is written (as the loopback
+    // checks every target's); another node checks the ones it holds when the
+    // notification arrives (on_notify).
+    Result admit_local(int dst_node, int flags, int slot_id) const noexcept {
+        const bool ours = (flags & tcaDMANotifySelf) || ((flags & tcaDMANotify) && dst_node == self_);
+        return ours && !slot_admits(slot_id) ? tcaErrorNotAcquired : tcaSuccess;
+    }
+
     // Notifications after the data: to the target behind a fence; to
     // ourselves once the target has the data (a flush).
     Result notify_all(int dst_node, int flags, int slot_id, int tag, Deadline d) {
@@ -968,7 +994,7 @@ private:
                 Endpoint *ep = nullptr;
                 if (Result r = endpoint(dst_node, &ep); r != tcaSuccess) return r;
                 if (Result r = ep->fence(); r != tcaSuccess) return r;
-                const NotifyMsg m{self_, slot, tag};
+                const NotifyMsg m{self_, slot_id, tag};  // the id: the target checks it
                 if (Result r = ep->am_send(kAmNotify, &m, sizeof m, d); r != tcaSuccess) return r;
             }
         }
@@ -1042,6 +1068,7 @@ private:
 
     Channel channels_[TCA_NUM_DMA_CHANNELS];
     std::atomic<uint64_t> counters_[TCA_NUM_COUNTERS];
+    std::atomic<uint32_t> slot_holder_[TCA_NOTIFY_SLOTS] = {};  // 0: nobody holds it
     std::atomic<uint32_t> counter_holder_[TCA_NUM_COUNTERS] = {};
     std::atomic<uint32_t> interrupts_{0};
     std::vector<std::atomic<bool>> finished_;
