@@ -20,7 +20,7 @@ namespace {
 // modelled arrival of its first byte: no byte is visible early.  The caller's
 // notification follows at the modelled end, whatever the copies took.
 // A GPU copy is a CUDA copy and a stream wait, ~5-15 us whatever its size
-// (measured on an H100 with MPS): in 16 KiB pieces those alone took twice the
+// (measured on an H100 and an H200 with MPS): in 16 KiB pieces those alone took twice the
 // modelled time of B1 from 32 KiB up, so GPU pieces are large.
 constexpr uint64_t kHostPiece = 16 * 1024;
 constexpr uint64_t kGpuPiece = 1024 * 1024;
@@ -44,7 +44,7 @@ Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, b
 
 Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, bool gpu, ChainClock::Window win,
                    const PutBound &bound) {
-    const uint64_t kPiece = gpu ? kGpuPiece : kHostPiece;
+    const uint64_t piece = gpu ? kGpuPiece : kHostPiece;
     const uint64_t total = c.width * c.height;
     const double span = static_cast<double>(win.done_ns - win.first_byte_ns);
     auto arrived = [&](uint64_t bytes) {  // the modelled time the first `bytes` have landed
@@ -53,13 +53,13 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, bool
     if (total == 0) {
         if (Result r = write_piece(w, dst, c, gpu, win.first_byte_ns, win.first_byte_ns, bound); r != tcaSuccess) return r;
     } else if (c.height <= 1) {
-        for (uint64_t at = 0; at < total; at += kPiece) {
-            const uint64_t n = std::min(kPiece, total - at);
+        for (uint64_t at = 0; at < total; at += piece) {
+            const uint64_t n = std::min(piece, total - at);
             const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu, c.streaming};
             if (Result r = write_piece(w, dst, part, gpu, arrived(at), arrived(at + n), bound); r != tcaSuccess) return r;
         }
     } else {
-        const uint64_t rows = std::max<uint64_t>(1, kPiece / c.width);
+        const uint64_t rows = std::max<uint64_t>(1, piece / c.width);
         for (uint64_t row = 0; row < c.height; row += rows) {
             const uint64_t n = std::min(rows, c.height - row);
             const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,

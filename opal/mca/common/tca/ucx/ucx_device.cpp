@@ -73,6 +73,7 @@ TimingModel on_top_of_transport(TimingModel m) {
     m.dma_handoff_ns = 0;
     return m;
 }
+
 using Clock = std::chrono::steady_clock;
 
 // ---- active messages: fixed headers, no payload ----
