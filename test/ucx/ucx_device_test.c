@@ -65,6 +65,7 @@ static void identity(void) {
     OK(tcaQueryBackend(&b));
     CHECK(0 == strcmp(b.backend, "ucx"), "backend is '%s', not ucx", b.backend);
     CHECK(NULL != strstr(b.put_mechanism, "UCX"), "put mechanism '%s'", b.put_mechanism);
+    CHECK(0 == b.gpu_built, "the ucx device says GPU memory is possible (it refuses it)");
     OK(tcaGetNodeId(&id));
     OK(tcaGetNumNodes(&n));
     CHECK(id == rank && n == size, "node %d of %d, MPI rank %d of %d", id, n, rank, size);

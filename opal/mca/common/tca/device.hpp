@@ -21,6 +21,7 @@ struct DeviceInfo {
     std::string job_key;
     std::string launch_source;
     std::string put_mechanism;  // how host-memory puts reach another process
+    bool gpu_memory = true;     // tcaMemoryGPU is served (where CUDA is built in)
     uint64_t internal_size = 0;
     uint64_t internal_used = 0;
     int64_t spin_ns = 0;

@@ -360,7 +360,7 @@ typedef struct tcaBackendAttr {
     char put_mechanism[192]; /* how host-memory puts reach another process */
     int64_t spin_ns;         /* waits spin this long, then sleep (TCA_SPIN_NS) */
     int64_t timeout_ns;      /* and give up after this (TCA_TIMEOUT_MS) */
-    int gpu_built;           /* 1: built with CUDA (tcaMemoryGPU possible) */
+    int gpu_built;           /* 1: built with CUDA and served by this backend (tcaMemoryGPU possible) */
     int gpu_devices;         /* CUDA devices this process sees; -1: no usable CUDA runtime */
     char gpu_status[128];    /* why not, where gpu_devices is -1 */
     int reserved[8];         /* zero */

@@ -84,7 +84,7 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         a.spin_ns = info.spin_ns;
         a.timeout_ns = info.timeout_ns;
         auto &cuda = tca::gpu::CudaRuntime::instance();
-        a.gpu_built = cuda.compiled_in() ? 1 : 0;
+        a.gpu_built = cuda.compiled_in() && info.gpu_memory ? 1 : 0;
         a.gpu_devices = cuda.available() ? cuda.device_count() : -1;
         if (a.gpu_devices < 0) copy_text(a.gpu_status, cuda.unavailable_reason());
         *attr = a;

@@ -239,6 +239,7 @@ public:
         const char *tls = std::getenv("UCX_TLS");
         i.put_mechanism = "UCX " + std::to_string(major) + "." + std::to_string(minor) + "." +
                           std::to_string(release) + " puts (UCX_TLS=" + (tls != nullptr ? tls : "all") + ")";
+        i.gpu_memory = false;  // refused by name (see the top)
         i.internal_size = heap_.size();
         i.internal_used = heap_.used();
         i.spin_ns = policy_.spin_ns;
