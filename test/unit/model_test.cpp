@@ -248,6 +248,32 @@ TEST(TimingModel, GpuBlockStrideB2) {
 
 // A chain's clock: descriptors land in order, each after the one before,
 // and the notification time is what the formulas say.
+// What both devices charge a descriptor: GPU memory at either end, the
+// pipeline flag, a table fetch only in table mode and not for internal chains.
+TEST(TimingModel, DescriptorCostFollowsTheDescriptor) {
+    tca::Descriptor d;
+    d.width = 64;
+    d.height = 3;
+    d.flags = tcaDMAPipeline;
+    tca::DescriptorCost c = tca::DescriptorCost::of(d, 2, true);
+    EXPECT_EQ(c.width, 64u);
+    EXPECT_EQ(c.height, 3u);
+    EXPECT_EQ(c.hops, 2);
+    EXPECT_FALSE(c.gpu);
+    EXPECT_TRUE(c.pipeline);
+    EXPECT_TRUE(c.fetched);
+    EXPECT_FALSE(tca::DescriptorCost::of(d, 2, false).fetched);
+    d.flags = tcaDMAUseInternal;
+    d.dst.region = tcaMemoryGPU;
+    c = tca::DescriptorCost::of(d, 1, true);
+    EXPECT_TRUE(c.gpu);
+    EXPECT_FALSE(c.pipeline);
+    EXPECT_FALSE(c.fetched);
+    d.dst.region = tcaMemoryCPU;
+    d.src.region = tcaMemoryGPU;
+    EXPECT_TRUE(tca::DescriptorCost::of(d, 1, false).gpu);
+}
+
 TEST(TimingModel, ChainClockIsDeadlineBased) {
     const TimingModel m = published_model();
     ChainClock c;

@@ -89,7 +89,7 @@ static void register_param(mca_btl_tca_component_t *c, const tca_btl_param_t *p,
     mca_base_var_enum_t *e = NULL;
     if (NULL != p->names && i < TCA_MAX_PARAMS && p->name_count < TCA_MAX_ENUM_VALUES) {
         mca_base_var_enum_value_t *v = enum_values[i];
-        for (int i = 0; i < p->name_count; ++i) v[i] = (mca_base_var_enum_value_t){i, p->names[i]};
+        for (int k = 0; k < p->name_count; ++k) v[k] = (mca_base_var_enum_value_t){k, p->names[k]};
         v[p->name_count] = (mca_base_var_enum_value_t){0, NULL};
         char enum_name[96];
         snprintf(enum_name, sizeof(enum_name), "btl_tca_%s_values", p->name);

@@ -283,10 +283,7 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound
             own.start(timing_, now_ns());
             clock = &own;
         }
-        const DescriptorCost cost{d.width, d.height,
-                                  d.src.region == tcaMemoryGPU || d.dst.region == tcaMemoryGPU,
-                                  topo_.hops(nodes_.self(), d.dst.node), (d.flags & tcaDMAPipeline) != 0,
-                                  clock->table_mode() && !(d.flags & tcaDMAUseInternal)};
+        const DescriptorCost cost = DescriptorCost::of(d, topo_.hops(nodes_.self(), d.dst.node), clock->table_mode());
         if (Result r = paced_write(writer_, d.dst, copy, cost.gpu, clock->next(timing_, cost), bound); r != tcaSuccess) return r;
     }
     if (Result r = sender_.post_all(nodes_, d.dst.node, d.flags, d.slot, d.tag); r != tcaSuccess) return r;

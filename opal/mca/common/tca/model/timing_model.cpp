@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "model/descriptor.hpp"
+
 namespace tca {
 
 namespace {
@@ -67,6 +69,15 @@ double TimingModel::transfer_ns(uint64_t width, uint64_t height, bool gpu) const
     if (total <= gpu_small_bytes) return ns_for(total, gpu_small_bandwidth_mb_s);
     if (total > gpu_large_bytes) return ns_for(total, gpu_large_bandwidth_mb_s);
     return ns_for(total, gpu_bandwidth_mb_s);
+}
+
+DescriptorCost DescriptorCost::of(const Descriptor &d, int hops, bool table_mode) noexcept {
+    return DescriptorCost{d.width,
+                          d.height,
+                          d.src.region == tcaMemoryGPU || d.dst.region == tcaMemoryGPU,
+                          hops,
+                          (d.flags & tcaDMAPipeline) != 0,
+                          table_mode && !(d.flags & tcaDMAUseInternal)};
 }
 
 double TimingModel::one_way_dma_ns(uint64_t width, uint64_t height, bool gpu, int hops) const noexcept {

@@ -16,6 +16,8 @@
 
 namespace tca {
 
+struct Descriptor;
+
 struct TimingModel {
     bool enabled = false;
     // PIO (host memory, posted writes)
@@ -80,6 +82,10 @@ struct DescriptorCost {
     int hops = 1;
     bool pipeline = false;  // tcaDMAPipeline: issues without the gap after the previous one
     bool fetched = false;   // read from a host descriptor table
+
+    // A chain's descriptor `d`, `hops` ring hops from its target; table_mode:
+    // its chain is read from a host table (longer than the registers hold).
+    static DescriptorCost of(const Descriptor &d, int hops, bool table_mode) noexcept;
 };
 
 // The modelled clock of one running chain (in steady_clock nanoseconds).

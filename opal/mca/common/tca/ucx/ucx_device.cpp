@@ -367,7 +367,7 @@ public:
                      int tag) override {
         if (Result r = check_pio_write(dst, n_, off, src, size, flags, kPioFlags, slot); r != tcaSuccess) return r;
         if (Result r = admit_local(dst.node, flags, slot); r != tcaSuccess) return r;
-        if (timing_.enabled && dst.node != self_) spin_for_ns(timing_.pio_ns(topo_.hops(self_, dst.node)));
+        if (timing_.enabled) spin_for_ns(timing_.pio_ns(topo_.hops(self_, dst.node)));  // 0 hops: none
         const Deadline d = deadline();
         if (Result r = write(dst, off, static_cast<const unsigned char *>(src), size, 1, 0, size, true, d);
             r != tcaSuccess)
@@ -410,9 +410,7 @@ public:
         bool wrote = false;
         for (const Descriptor &desc : ch.chain) {
             if (timing_.enabled) {
-                const DescriptorCost cost{desc.width, desc.height, false, topo_.hops(self_, desc.dst.node),
-                                          (desc.flags & tcaDMAPipeline) != 0,
-                                          table_mode && !(desc.flags & tcaDMAUseInternal)};
+                const DescriptorCost cost = DescriptorCost::of(desc, topo_.hops(self_, desc.dst.node), table_mode);
                 spin_until_ns(clock.next(timing_, cost).done_ns);
             }
             // Descriptor k's data lands before descriptor k+1's (published
@@ -886,10 +884,9 @@ private:
             std::lock_guard g(inbox_lock_);
             ++asking_[asked];
         }
-        Result waited = tcaSuccess;
         KeyAnswer answer;
         const KeyRequestMsg req{self_, h.reg_index, h.key, h.addr, h.size};
-        waited = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline());
+        Result waited = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline());
         if (waited == tcaSuccess) waited = wait_for([&]() -> Result {
             std::lock_guard g(inbox_lock_);
             auto it = key_answers_.find(id);
