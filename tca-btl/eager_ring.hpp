@@ -10,11 +10,18 @@
 // previous occupant of a slot (k+1-slots) can never look like the expected one.
 // The receiver returns credits (its consumed count) with one store into the
 // sender's memory, lazily: every `credit_batch` messages.
+//
+// Where the device cannot map the peer's area (the ucx device), the sender
+// fills a local copy of the slot and writes it with two PIO writes, payload
+// then header word (remote_area.hpp), and credits are a PIO write too.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+
+#include "remote_area.hpp"
 
 namespace tca::btl {
 
@@ -52,23 +59,40 @@ constexpr MessageHeader decode_header(uint64_t w) noexcept {
 using HeaderWord = std::atomic<uint64_t>;
 static_assert(HeaderWord::is_always_lock_free && sizeof(HeaderWord) == kHeaderBytes);
 
-// Sender side.  `ring` is the receiver's ring for this sender, mapped
-// write-only; `consumed` is the word in the sender's own memory where the
-// receiver stores how many messages it has consumed.
+// Sender side.  `ring` is the receiver's ring for this sender (at `ring_off`
+// in the receiver's area); `consumed` is the word in the sender's own memory
+// where the receiver stores how many messages it has consumed.
 class RingWriter {
 public:
-    RingWriter(unsigned char *ring, const std::atomic<uint64_t> *consumed, RingGeometry g) noexcept
-        : ring_(ring), consumed_(consumed), geo_(g) {}
+    RingWriter(const RemoteArea &peer, size_t ring_off, const std::atomic<uint64_t> *consumed, RingGeometry g)
+        : peer_(peer), ring_(peer.is_mapped() ? peer.at(ring_off) : nullptr), ring_off_(ring_off),
+          staging_(peer.is_mapped() ? nullptr : std::make_unique<unsigned char[]>(g.stride)), consumed_(consumed),
+          geo_(g) {}
+    // A ring mapped at `ring`.
+    RingWriter(unsigned char *ring, const std::atomic<uint64_t> *consumed, RingGeometry g)
+        : RingWriter(RemoteArea::mapped(ring), 0, consumed, g) {}
 
-    // Payload area of the next slot, or nullptr while the ring is full.
+    // Payload area of the next slot (or of its local copy), or nullptr while the ring is full.
     unsigned char *reserve() noexcept {
         if (sent_ - consumed_->load(std::memory_order_acquire) >= geo_.slots) return nullptr;
-        return slot(sent_) + kHeaderBytes;
+        return (ring_ != nullptr ? slot(sent_) : staging_.get()) + kHeaderBytes;
     }
-    // Publish the reserved slot: the header word goes last.
-    void commit(uint8_t tag, uint32_t size) noexcept {
-        header(sent_)->store(encode_header(static_cast<uint32_t>(sent_ + 1), tag, size), std::memory_order_release);
+    // Publish the reserved slot: the header word goes last.  Fails only
+    // where the slot is written by PIO and the device refused (peer gone):
+    // the message is then not sent.
+    tcaResult commit(uint8_t tag, uint32_t size) noexcept {
+        const uint64_t word = encode_header(static_cast<uint32_t>(sent_ + 1), tag, size);
+        if (ring_ != nullptr) {
+            header(sent_)->store(word, std::memory_order_release);
+        } else {
+            const size_t at = ring_off_ + geo_.offset(sent_);
+            if (size > 0)
+                if (tcaResult r = peer_.write(at + kHeaderBytes, staging_.get() + kHeaderBytes, size); r != tcaSuccess)
+                    return r;
+            if (tcaResult r = peer_.store<uint64_t>(at, word); r != tcaSuccess) return r;
+        }
         ++sent_;
+        return tcaSuccess;
     }
     uint64_t sent() const noexcept { return sent_; }
     const RingGeometry &geometry() const noexcept { return geo_; }
@@ -77,18 +101,25 @@ private:
     unsigned char *slot(uint64_t k) const noexcept { return ring_ + geo_.offset(k); }
     HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<HeaderWord *>(slot(k)); }
 
-    unsigned char *ring_;
+    RemoteArea peer_;
+    unsigned char *ring_;  // mapped; nullptr: PIO writes
+    size_t ring_off_;
+    std::unique_ptr<unsigned char[]> staging_;  // the slot's local copy, for PIO writes
     const std::atomic<uint64_t> *consumed_;
     RingGeometry geo_;
     uint64_t sent_ = 0;
 };
 
-// Receiver side.  `ring` is local; `credit` is the sender's `consumed` word,
-// mapped write-only.
+// Receiver side.  `ring` is local; the sender's `consumed` word is at
+// `credit_off` in its area.
 class RingReader {
 public:
+    RingReader(const unsigned char *ring, const RemoteArea &sender, size_t credit_off, RingGeometry g,
+               uint32_t credit_batch) noexcept
+        : ring_(ring), sender_(sender), credit_off_(credit_off), geo_(g), batch_(credit_batch ? credit_batch : 1) {}
+    // The sender's word mapped at `credit`.
     RingReader(const unsigned char *ring, std::atomic<uint64_t> *credit, RingGeometry g, uint32_t credit_batch) noexcept
-        : ring_(ring), credit_(credit), geo_(g), batch_(credit_batch ? credit_batch : 1) {}
+        : RingReader(ring, RemoteArea::mapped(reinterpret_cast<unsigned char *>(credit)), 0, g, credit_batch) {}
 
     // The next message, if it has fully arrived; the payload stays valid until release().
     bool peek(MessageHeader *h, const unsigned char **payload) const noexcept {
@@ -103,8 +134,9 @@ public:
         ++read_;
         if (read_ - returned_ >= batch_) return_credits();
     }
+    // A credit the device refuses (its sender is gone) is lost with the sender.
     void return_credits() noexcept {
-        credit_->store(read_, std::memory_order_release);
+        (void) sender_.store<uint64_t>(credit_off_, read_);
         returned_ = read_;
     }
     uint64_t consumed() const noexcept { return read_; }
@@ -114,7 +146,8 @@ private:
     const HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<const HeaderWord *>(slot(k)); }
 
     const unsigned char *ring_;
-    std::atomic<uint64_t> *credit_;
+    RemoteArea sender_;
+    size_t credit_off_;
     RingGeometry geo_;
     uint32_t batch_;
     uint64_t read_ = 0;

@@ -1,7 +1,7 @@
 // peer_area.hpp - the layout of the block of internal memory every btl tca
 // process publishes to its sub-cluster: per-peer control words, the traffic
 // line, then one eager ring per possible sender.  Peers map it write-only
-// (tcaPioMap).
+// (tcaPioMap), or write it by PIO where the device cannot map it (ucx).
 #pragma once
 
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "eager_ring.hpp"
+#include "remote_area.hpp"
 
 namespace tca::btl {
 
@@ -86,17 +87,22 @@ private:
 // when the peer polls by traffic.
 class PeerChannel {
 public:
-    PeerChannel(unsigned char *own_area, unsigned char *peer_area, const AreaLayout &layout, int self, int peer,
-                bool peer_has_thread, bool peer_polls_by_traffic = false) noexcept
-        : tx_(peer_area + layout.ring_offset(self), &words(own_area, layout, peer)->consumed, layout.geometry()),
-          rx_(own_area + layout.ring_offset(peer), &words(peer_area, layout, self)->consumed, layout.geometry(),
-              credit_batch(layout.geometry())),
+    PeerChannel(unsigned char *own_area, const RemoteArea &peer_area, const AreaLayout &layout, int self, int peer,
+                bool peer_has_thread, bool peer_polls_by_traffic = false)
+        : tx_(peer_area, layout.ring_offset(self), &words(own_area, layout, peer)->consumed, layout.geometry()),
+          rx_(own_area + layout.ring_offset(peer), peer_area, layout.words_offset(self) + offsetof(PeerWords, consumed),
+              layout.geometry(), credit_batch(layout.geometry())),
+          peer_(peer_area),
           doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
-          my_doorbell_at_peer_(&words(peer_area, layout, self)->doorbell),
-          my_mark_at_peer_(peer_polls_by_traffic
-                               ? &reinterpret_cast<TrafficLine *>(peer_area + layout.traffic_offset())->from[self]
-                               : nullptr),
+          my_doorbell_at_peer_(layout.words_offset(self) + offsetof(PeerWords, doorbell)),
+          my_mark_at_peer_(layout.traffic_offset() + offsetof(TrafficLine, from) + size_t(self) * sizeof(uint32_t)),
+          peer_polls_by_traffic_(peer_polls_by_traffic),
           peer_has_thread_(peer_has_thread) {}
+    // The peer's area mapped at `peer_area`.
+    PeerChannel(unsigned char *own_area, unsigned char *peer_area, const AreaLayout &layout, int self, int peer,
+                bool peer_has_thread, bool peer_polls_by_traffic = false)
+        : PeerChannel(own_area, RemoteArea::mapped(peer_area), layout, self, peer, peer_has_thread,
+                      peer_polls_by_traffic) {}
 
     RingWriter &tx() noexcept { return tx_; }
     RingReader &rx() noexcept { return rx_; }
@@ -104,24 +110,28 @@ public:
     // Publish the reserved slot, then mark our ring in the peer's traffic
     // line with our message count (after the header word: a receiver that
     // sees the new mark sees the message).
-    void commit(uint8_t tag, uint32_t size) noexcept {
-        tx_.commit(tag, size);
-        if (my_mark_at_peer_ != nullptr)
-            my_mark_at_peer_->store(static_cast<uint32_t>(tx_.sent()), std::memory_order_release);
+    tcaResult commit(uint8_t tag, uint32_t size) noexcept {
+        if (tcaResult r = tx_.commit(tag, size); r != tcaSuccess) return r;
+        if (peer_polls_by_traffic_) return peer_.store<uint32_t>(my_mark_at_peer_, static_cast<uint32_t>(tx_.sent()));
+        return tcaSuccess;
     }
 
     // After a commit: must the peer's interrupt be raised?  Only a peer with a
     // progress thread ever asks; the fence pairs with announce_sleep's, so
     // either we see the request or the peer's re-poll sees our message.
+    // Written by PIO, neither store is visible at once (it lands when the
+    // peer's device takes it), so that handshake cannot work: such a peer's
+    // interrupt is raised after every message.
     bool wants_interrupt() const noexcept {
         if (!peer_has_thread_) return false;
+        if (!peer_.is_mapped()) return true;
         std::atomic_thread_fence(std::memory_order_seq_cst);
         return doorbell_wanted_->load(std::memory_order_relaxed) != 0;
     }
     // Tell the peer whether our progress thread sleeps (the caller fences once
     // after announcing to all peers, then re-polls).
     void announce_sleep(bool sleeping) noexcept {
-        my_doorbell_at_peer_->store(sleeping ? 1u : 0u, std::memory_order_relaxed);
+        if (peer_.is_mapped()) (void) peer_.store<uint32_t>(my_doorbell_at_peer_, sleeping ? 1u : 0u);
     }
 
     // Half a ring: the sender keeps the other half while credits travel.
@@ -134,9 +144,11 @@ private:
 
     RingWriter tx_;
     RingReader rx_;
+    RemoteArea peer_;
     const std::atomic<uint32_t> *doorbell_wanted_;
-    std::atomic<uint32_t> *my_doorbell_at_peer_;
-    std::atomic<uint32_t> *my_mark_at_peer_;
+    size_t my_doorbell_at_peer_;  // offsets in the peer's area
+    size_t my_mark_at_peer_;
+    bool peer_polls_by_traffic_;
     bool peer_has_thread_;
 };
 

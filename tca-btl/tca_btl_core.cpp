@@ -13,6 +13,7 @@ using tca::btl::MessageHeader;
 using tca::btl::PeerChannel;
 using tca::btl::ProgressThread;
 using tca::btl::RingGeometry;
+using tca::btl::RemoteArea;
 using tca::btl::RingPoller;
 
 struct tca_btl_peer {
@@ -38,23 +39,32 @@ uint32_t tca_btl_slot_payload(uint32_t max_payload) {
     return RingGeometry::for_payload(1, max_payload).max_payload();
 }
 
-tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, int nodes, int self, int peer, uint32_t slots,
-                                 uint32_t max_payload, int peer_has_thread, int peer_polls_by_traffic) {
-    if (own_area == nullptr || peer_area == nullptr || !RingGeometry{slots, 64}.valid() ||
+tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, const tcaHandle *peer_handle, int nodes, int self,
+                                 int peer, uint32_t slots, uint32_t max_payload, int peer_has_thread,
+                                 int peer_polls_by_traffic) {
+    if (own_area == nullptr || (peer_area == nullptr && peer_handle == nullptr) || !RingGeometry{slots, 64}.valid() ||
         max_payload > tca::btl::kMaxRingPayload)
         return nullptr;
     const AreaLayout layout(nodes, RingGeometry::for_payload(slots, max_payload));
-    return new (std::nothrow) tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area),
-                                                       static_cast<unsigned char *>(peer_area), layout, self, peer,
-                                                       peer_has_thread != 0, peer_polls_by_traffic != 0)};
+    const RemoteArea area = peer_area != nullptr ? RemoteArea::mapped(static_cast<unsigned char *>(peer_area))
+                                                 : RemoteArea::by_pio(*peer_handle);
+    try {
+        return new tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area), area, layout, self, peer,
+                                            peer_has_thread != 0, peer_polls_by_traffic != 0)};
+    } catch (const std::bad_alloc &) {
+        return nullptr;
+    }
 }
 
 void tca_btl_peer_free(tca_btl_peer_t *p) { delete p; }
 
 void *tca_btl_tx_reserve(tca_btl_peer_t *p) { return p->ch.tx().reserve(); }
 
-int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size) {
-    p->ch.commit(tag, size);
+int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *err) {
+    if (const tcaResult r = p->ch.commit(tag, size); r != tcaSuccess) {
+        *err = r;
+        return -1;
+    }
     return p->ch.wants_interrupt() ? 1 : 0;
 }
 

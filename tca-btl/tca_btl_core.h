@@ -25,11 +25,15 @@ TCA_BTL_CORE_HIDDEN uint32_t tca_btl_slot_payload(uint32_t max_payload);
 /* ---- one peer: tx ring (in the peer's area) and rx ring (in ours) ---- */
 typedef struct tca_btl_peer tca_btl_peer_t;
 
-/* own_area: our area (local); peer_area: the peer's area, mapped write-only.
+/* own_area: our area (local); peer_area: the peer's area, mapped write-only,
+ * or NULL where the device cannot map it: then every store into it is a PIO
+ * write through peer_handle (the ucx device; a peer with a progress thread
+ * then gets its interrupt after every message).
  * peer_polls_by_traffic: the peer reads its traffic line (it said so in its
  * modex), so every commit also marks our ring there. */
-TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, int nodes, int self, int peer,
-                                                     uint32_t slots, uint32_t max_payload, int peer_has_thread,
+TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, const tcaHandle *peer_handle,
+                                                     int nodes, int self, int peer, uint32_t slots,
+                                                     uint32_t max_payload, int peer_has_thread,
                                                      int peer_polls_by_traffic);
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_free(tca_btl_peer_t *p);
 
@@ -37,8 +41,10 @@ TCA_BTL_CORE_HIDDEN void tca_btl_peer_free(tca_btl_peer_t *p);
 TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p);
 /* Publish the reserved slot (header word last, then our traffic mark where
  * the peer reads them).  Returns 1 when the peer
- * asked for an interrupt after each message (its progress thread sleeps). */
-TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size);
+ * asked for an interrupt after each message (its progress thread sleeps),
+ * 0 when not, -1 when the device refused a PIO write (*err: why; the
+ * message is not sent). */
+TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *err);
 
 /* ---- receiving: which rings a progress pass looks at ----
  * by_traffic: we read our traffic line (and say so in the modex): only rings

@@ -140,6 +140,12 @@ static void join_session(void) {
     int device_result = tcaSuccess;
     char why[768];
     if (c->priority < 0) return;
+    if (mca_common_tca_session_across_hosts()) { /* its broadcasts are triggered descriptors */
+        opal_output_verbose(5, ompi_coll_base_framework.framework_output,
+                            "coll tca: not used on the ucx device (it runs no triggered descriptors yet): "
+                            "broadcasts go to the next coll component");
+        return;
+    }
     const int rc = mca_common_tca_session_join("coll tca", ompi_coll_base_framework.framework_output,
                                                btl_tca_subcluster_size(), &place, &device_result, why, sizeof(why));
     if (OPAL_SUCCESS == rc) {

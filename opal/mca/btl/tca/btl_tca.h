@@ -57,6 +57,7 @@ typedef struct mca_btl_tca_component_t {
     tcaHandle area_handle;
     struct mca_btl_base_endpoint_t *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
     int poll_by_traffic;            /* we read our traffic line (published in the modex) */
+    int across_hosts;               /* the device connects hosts (ucx): peers' areas are written by PIO */
     tca_btl_poller_t *poller;       /* which rings a progress pass looks at (tca-btl core) */
     volatile int64_t pending_peers; /* bit n: node n's endpoint has queued sends (set and cleared under its lock) */
     opal_free_list_t frags;

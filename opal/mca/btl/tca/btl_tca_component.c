@@ -216,7 +216,9 @@ static int start_device(mca_btl_tca_component_t *c) {
     c->subcluster = place.subcluster;
     c->node = place.node;
     c->num_nodes = place.num_nodes;
-    c->poll_by_traffic = c->num_nodes - 1 > c->set.poll_all_max_peers;
+    c->across_hosts = mca_common_tca_session_across_hosts();
+    /* Across hosts a mark costs a put per message more: every ring is polled. */
+    c->poll_by_traffic = !c->across_hosts && c->num_nodes - 1 > c->set.poll_all_max_peers;
     c->pending_peers = 0;
     tcaResult r;
 
@@ -271,7 +273,8 @@ static int publish_modex(mca_btl_tca_component_t *c) {
     modex.has_progress_thread = NULL != c->thread || c->set.progress_thread == TCA_BTL_THREAD_ON;
     modex.polls_by_traffic = c->poll_by_traffic;
     modex.area = c->area_handle;
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &c->super.btl_version, &modex, sizeof(modex));
+    OPAL_MODEX_SEND(rc, c->across_hosts ? OPAL_PMIX_GLOBAL : OPAL_PMIX_LOCAL, &c->super.btl_version, &modex,
+                    sizeof(modex));
     return rc;
 }
 
@@ -480,7 +483,7 @@ static void check_peers(mca_btl_tca_component_t *c) {
         c->peer_death_reported = 1;
         char msg[128];
         snprintf(msg, sizeof(msg), "btl tca: the process of node %d died without finishing", n);
-        tca_show_help(HELP_FILE, "peer-died", n, opal_process_info.my_local_rank - c->node + n);
+        tca_show_help(HELP_FILE, "peer-died", n, (int) ep->proc->proc_name.vpid);
         if (NULL != mca_btl_tca_module.error_cb)
             mca_btl_tca_module.error_cb(&mca_btl_tca_module.super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, msg);
         return;

@@ -168,18 +168,20 @@ static bool same_geometry(const mca_btl_tca_modex_t *modex, const mca_btl_tca_co
 
 static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const mca_btl_tca_modex_t *modex) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    void *peer_area = NULL;
-    tcaHandle area = modex->area;
-    const tcaResult r = tcaPioMap(&area, &peer_area);
-    if (tcaSuccess != r) {
-        tca_show_help("help-btl-tca.txt", "map-failed", modex->node, tcaGetErrorString(r));
-        return NULL;
+    void *peer_area = NULL; /* across hosts: none, its area is written by PIO through modex->area */
+    if (!c->across_hosts) {
+        tcaHandle area = modex->area;
+        const tcaResult r = tcaPioMap(&area, &peer_area);
+        if (tcaSuccess != r) {
+            tca_show_help("help-btl-tca.txt", "map-failed", modex->node, tcaGetErrorString(r));
+            return NULL;
+        }
     }
     mca_btl_tca_endpoint_t *ep = OBJ_NEW(mca_btl_tca_endpoint_t);
     if (NULL == ep) return NULL;
     ep->proc = proc;
     ep->node = modex->node;
-    ep->peer = tca_btl_peer_new(c->area, peer_area, c->num_nodes, c->node, modex->node, c->set.ring_slots,
+    ep->peer = tca_btl_peer_new(c->area, peer_area, &modex->area, c->num_nodes, c->node, modex->node, c->set.ring_slots,
                                 c->slot_payload, modex->has_progress_thread, modex->polls_by_traffic);
     if (NULL == ep->peer) {
         OBJ_RELEASE(ep);
@@ -201,7 +203,7 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
         int rc;
         peers[i] = NULL;
         if (proc == self || proc->proc_name.jobid != self->proc_name.jobid ||
-            !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+            (!c->across_hosts && !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)))
             continue; /* another job or host: not in our sub-cluster */
         OPAL_MODEX_RECV(rc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);
         if (OPAL_SUCCESS != rc || NULL == modex) continue; /* it runs without tca */

@@ -12,13 +12,16 @@
 
 #include "opal/datatype/opal_convertor.h"
 
-/* Try to put one descriptor into the ring; the endpoint lock is held. */
+/* Try to put one descriptor into the ring; the endpoint lock is held.  A
+ * write the device refused (the peer is gone, ucx device) sets *failed and
+ * counts as done: the caller reports it once unlocked. */
 static inline bool ring_write_locked(mca_btl_tca_endpoint_t *ep, const mca_btl_tca_frag_t *frag,
-                                     mca_btl_base_tag_t tag, bool *doorbell) {
+                                     mca_btl_base_tag_t tag, bool *doorbell, tcaResult *failed) {
     void *slot = tca_btl_tx_reserve(ep->peer);
     if (NULL == slot) return false;
     memcpy(slot, frag->segment.seg_addr.pval, frag->segment.seg_len);
-    *doorbell |= 0 != tca_btl_tx_commit(ep->peer, tag, (uint32_t) frag->segment.seg_len);
+    const int asked = tca_btl_tx_commit(ep->peer, tag, (uint32_t) frag->segment.seg_len, failed);
+    *doorbell |= asked > 0;
     return true;
 }
 
@@ -27,16 +30,22 @@ static inline void ring_doorbell(mca_btl_tca_endpoint_t *ep) {
     if (OPAL_UNLIKELY(tcaSuccess != r)) mca_btl_tca_fatal(ep, "raising a peer's interrupt", r);
 }
 
+static inline void ring_write_failed(mca_btl_tca_endpoint_t *ep, tcaResult r) {
+    if (OPAL_UNLIKELY(tcaSuccess != r)) mca_btl_tca_fatal(ep, "writing into a peer's ring", r);
+}
+
 int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                      struct mca_btl_base_descriptor_t *descriptor, mca_btl_base_tag_t tag) {
     mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) descriptor;
     bool doorbell = false;
+    tcaResult failed = tcaSuccess;
     (void) btl;
     frag->endpoint = ep;
 
     OPAL_THREAD_LOCK(&ep->lock);
-    if (OPAL_LIKELY(0 == ep->pending_count) && ring_write_locked(ep, frag, tag, &doorbell)) {
+    if (OPAL_LIKELY(0 == ep->pending_count) && ring_write_locked(ep, frag, tag, &doorbell, &failed)) {
         OPAL_THREAD_UNLOCK(&ep->lock);
+        ring_write_failed(ep, failed);
         if (doorbell) ring_doorbell(ep);
         /* The source is reusable at once: complete inline, like btl/self. */
         mca_btl_tca_frag_complete(frag, 0);
@@ -54,12 +63,13 @@ int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
 int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *ep) {
     opal_list_t done;
     bool doorbell = false;
+    tcaResult failed = tcaSuccess;
     int count = 0;
     OBJ_CONSTRUCT(&done, opal_list_t);
     OPAL_THREAD_LOCK(&ep->lock);
     while (ep->pending_count > 0) {
         mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) opal_list_get_first(&ep->pending);
-        if (!ring_write_locked(ep, frag, frag->tag, &doorbell)) break;
+        if (!ring_write_locked(ep, frag, frag->tag, &doorbell, &failed)) break;
         opal_list_remove_first(&ep->pending);
         ep->pending_count--;
         opal_list_append(&done, (opal_list_item_t *) frag);
@@ -67,6 +77,7 @@ int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *ep) {
     if (0 == ep->pending_count)
         (void) opal_atomic_fetch_and_64(&mca_btl_tca_component.pending_peers, (int64_t) ~(UINT64_C(1) << ep->node));
     OPAL_THREAD_UNLOCK(&ep->lock);
+    ring_write_failed(ep, failed);
     if (doorbell) ring_doorbell(ep);
     opal_list_item_t *item;
     while (NULL != (item = opal_list_remove_first(&done))) {
@@ -95,9 +106,11 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                 (void) opal_convertor_pack(convertor, &iov, &iov_count, &packed);
                 length += packed;
             }
-            const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) length);
+            tcaResult failed = tcaSuccess;
+            const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) length, &failed);
             OPAL_THREAD_UNLOCK(&ep->lock);
-            if (doorbell) ring_doorbell(ep);
+            ring_write_failed(ep, failed);
+            if (doorbell > 0) ring_doorbell(ep);
             return OPAL_SUCCESS;
         }
         OPAL_THREAD_UNLOCK(&ep->lock);

@@ -15,6 +15,24 @@
 /* Published per process; a version bump makes older peers "not found". */
 #define SESSION_KEY "tca.session.1"
 
+/* TCA_DEVICE=ucx: the session's nodes are the job's ranks on every host
+ * (the ucx device's nodes are PMIx ranks), not this host's local ranks, and
+ * what it publishes goes to every host.  libtca reads the same variable. */
+int mca_common_tca_session_across_hosts(void) {
+    const char *device = getenv("TCA_DEVICE");
+    return NULL != device && 0 == strcmp(device, "ucx");
+}
+
+/* The job's size from the launcher (0: not known). */
+static int job_size(void) {
+    opal_process_name_t wildcard = OPAL_PROC_MY_NAME;
+    wildcard.vpid = OPAL_VPID_WILDCARD;
+    uint32_t size = 0, *psize = &size;
+    int rc;
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &psize, OPAL_UINT32);
+    return OPAL_SUCCESS == rc ? (int) size : 0;
+}
+
 static int start_device(const tca_session_place_t *place, void *ctx) {
     (void) ctx;
     char key[64];
@@ -31,7 +49,8 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
 
     tca_session_place_t blob = *place;
     int rc;
-    OPAL_MODEX_SEND_STRING(rc, OPAL_PMIX_LOCAL, SESSION_KEY, &blob, sizeof(blob));
+    const int scope = mca_common_tca_session_across_hosts() ? OPAL_PMIX_GLOBAL : OPAL_PMIX_LOCAL;
+    OPAL_MODEX_SEND_STRING(rc, scope, SESSION_KEY, &blob, sizeof(blob));
     if (OPAL_SUCCESS != rc) {
         (void) tcaFinalize();
         return tcaErrorSystem;
@@ -41,10 +60,12 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
 
 int mca_common_tca_session_join(const char *client, int output, int requested_size, tca_session_place_t *place,
                                 int *device_result, char *why, size_t why_len) {
-    if (0 == opal_process_info.num_local_peers) return OPAL_ERR_NOT_AVAILABLE;
-    const int local_size = (int) opal_process_info.num_local_peers + 1;
-    const int outcome = tca_session_core_join(requested_size, (int) opal_process_info.my_local_rank, local_size,
-                                              start_device, NULL, place, device_result, why, why_len);
+    const bool across_hosts = mca_common_tca_session_across_hosts();
+    const int rank = across_hosts ? (int) OPAL_PROC_MY_NAME.vpid : (int) opal_process_info.my_local_rank;
+    const int size = across_hosts ? job_size() : (int) opal_process_info.num_local_peers + 1;
+    if (size < 2) return OPAL_ERR_NOT_AVAILABLE;
+    const int outcome = tca_session_core_join(requested_size, rank, size, start_device, NULL, place, device_result,
+                                              why, why_len);
     switch (outcome) {
     case TCA_SESSION_STARTED:
     case TCA_SESSION_JOINED:

@@ -1,6 +1,7 @@
 /* common_tca_session.h - the TCA session of an MPI process, shared by btl tca
  * and coll tca (libmca_common_tca, one copy per process).  The first client
- * to join places the process in its host's sub-clusters, starts the device
+ * to join places the process in its host's sub-clusters (in the job's, on
+ * the ucx device), starts the device
  * (tcaInitWithParams) and publishes the place in the modex under one key of
  * the session's own; the last to leave stops the device.  Neither component
  * needs the other: coll tca joins on its own when btl tca is not loaded.
@@ -26,6 +27,10 @@ TCA_SESSION_API int mca_common_tca_session_join(const char *client, int output, 
                                                 tca_session_place_t *place, int *device_result, char *why,
                                                 size_t why_len);
 TCA_SESSION_API void mca_common_tca_session_leave(void);
+/* 1 when the session's device connects hosts (TCA_DEVICE=ucx): its nodes are
+ * the job's ranks, not this host's local ranks, peers on other hosts are in
+ * the sub-cluster, and a client publishes its modex to every host. */
+TCA_SESSION_API int mca_common_tca_session_across_hosts(void);
 /* The place a process of this job published (OPAL_ERR_NOT_FOUND: none). */
 TCA_SESSION_API int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place);
 

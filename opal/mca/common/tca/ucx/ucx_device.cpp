@@ -1,6 +1,7 @@
 // ucx_device.cpp - the PEACH2 model over UCX, for a sub-cluster that spans
-// hosts (TCA_DEVICE=ucx): node n is PMIx rank n of the job, and nodes reach
-// each other through UCX endpoints whose worker addresses travel through
+// hosts (TCA_DEVICE=ucx): node n is PMIx rank first + n of the job (first
+// is 0 unless the caller placed a sub-cluster of consecutive ranks: btl tca's
+// btl_tca_subcluster_size), and nodes reach each other through UCX endpoints whose worker addresses travel through
 // PMIx (ucx/pmix_exchange.hpp).
 //
 //   registrations   ucp_mem_map of the registered range; a peer asks the
@@ -9,7 +10,9 @@
 //                   owner's tcaDestroyHandle revokes it at every node it gave
 //                   it to, and returns once they confirmed that their puts
 //                   with it have landed and none follows
-//   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence
+//   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence,
+//                   and the write itself after one (PIO writes of a thread
+//                   land in order, as PCIe posted writes do)
 //   notifications   a fence after the data, then an active message that
 //                   counts (source, slot, tag) at the target; one naming a
 //                   slot that a user of the target acquired, with another id,
@@ -132,10 +135,17 @@ bool read_header(const void *header, size_t length, T *out) noexcept {
 constexpr const char *kAddressKey = "tca.ucx.worker";
 constexpr uint64_t kCounterMax = (uint64_t{1} << 48) - 1;
 
+// Which PMIx ranks are our nodes: node n is rank first + n.
+struct UcxPlacement {
+    int node;
+    int nodes;
+    int first;
+};
+
 class UcxDevice final : public Device {
 public:
-    UcxDevice(std::unique_ptr<PmixExchange> pmix, const loopback::DeviceSettings &settings)
-        : pmix_(std::move(pmix)), self_(pmix_->rank()), n_(pmix_->job_size()),
+    UcxDevice(std::unique_ptr<PmixExchange> pmix, UcxPlacement place, const loopback::DeviceSettings &settings)
+        : pmix_(std::move(pmix)), self_(place.node), n_(place.nodes), first_rank_(place.first),
           topo_(n_, settings.s_links && n_ >= 4 && n_ % 2 == 0), timing_(on_top_of_transport(settings.timing)),
           policy_(settings.policy), heap_(settings.internal_size), peers_(static_cast<size_t>(n_)),
           finished_(static_cast<size_t>(n_)) {
@@ -233,7 +243,10 @@ public:
         DeviceInfo i;
         i.backend = "ucx";
         i.job_key = pmix_->nspace();
-        i.launch_source = "PMIx (rank " + std::to_string(self_) + " of " + std::to_string(n_) + ")";
+        i.launch_source = "PMIx (rank " + std::to_string(first_rank_ + self_) + " of " +
+                          std::to_string(pmix_->job_size()) + ")";
+        if (n_ != pmix_->job_size())
+            i.job_key += " ranks " + std::to_string(first_rank_) + ".." + std::to_string(first_rank_ + n_ - 1);
         unsigned major = 0, minor = 0, release = 0;
         ucp_get_version(&major, &minor, &release);
         const char *tls = std::getenv("UCX_TLS");
@@ -848,7 +861,7 @@ private:
         if (!p.ep) {
             std::vector<std::byte> address;
             const int wait_s = static_cast<int>(std::max<int64_t>(1, policy_.timeout_ns / 1'000'000'000));
-            if (Result r = pmix_->get(node, kAddressKey, wait_s, &address); r != tcaSuccess) {
+            if (Result r = pmix_->get(first_rank_ + node, kAddressKey, wait_s, &address); r != tcaSuccess) {
                 std::fprintf(stderr, "tca: node %d: no UCX address of node %d through PMIx (%s)\n", self_, node,
                              r == tcaErrorTimeout ? "not published in time" : "not there");
                 return r;
@@ -944,6 +957,11 @@ private:
         if (Result r = fetch_remote_key(dst); r != tcaSuccess) return r;
         Endpoint *ep = nullptr;
         if (Result r = endpoint(dst.node, &ep); r != tcaSuccess) return r;
+        // A PIO write lands after this thread's earlier ones (tca.h), which
+        // may still be in flight on any endpoint: btl tca's ring slot is its
+        // payload, then its header word, as two writes.
+        if (last_word)
+            if (Result r = ep->fence(); r != tcaSuccess) return r;
         std::shared_lock keys(key_lock_);  // the key is not forgotten while our puts with it are issued
         const auto it = remote_keys_.find(reg_id(dst));
         if (it == remote_keys_.end()) return tcaErrorNotRegistered;  // revoked since: the owner destroyed it
@@ -1030,6 +1048,7 @@ private:
 
     std::unique_ptr<PmixExchange> pmix_;
     const int self_, n_;
+    const int first_rank_;  // PMIx rank of node 0
     Topology topo_;
     const TimingModel timing_;
     loopback::WaitPolicy policy_;
@@ -1088,14 +1107,21 @@ Result make_ucx_device(const tcaInitParams *params, std::unique_ptr<Device> *out
         std::fprintf(stderr, "tca: TCA_DEVICE=ucx: %s\n", why.c_str());
         return r;
     }
-    if (params != nullptr && ((params->node_id >= 0 && params->node_id != pmix->rank()) ||
-                              (params->num_nodes > 0 && params->num_nodes != pmix->job_size()))) {
+    // Nodes are the job's PMIx ranks; a caller that places both the node and
+    // the count names a sub-cluster of consecutive ranks (first = rank - node).
+    UcxPlacement place{pmix->rank(), pmix->job_size(), 0};
+    const bool placed = params != nullptr && params->node_id >= 0 && params->num_nodes > 0;
+    if (placed) place = {params->node_id, params->num_nodes, pmix->rank() - params->node_id};
+    const bool fits = place.node < place.nodes && place.first >= 0 && place.first + place.nodes <= pmix->job_size();
+    if (!fits || (!placed && params != nullptr &&
+                  ((params->node_id >= 0 && params->node_id != pmix->rank()) ||
+                   (params->num_nodes > 0 && params->num_nodes != pmix->job_size())))) {
         std::fprintf(stderr, "tca: TCA_DEVICE=ucx: node %d of %d asked for, but the ucx device's nodes are the job's "
-                     "PMIx ranks (this is rank %d of %d)\n", params->node_id, params->num_nodes, pmix->rank(),
-                     pmix->job_size());
+                     "PMIx ranks, or a run of consecutive ones (this is rank %d of %d)\n", params->node_id,
+                     params->num_nodes, pmix->rank(), pmix->job_size());
         return tcaErrorInvalidValue;
     }
-    auto dev = std::make_unique<UcxDevice>(std::move(pmix), settings);
+    auto dev = std::make_unique<UcxDevice>(std::move(pmix), place, settings);
     if (Result r = dev->start(&why); r != tcaSuccess) {
         std::fprintf(stderr, "tca: TCA_DEVICE=ucx: %s\n", why.empty() ? "start failed" : why.c_str());
         return r;

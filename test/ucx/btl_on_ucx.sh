@@ -1,0 +1,64 @@
+#!/bin/sh
+# btl_on_ucx.sh - btl tca on the ucx device (TCA_DEVICE=ucx, UCX over tcp as
+# between hosts) on this one host: the session's nodes are the job's ranks,
+# the rings in a peer's memory are written by PIO writes (puts), not through
+# a mapping.  The p2p cases check their data; coll tca must step aside (it
+# needs triggered descriptors) and leave broadcasts correct.  Across hosts:
+# make check-multihost.  Skipped where this build has no ucx device.
+[ -f .libs/tca_ucx.so ] || { echo "SKIP: this build has no ucx device"; exit 77; }
+srcdir=${srcdir:-.}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TCA_COMPONENT_DIR=$(pwd)/.libs
+export TCA_COMPONENT_DIR
+ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x TCA_TIMEOUT_MS=20000"
+out=$(mktemp)
+shm_before=$(ls /dev/shm 2>/dev/null | grep '^tca-')
+passed=0 failed=0
+# run NAME SECONDS CHECK MPIRUN-ARGS...: CHECK is a shell condition on $rc and $out
+run() {
+    name=$1 secs=$2 check=$3; shift 3
+    # shellcheck disable=SC2086
+    timeout "$secs" sh "$srcdir/scripts/tca-mpirun" --oversubscribe $ucx "$@" </dev/null >"$out" 2>&1
+    rc=$?
+    if eval "$check"; then
+        echo "ok   $name"; passed=$((passed + 1))
+    else
+        echo "FAIL $name (exit $rc)"; sed 's/^/    /' "$out" | tail -30; failed=$((failed + 1))
+    fi
+}
+tca_pairs() { grep -c "Using tca btl for send" "$out"; }
+
+run "pingpong 0 B - 64 MiB, every pair over tca by puts" 240 \
+    '[ $rc = 0 ] && grep -q "^pingpong: passed" "$out" && [ "$(tca_pairs)" = 2 ] &&
+     grep -q "started the TCA session: node 1 of 2" "$out" && grep -q "over puts (UCX" "$out"' \
+    --mca btl_base_verbose 100 -np 2 ./tca_p2p_test pingpong
+run "allpairs, 4 ranks" 120 '[ $rc = 0 ] && grep -q "^allpairs: passed" "$out" && [ "$(tca_pairs)" = 12 ]' \
+    --mca btl_base_verbose 100 -np 4 ./tca_p2p_test allpairs
+run "persistent requests" 180 '[ $rc = 0 ] && grep -q "^persistent: passed" "$out"' -np 2 ./tca_p2p_test persistent
+run "emulated gets and puts on the DMA engine" 240 '[ $rc = 0 ] && grep -q "^pingpong: passed" "$out"' \
+    --mca btl_tca_get_emulation all --mca btl_tca_put_dma_min 1 -np 2 ./tca_p2p_test pingpong
+run "threads (MPI_THREAD_MULTIPLE)" 180 '[ $rc = 0 ] && grep -q "^threads: passed" "$out"' -np 2 ./tca_p2p_test threads
+# A progress thread that sleeps is rung after every message: no doorbell
+# request can be seen in time through PIO writes.
+run "progress thread, computing receiver" 180 '[ $rc = 0 ] && grep -q "^overlap: passed" "$out"' \
+    --mca btl_tca_progress_thread on -np 2 ./tca_p2p_test overlap
+# Sub-clusters of consecutive ranks: {0,1} and {2,3} over tca, tcp between
+# (vader would take every pair of one host: its exclusivity is higher).
+run "sub-clusters of 2 with tcp beyond" 120 \
+    '[ $rc = 0 ] && grep -q "^allpairs: passed" "$out" && [ "$(tca_pairs)" = 4 ] &&
+     [ "$(grep -c "Using tcp btl for send" "$out")" = 8 ] && grep -q "node 1 of 2 in sub-cluster 1" "$out"' \
+    --mca btl tca,self,tcp --mca btl_tcp_if_include lo --mca btl_tca_subcluster_size 2 --mca btl_base_verbose 100 -np 4 ./tca_p2p_test allpairs
+run "coll tca steps aside, broadcasts stay correct" 180 \
+    '[ $rc = 0 ] && grep -q "^basic: passed" "$out" && [ "$(grep -c "coll tca: not used on the ucx device" "$out")" = 3 ]' \
+    --mca coll_base_verbose 10 -np 3 ./tca_bcast_test basic
+# A killed peer is seen by UCX (its connection closes): btl tca's own check
+# ends the survivor's wait, although the launcher keeps the job alive.
+run "a peer killed: the survivor stops with btl tca's message" 60 \
+    '[ $rc != 124 ] && grep -q "btl tca: the process of node 1 (MPI rank 1 of this job) died without" "$out"' \
+    --enable-recovery -np 2 ./tca_p2p_test kill
+
+rm -f "$out"
+leftover=$(ls /dev/shm 2>/dev/null | grep '^tca-' | grep -vxF "$shm_before")
+[ -z "$leftover" ] || { echo "FAIL left in /dev/shm: $leftover"; failed=$((failed + 1)); }
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
