@@ -1,14 +1,16 @@
 #!/bin/sh
-# bench-multihost.sh [ROUNDS] - one-way latency between two hosts of the
-# namespace cluster (scripts/netns-cluster.sh; root), in one run, rounds
-# interleaved:
+# bench-multihost.sh [ROUNDS] - one-way latency and bandwidth between two
+# hosts of the namespace cluster (scripts/netns-cluster.sh; root), in one
+# run, rounds interleaved:
 #   ucxput   the raw UCX put ping-pong (tca_ucx_put_pingpong: the lower bound
-#            of the planned ucx backend; the issue's reference for a TCA
-#            ping-pong across hosts)
-#   pml-ucx  MPI ping-pong through Open MPI's pml ucx (what a user has today)
-#   ob1-tcp  MPI ping-pong through ob1 and btl tcp (btl tca's neighbour today)
+#            of the ucx device; the issue's reference for a TCA ping-pong
+#            across hosts; latency only)
+#   pml-ucx  MPI through Open MPI's pml ucx (what a user has today)
+#   ob1-tcp  MPI through ob1 and btl tcp
+#   tca-ucx  MPI through ob1 and btl tca on the ucx device (TCA_DEVICE=ucx)
 # all over UCX_TLS=tcp / TCP on the hosts' veth link.  Prints min/median per
-# size and each against pml ucx.  Run from the build directory after make check.
+# size and each against pml ucx (latency: lower is better; bandwidth, MB/s:
+# higher is better).  Run from the build directory after make check.
 set -eu
 rounds=${1:-3}
 srcdir=${srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -31,34 +33,47 @@ ucx_env="-x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0"
 export TCA_BENCH_ITER_DIVISOR=${TCA_BENCH_ITER_DIVISOR:-10}
 launch="$launch -x TCA_BENCH_ITER_DIVISOR"
 out=$(mktemp -d)
+# "RESULT latency 8 1.23" -> "latency CONFIG 8 1.23"
+tag() { sed -n "s/^RESULT \(latency\|bw\) /\1 $1 /p"; }
 r=1
 while [ "$r" -le "$rounds" ]; do
     # shellcheck disable=SC2086
     timeout 300 mpirun $launch $ucx_env --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $net.0/24 \
-        ./tca_ucx_put_pingpong | sed -n 's/^RESULT ucxput /ucxput /p' >>"$out/all"
+        ./tca_ucx_put_pingpong | sed -n 's/^RESULT ucxput /latency ucxput /p' >>"$out/all"
     # shellcheck disable=SC2086
     timeout 300 mpirun $launch $ucx_env --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-        ./tca_mpi_bench latency | sed -n 's/^RESULT latency /pml-ucx /p' >>"$out/all"
+        ./tca_mpi_bench latency bw | tag pml-ucx >>"$out/all"
     # shellcheck disable=SC2086
     timeout 300 mpirun $launch --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $net.0/24 \
-        ./tca_mpi_bench latency | sed -n 's/^RESULT latency /ob1-tcp /p' >>"$out/all"
+        ./tca_mpi_bench latency bw | tag ob1-tcp >>"$out/all"
+    # shellcheck disable=SC2086
+    timeout 300 sh "$srcdir/scripts/tca-mpirun" $launch $ucx_env -x TCA_DEVICE=ucx --mca pml ob1 --mca btl tca,self \
+        ./tca_mpi_bench latency bw | tag tca-ucx >>"$out/all"
     r=$((r + 1))
 done
-echo "one-way latency, us, 2 hosts (network namespaces, veth), $rounds rounds: min / median"
-awk '
+for kind in latency bw; do
+echo
+[ $kind = latency ] && echo "one-way latency, us, 2 hosts (network namespaces, veth), $rounds rounds: min / median"
+[ $kind = bw ] && echo "bandwidth, MB/s (window of 64), 2 hosts, $rounds rounds: min / median"
+grep "^$kind " "$out/all" | cut -d' ' -f2- | awk '
 { v[$1, $2, ++n[$1, $2]] = $3; sizes[$2] = 1; cfg[$1] = 1 }
 function med(c, s,   k, i, j, t, a) { k = n[c, s]; for (i = 1; i <= k; i++) a[i] = v[c, s, i];
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
 function mn(c, s,   i, m) { m = v[c, s, 1]; for (i = 2; i <= n[c, s]; i++) if (v[c, s, i] < m) m = v[c, s, i]; return m }
 END {
-    printf "%9s  %17s  %17s  %17s  %14s  %14s\n", "bytes", "ucxput", "pml-ucx", "ob1-tcp", "ucxput/pml-ucx", "ob1-tcp/pml-ucx"
+    nc = split("ucxput pml-ucx ob1-tcp tca-ucx", all, " ")
+    for (c = 1; c <= nc; c++) if (cfg[all[c]]) col[++k] = all[c]
+    printf "%9s", "bytes"; for (c = 1; c <= k; c++) printf "  %21s", col[c]
+    for (c = 1; c <= k; c++) if (col[c] != "pml-ucx") printf "  %16s", col[c] "/pml-ucx"; printf "\n"
     for (s in sizes) list[++m] = s + 0
     for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
     for (i = 1; i <= m; i++) { s = list[i]
-        if (!n["ucxput", s] || !n["pml-ucx", s] || !n["ob1-tcp", s]) { printf "%9d  (a configuration gave no figure)\n", s; continue }
-        printf "%9d  %7.2f / %7.2f  %7.2f / %7.2f  %7.2f / %7.2f  %14.2f  %14.2f\n", s,
-            mn("ucxput", s), med("ucxput", s), mn("pml-ucx", s), med("pml-ucx", s), mn("ob1-tcp", s), med("ob1-tcp", s),
-            med("ucxput", s) / med("pml-ucx", s), med("ob1-tcp", s) / med("pml-ucx", s) }
-}' "$out/all"
+        printf "%9d", s
+        for (c = 1; c <= k; c++) if (n[col[c], s]) printf "  %10.2f / %8.2f", mn(col[c], s), med(col[c], s); else printf "  %21s", "-"
+        for (c = 1; c <= k; c++) if (col[c] != "pml-ucx")
+            if (n[col[c], s] && n["pml-ucx", s]) printf "  %16.2f", med(col[c], s) / med("pml-ucx", s); else printf "  %16s", "-"
+        printf "\n" }
+}'
+done
 rm -rf "$out"

@@ -74,6 +74,7 @@ up() {
     while [ "$i" -le "$n" ]; do
         h=$prefix$i
         ip netns add "$h"
+        ip link del "${h}v" 2>/dev/null || true  # left by a cluster taken down for fewer hosts than it had
         ip link add "${h}v" type veth peer name "${h}p"
         ip link set "${h}p" netns "$h"
         ip link set "${h}v" master "$bridge" up

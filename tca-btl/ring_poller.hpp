@@ -17,10 +17,27 @@ namespace tca::btl {
 
 class RingPoller {
 public:
-    RingPoller(unsigned char *own_area, int nodes, bool by_marks, uint32_t batch) noexcept
-        : nodes_(nodes < kMaxPeers ? nodes : kMaxPeers), batch_(batch ? batch : 1) {
+    RingPoller(unsigned char *own_area, int nodes, bool by_marks, uint32_t batch, RingGeometry g = {}) noexcept
+        : own_area_(own_area), layout_(nodes, g), nodes_(nodes < kMaxPeers ? nodes : kMaxPeers),
+          batch_(batch ? batch : 1) {
         // Only the traffic line's offset matters, and it depends on the node count alone.
         if (by_marks) marks_.emplace(own_area, AreaLayout(nodes, RingGeometry{}), nodes_);
+    }
+
+    // Bit n: node n is not added, yet its first message is in its ring (slot
+    // 0 holds sequence 1).  Open MPI adds a process on another host only when
+    // it first talks to it, so a receiver may hear from a sender it was never
+    // told about; the caller adds it, and the next pass drains its ring.
+    // (Needs the geometry given at construction.)
+    uint64_t unknown_senders() const noexcept {
+        uint64_t found = 0;
+        if (layout_.geometry().slots == 0) return 0;
+        for (int n = 0; n < nodes_; ++n) {
+            if (peers_[n].load(std::memory_order_acquire) != nullptr) continue;
+            const auto *first = reinterpret_cast<const HeaderWord *>(own_area_ + layout_.ring_offset(n));
+            if (static_cast<uint32_t>(first->load(std::memory_order_acquire)) == 1) found |= uint64_t{1} << n;
+        }
+        return found;
     }
 
     bool by_marks() const noexcept { return marks_.has_value(); }
@@ -66,6 +83,8 @@ private:
         return got;
     }
 
+    const unsigned char *own_area_;
+    AreaLayout layout_;
     int nodes_;
     uint32_t batch_;
     std::optional<TrafficMarks> marks_;

@@ -52,7 +52,12 @@ TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32
  * else every added peer's ring.  At most `batch` messages per ring per pass.
  * One caller of poll at a time; add may come from another thread. */
 typedef struct tca_btl_poller tca_btl_poller_t;
-TCA_BTL_CORE_HIDDEN tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch);
+TCA_BTL_CORE_HIDDEN tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch,
+                                                         uint32_t slots, uint32_t max_payload);
+/* Bit n: node n is not added, yet its first message has arrived in its ring.
+ * Open MPI adds a process of another host only when it first talks to it:
+ * the glue adds such a sender itself (as btl tcp does for a connection). */
+TCA_BTL_CORE_HIDDEN uint64_t tca_btl_poller_unknown_senders(const tca_btl_poller_t *p);
 TCA_BTL_CORE_HIDDEN void tca_btl_poller_free(tca_btl_poller_t *p);
 TCA_BTL_CORE_HIDDEN void tca_btl_poller_add(tca_btl_poller_t *p, int node, tca_btl_peer_t *peer);
 /* deliver(ctx, node, tag, payload, size) per arrived message; the payload is

@@ -8,8 +8,9 @@
 # host: across hosts btl tca must leave the remote peers to the next BTL (tcp
 # here), coll tca must hand a broadcast with members on other hosts to libnbc,
 # and a TCA program whose ranks span hosts must be refused by name.  On the
-# ucx device (TCA_DEVICE=ucx, UCX over tcp only) published-style programs run
-# across 2 and 4 hosts unchanged, and a peer on another host that goes silent,
+# ucx device (TCA_DEVICE=ucx, UCX over tcp only) btl tca's sub-cluster spans
+# hosts (point-to-point over tca between them, coll tca stepping aside), and
+# published-style programs run across 2 and 4 hosts unchanged, and a peer on another host that goes silent,
 # is killed or loses its link ends a wait with a named error within
 # TCA_TIMEOUT_MS.  Never a hang, never shared memory across hosts, nothing
 # left behind.
@@ -154,6 +155,60 @@ mpirun_on 60 2 1 --mca btl tca,self,tcp -np 2 ./tca_p2p_test kill
 s=0; [ $rc != 0 ] && [ $rc != 124 ] || { echo "exit status $rc (want a failure, not a hang)" >>"$out"; s=1; }
 clean_hosts || s=1
 result "a rank on another host killed: the job ends" $s
+
+# -- btl tca on the ucx device (TCA_DEVICE=ucx, UCX over tcp only): its
+# sub-cluster is the job's ranks on every host, so pairs across hosts go over
+# tca too; coll tca steps aside there (no triggered descriptors yet)
+if [ -f "$top/.libs/tca_ucx.so" ]; then
+    on_ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000"
+    # ucx_pairs TCA TCP: the expected counts, with tca pairs across hosts among them.
+    ucx_pairs() {
+        tca=$(grep -c "Using tca btl for send" "$out"); tcp=$(grep -c "Using tcp btl for send" "$out")
+        cross=$(sed -n "s/^\[$prefix\([0-9]*\):.*Using tca btl for send to .* on node $net\.\([0-9]*\)$/\1 \2/p" "$out" | awk '$1 != $2' | wc -l)
+        echo "pairs over tca: $tca (expect $1), of them across hosts: $cross; over tcp: $tcp (expect $2)" >>"$out"
+        [ "$tca" -eq "$1" ] && [ "$tcp" -eq "$2" ] && [ "$cross" -gt 0 ]
+    }
+    # shellcheck disable=SC2086
+    mpirun_on 180 2 2 --mca btl tca,self --mca btl_base_verbose 100 $on_ucx -np 4 ./tca_p2p_test allpairs
+    s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; ucx_pairs 12 0 || s=1; clean_hosts || s=1
+    result "btl tca on the ucx device: allpairs, 2 hosts x 2 ranks, every pair over tca" $s
+
+    # shellcheck disable=SC2086
+    mpirun_on 400 2 1 --mca btl tca,self $on_ucx -np 2 ./tca_p2p_test pingpong
+    s=0; [ $rc = 0 ] && grep -q "^pingpong: passed" "$out" || s=1; clean_hosts || s=1
+    result "btl tca on the ucx device: pingpong sweep 0 B - 64 MiB across 2 hosts" $s
+
+    # shellcheck disable=SC2086
+    mpirun_on 240 2 2 --map-by node --mca btl tca,self $on_ucx -np 4 ./tca_p2p_test persistent
+    s=0; [ $rc = 0 ] && grep -q "^persistent: passed" "$out" || s=1; clean_hosts || s=1
+    result "btl tca on the ucx device: persistent requests, 2 hosts x 2 ranks mapped by node" $s
+
+    # Sub-clusters of 4 consecutive ranks mapped by node: each spans the 4
+    # hosts; between the two sub-clusters, tcp.
+    # shellcheck disable=SC2086
+    mpirun_on 240 4 2 --map-by node --mca btl tca,self,tcp --mca btl_tca_subcluster_size 4 --mca btl_base_verbose 100 \
+        $on_ucx -np 8 ./tca_p2p_test allpairs
+    s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; ucx_pairs 24 32 || s=1; clean_hosts || s=1
+    result "btl tca on the ucx device: sub-clusters of 4 over 4 hosts, tcp between them" $s
+
+    # shellcheck disable=SC2086
+    mpirun_on 240 4 1 --mca coll_base_verbose 10 $on_ucx -np 4 ./tca_bcast_test basic
+    s=0; [ $rc = 0 ] && grep -q "^basic: passed" "$out" || s=1
+    [ "$(grep -c "coll tca: not used on the ucx device" "$out")" = 4 ] || s=1
+    clean_hosts || s=1
+    result "btl tca on the ucx device: broadcasts over 4 hosts correct, coll tca steps aside" $s
+
+    # The launcher keeps the job alive: btl tca's own check must end the wait.
+    # shellcheck disable=SC2086
+    mpirun_on 90 2 1 --enable-recovery --mca btl tca,self $on_ucx -np 2 ./tca_p2p_test kill
+    s=0; [ $rc != 124 ] || { echo "the survivor hung" >>"$out"; s=1; }
+    grep -q "btl tca: the process of node 1 (MPI rank 1 of this job) died without" "$out" || s=1
+    kill_host_processes
+    clean_hosts || s=1
+    result "btl tca on the ucx device: the peer on another host killed, the survivor stops by name" $s
+else
+    echo "skip btl tca on the ucx device across hosts: built without it"
+fi
 
 # -- the UCX operations of the planned ucx backend between two hosts: a put
 # ping-pong 8 B - 4 MiB over UCX's tcp (the hosts share no memory), every

@@ -58,6 +58,8 @@ typedef struct mca_btl_tca_component_t {
     struct mca_btl_base_endpoint_t *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
     int poll_by_traffic;            /* we read our traffic line (published in the modex) */
     int across_hosts;               /* the device connects hosts (ucx): peers' areas are written by PIO */
+    opal_mutex_t endpoints_lock;    /* add_procs: from MPI, and from progress for a sender MPI has not added */
+    uint64_t senders_tried;         /* nodes progress tried to add (progress lock held) */
     tca_btl_poller_t *poller;       /* which rings a progress pass looks at (tca-btl core) */
     volatile int64_t pending_peers; /* bit n: node n's endpoint has queued sends (set and cleared under its lock) */
     opal_free_list_t frags;

@@ -172,6 +172,8 @@ static int tca_component_register(void) {
 static int tca_component_open(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     OBJ_CONSTRUCT(&c->frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&c->endpoints_lock, opal_mutex_t);
+    c->senders_tried = 0;
     c->device_up = 0;
     c->thread = NULL;
     c->progress_lock = 0;
@@ -237,7 +239,8 @@ static int start_device(mca_btl_tca_component_t *c) {
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);
-    c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->set.poll_batch);
+    c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->set.poll_batch,
+                                   (uint32_t) c->set.ring_slots, c->slot_payload);
     if (NULL == c->poller) {
         tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, "no memory for the ring poller");
         return OPAL_ERROR;
@@ -386,7 +389,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         c->cuda_initialized = 1;
     }
 #endif
-    if (0 == opal_process_info.num_local_peers) return NULL; /* nobody to reach */
+    if (0 == opal_process_info.num_local_peers && !mca_common_tca_session_across_hosts()) return NULL; /* nobody to reach */
     if (!params_valid(c, m)) return NULL;
 
     size_t max_payload = m->super.btl_eager_limit;
@@ -490,10 +493,31 @@ static void check_peers(mca_btl_tca_component_t *c) {
     }
 }
 
+/* Across hosts Open MPI adds a process of another host only when this one
+ * first sends to it, so a peer that sends first is found by its first
+ * message and added here, as btl tcp adds the sender of a connection.  Each
+ * node is tried once: one that cannot be added stays with the next BTL. */
+static void add_unknown_senders(mca_btl_tca_component_t *c) {
+    uint64_t unknown = tca_btl_poller_unknown_senders(c->poller) & ~c->senders_tried;
+    for (; 0 != unknown; unknown &= unknown - 1) {
+        const int node = __builtin_ctzll(unknown);
+        c->senders_tried |= UINT64_C(1) << node;
+        opal_process_name_t name = OPAL_PROC_MY_NAME;
+        name.vpid = (opal_vpid_t) ((int) OPAL_PROC_MY_NAME.vpid - c->node + node); /* nodes are consecutive ranks */
+        opal_proc_t *proc = opal_proc_for_name(name);
+        struct mca_btl_base_endpoint_t *ep = NULL;
+        if (NULL != proc) (void) mca_btl_tca_add_procs(&mca_btl_tca_module.super, 1, &proc, &ep, NULL);
+        opal_output_verbose(10, opal_btl_base_framework.framework_output,
+                            "btl:tca: node %d: first message from node %d, which MPI had not added yet: %s", c->node,
+                            node, NULL != ep ? "added" : "not reachable over tca");
+    }
+}
+
 int mca_btl_tca_poll(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count = 0;
     check_peers(c);
+    if (OPAL_UNLIKELY(c->across_hosts)) add_unknown_senders(c);
     /* Serve what the device wants of this process's CPU (the bounce mailbox
      * peers write into when single copy is refused, chains waiting for a
      * kick): the engine thread would have to preempt this spinning thread
@@ -562,5 +586,6 @@ static int tca_component_close(void) {
     c->cuda_initialized = 0;
 #endif
     OBJ_DESTRUCT(&c->frags);
+    OBJ_DESTRUCT(&c->endpoints_lock);
     return OPAL_SUCCESS;
 }

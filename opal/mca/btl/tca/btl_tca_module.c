@@ -216,10 +216,12 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
             free(modex);
             continue;
         }
+        opal_mutex_lock(&c->endpoints_lock); /* always: the progress thread adds too */
         mca_btl_tca_endpoint_t *ep = c->endpoints[modex->node];
         if (NULL == ep) {
             ep = create_endpoint(proc, modex);
             if (NULL == ep) {
+                opal_mutex_unlock(&c->endpoints_lock);
                 free(modex);
                 continue;
             }
@@ -227,6 +229,7 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
             c->endpoints[modex->node] = ep;
             tca_btl_poller_add(c->poller, modex->node, ep->peer); /* after the table: deliver finds ep */
         }
+        opal_mutex_unlock(&c->endpoints_lock);
         free(modex);
         peers[i] = ep;
         if (NULL != reachable) opal_bitmap_set_bit(reachable, (int) i);
