@@ -389,7 +389,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         c->cuda_initialized = 1;
     }
 #endif
-    if (0 == opal_process_info.num_local_peers && !mca_common_tca_session_across_hosts()) return NULL; /* nobody to reach */
+    /* nobody to reach: alone on this host, and the sub-cluster does not span hosts */
+    if (0 == opal_process_info.num_local_peers && !mca_common_tca_session_across_hosts()) return NULL;
     if (!params_valid(c, m)) return NULL;
 
     size_t max_payload = m->super.btl_eager_limit;
