@@ -2,8 +2,9 @@
 # btl_on_ucx.sh - btl tca on the ucx device (TCA_DEVICE=ucx, UCX over tcp as
 # between hosts) on this one host: the session's nodes are the job's ranks,
 # the rings in a peer's memory are written by PIO writes (puts), not through
-# a mapping.  The p2p cases check their data; coll tca must step aside (it
-# needs triggered descriptors) and leave broadcasts correct.  Across hosts:
+# a mapping.  The p2p cases check their data; coll tca's broadcasts run on
+# its thread engine (the offload engine's triggered descriptors are not built
+# on this device) and check theirs.  Across hosts:
 # make check-multihost.  Skipped where this build has no ucx device.
 [ -f .libs/tca_ucx.so ] || { echo "SKIP: this build has no ucx device"; exit 77; }
 srcdir=${srcdir:-.}
@@ -48,9 +49,15 @@ run "sub-clusters of 2 with tcp beyond" 120 \
     '[ $rc = 0 ] && grep -q "^allpairs: passed" "$out" && [ "$(tca_pairs)" = 4 ] &&
      [ "$(grep -c "Using tcp btl for send" "$out")" = 8 ] && grep -q "node 1 of 2 in sub-cluster 1" "$out"' \
     --mca btl tca,self,tcp --mca btl_tcp_if_include lo --mca btl_tca_subcluster_size 2 --mca btl_base_verbose 100 -np 4 ./tca_p2p_test allpairs
-run "coll tca steps aside, broadcasts stay correct" 180 \
-    '[ $rc = 0 ] && grep -q "^basic: passed" "$out" && [ "$(grep -c "coll tca: not used on the ucx device" "$out")" = 3 ]' \
+run "coll tca: persistent broadcasts on the thread engine (every root, 0 B - 64 MiB)" 240 \
+    '[ $rc = 0 ] && grep -q "^basic: passed" "$out" &&
+     [ "$(grep -c "coll tca: on the ucx device the thread engine runs the broadcasts" "$out")" = 3 ] &&
+     grep -q "coll:tca: persistent broadcast.*: tca, thread engine" "$out" &&
+     ! grep -q "coll:tca: persistent broadcast.*: tca, offload engine" "$out"' \
     --mca coll_base_verbose 10 -np 3 ./tca_bcast_test basic
+run "coll tca: epochs on 4 ranks" 180 '[ $rc = 0 ] && grep -q "^epochs: passed" "$out"' -np 4 ./tca_bcast_test epochs
+run "coll tca: requests freed while active" 180 '[ $rc = 0 ] && grep -q "^free_active: passed" "$out"' \
+    -np 4 ./tca_bcast_test free_active
 # A killed peer is seen by UCX (its connection closes): btl tca's own check
 # ends the survivor's wait, although the launcher keeps the job alive.
 run "a peer killed: the survivor stops with btl tca's message" 60 \

@@ -140,11 +140,14 @@ static void join_session(void) {
     int device_result = tcaSuccess;
     char why[768];
     if (c->priority < 0) return;
-    if (mca_common_tca_session_across_hosts()) { /* its broadcasts are triggered descriptors */
+    if (mca_common_tca_session_across_hosts() && TCA_COLL_ENGINE_OFFLOAD == c->engine) {
+        /* The offload engine's program is triggered descriptors, which the
+         * ucx device does not run; the thread engine's PIO writes and remote
+         * counter adds it does, with the same wire protocol. */
         opal_output_verbose(5, ompi_coll_base_framework.framework_output,
-                            "coll tca: not used on the ucx device (it runs no triggered descriptors yet): "
-                            "broadcasts go to the next coll component");
-        return;
+                            "coll tca: on the ucx device the thread engine runs the broadcasts (no triggered "
+                            "descriptors there)");
+        c->engine = TCA_COLL_ENGINE_THREAD;
     }
     const int rc = mca_common_tca_session_join("coll tca", ompi_coll_base_framework.framework_output,
                                                btl_tca_subcluster_size(), &place, &device_result, why, sizeof(why));

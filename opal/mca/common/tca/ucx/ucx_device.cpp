@@ -510,6 +510,9 @@ public:
         if (node == self_) return add_local_counter(id, add);
         Endpoint *ep = nullptr;
         if (Result r = endpoint(node, &ep); r != tcaSuccess) return r;
+        // After this thread's earlier PIO writes, as on the loopback (coll
+        // tca's thread engine writes a segment, then counts it at the child).
+        if (Result r = ep->fence(); r != tcaSuccess) return r;
         const CounterAddMsg m{self_, id, add};
         return ep->am_send(kAmCounterAdd, &m, sizeof m, deadline());
     }
