@@ -12,13 +12,16 @@
 // sender's memory, lazily: every `credit_batch` messages.
 //
 // Where the device cannot map the peer's area (the ucx device), the sender
-// fills a local copy of the slot and writes it with two PIO writes, payload
-// then header word (remote_area.hpp), and credits are a PIO write too.
+// fills a local copy of the slot and writes it with one PIO write
+// (remote_area.hpp), and credits are a PIO write too.  There the header word
+// ends the slot, right behind the payload: a PIO write's last 8-byte word
+// lands after the rest, so one write (two puts over UCX) publishes a message.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "remote_area.hpp"
@@ -31,15 +34,24 @@ inline constexpr uint32_t kMaxRingPayload = (1u << 24) - 1;  // 24-bit size fiel
 struct RingGeometry {
     uint32_t slots = 0;   // messages in flight per (sender, receiver): a power of two (indices are masked)
     uint32_t stride = 0;  // bytes per slot: header + payload, cache-line multiple
+    // Written by PIO: [payload, padding to 8 bytes, header word] ending at
+    // the slot's end, instead of [header word, payload] from its start.
+    bool header_last = false;
 
-    static constexpr RingGeometry for_payload(uint32_t slots, uint32_t max_payload) noexcept {
-        return {slots, (max_payload + kHeaderBytes + 63u) / 64u * 64u};
+    static constexpr RingGeometry for_payload(uint32_t slots, uint32_t max_payload, bool header_last = false) noexcept {
+        return {slots, (max_payload + kHeaderBytes + 63u) / 64u * 64u, header_last};
     }
     constexpr uint32_t max_payload() const noexcept { return stride - kHeaderBytes; }
     constexpr size_t bytes() const noexcept { return size_t{slots} * stride; }
     constexpr bool valid() const noexcept { return slots != 0 && (slots & (slots - 1)) == 0; }
     // Where message k goes: a mask, no division on the message path.
     constexpr size_t offset(uint64_t k) const noexcept { return static_cast<size_t>(k & (slots - 1)) * stride; }
+    // In a slot: the header word, and the payload of a message of `size` bytes.
+    static constexpr size_t padded(uint32_t size) noexcept { return (size_t{size} + 7u) & ~size_t{7}; }
+    constexpr size_t header_at() const noexcept { return header_last ? stride - kHeaderBytes : 0; }
+    constexpr size_t payload_at(uint32_t size) const noexcept {
+        return header_last ? stride - kHeaderBytes - padded(size) : kHeaderBytes;
+    }
 };
 
 struct MessageHeader {
@@ -75,7 +87,7 @@ public:
     // Payload area of the next slot (or of its local copy), or nullptr while the ring is full.
     unsigned char *reserve() noexcept {
         if (sent_ - consumed_->load(std::memory_order_acquire) >= geo_.slots) return nullptr;
-        return (ring_ != nullptr ? slot(sent_) : staging_.get()) + kHeaderBytes;
+        return ring_ != nullptr ? slot(sent_) + kHeaderBytes : staging_.get();
     }
     // Publish the reserved slot: the header word goes last.  Fails only
     // where the slot is written by PIO and the device refused (peer gone):
@@ -85,11 +97,12 @@ public:
         if (ring_ != nullptr) {
             header(sent_)->store(word, std::memory_order_release);
         } else {
-            const size_t at = ring_off_ + geo_.offset(sent_);
-            if (size > 0)
-                if (tcaResult r = peer_.write(at + kHeaderBytes, staging_.get() + kHeaderBytes, size); r != tcaSuccess)
-                    return r;
-            if (tcaResult r = peer_.store<uint64_t>(at, word); r != tcaSuccess) return r;
+            // [payload, padding, header] from the local copy, ending at the
+            // slot's end (geo_.header_last): the write's last word lands last.
+            const size_t padded = RingGeometry::padded(size);
+            std::memcpy(staging_.get() + padded, &word, sizeof word);
+            const size_t at = ring_off_ + geo_.offset(sent_) + geo_.stride - padded - kHeaderBytes;
+            if (tcaResult r = peer_.write(at, staging_.get(), padded + kHeaderBytes); r != tcaSuccess) return r;
         }
         ++sent_;
         return tcaSuccess;
@@ -126,7 +139,7 @@ public:
         const uint64_t w = header(read_)->load(std::memory_order_acquire);
         if (static_cast<uint32_t>(w) != static_cast<uint32_t>(read_ + 1)) return false;
         *h = decode_header(w);
-        *payload = slot(read_) + kHeaderBytes;
+        *payload = slot(read_) + geo_.payload_at(h->size);
         return true;
     }
     // Done with the message from peek(); hands back credits every batch.
@@ -143,7 +156,9 @@ public:
 
 private:
     const unsigned char *slot(uint64_t k) const noexcept { return ring_ + geo_.offset(k); }
-    const HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<const HeaderWord *>(slot(k)); }
+    const HeaderWord *header(uint64_t k) const noexcept {
+        return reinterpret_cast<const HeaderWord *>(slot(k) + geo_.header_at());
+    }
 
     const unsigned char *ring_;
     RemoteArea sender_;

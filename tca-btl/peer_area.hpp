@@ -89,9 +89,10 @@ class PeerChannel {
 public:
     PeerChannel(unsigned char *own_area, const RemoteArea &peer_area, const AreaLayout &layout, int self, int peer,
                 bool peer_has_thread, bool peer_polls_by_traffic = false)
-        : tx_(peer_area, layout.ring_offset(self), &words(own_area, layout, peer)->consumed, layout.geometry()),
+        : tx_(peer_area, layout.ring_offset(self), &words(own_area, layout, peer)->consumed,
+              ring_geometry(layout, peer_area)),
           rx_(own_area + layout.ring_offset(peer), peer_area, layout.words_offset(self) + offsetof(PeerWords, consumed),
-              layout.geometry(), credit_batch(layout.geometry())),
+              ring_geometry(layout, peer_area), credit_batch(layout.geometry())),
           peer_(peer_area),
           doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
           my_doorbell_at_peer_(layout.words_offset(self) + offsetof(PeerWords, doorbell)),
@@ -138,6 +139,13 @@ public:
     static uint32_t credit_batch(const RingGeometry &g) noexcept { return g.slots > 1 ? g.slots / 2 : 1; }
 
 private:
+    // A device that cannot map the peer's area cannot map ours either: both
+    // rings are written by PIO, their slots ending with the header.
+    static RingGeometry ring_geometry(const AreaLayout &l, const RemoteArea &peer) noexcept {
+        RingGeometry g = l.geometry();
+        g.header_last = !peer.is_mapped();
+        return g;
+    }
     static PeerWords *words(unsigned char *area, const AreaLayout &l, int peer) noexcept {
         return reinterpret_cast<PeerWords *>(area + l.words_offset(peer));
     }

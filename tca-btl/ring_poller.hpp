@@ -25,7 +25,7 @@ public:
     }
 
     // Bit n: node n is not added, yet its first message is in its ring (slot
-    // 0 holds sequence 1).  Open MPI adds a process on another host only when
+    // 0's header holds sequence 1).  Open MPI adds a process on another host only when
     // it first talks to it, so a receiver may hear from a sender it was never
     // told about; the caller adds it, and the next pass drains its ring.
     // (Needs the geometry given at construction.)
@@ -34,7 +34,8 @@ public:
         if (layout_.geometry().slots == 0) return 0;
         for (int n = 0; n < nodes_; ++n) {
             if (peers_[n].load(std::memory_order_acquire) != nullptr) continue;
-            const auto *first = reinterpret_cast<const HeaderWord *>(own_area_ + layout_.ring_offset(n));
+            const auto *first =
+                reinterpret_cast<const HeaderWord *>(own_area_ + layout_.ring_offset(n) + layout_.geometry().header_at());
             if (static_cast<uint32_t>(first->load(std::memory_order_acquire)) == 1) found |= uint64_t{1} << n;
         }
         return found;

@@ -69,11 +69,11 @@ int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *
 }
 
 tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch, uint32_t slots,
-                                     uint32_t max_payload) {
+                                     uint32_t max_payload, int written_by_pio) {
     if (own_area == nullptr || nodes < 1 || nodes > tca::btl::kMaxPeers || batch == 0 || !RingGeometry{slots, 64}.valid())
         return nullptr;
     return new (std::nothrow) tca_btl_poller{RingPoller(static_cast<unsigned char *>(own_area), nodes, by_traffic != 0,
-                                                        batch, RingGeometry::for_payload(slots, max_payload))};
+                                                        batch, RingGeometry::for_payload(slots, max_payload, written_by_pio != 0))};
 }
 
 uint64_t tca_btl_poller_unknown_senders(const tca_btl_poller_t *p) { return p->poller.unknown_senders(); }

@@ -28,7 +28,8 @@ typedef struct tca_btl_peer tca_btl_peer_t;
 /* own_area: our area (local); peer_area: the peer's area, mapped write-only,
  * or NULL where the device cannot map it: then every store into it is a PIO
  * write through peer_handle (the ucx device; a peer with a progress thread
- * then gets its interrupt after every message).
+ * then gets its interrupt after every message), and the slots of both rings
+ * end with their header (the peer's device cannot map ours either).
  * peer_polls_by_traffic: the peer reads its traffic line (it said so in its
  * modex), so every commit also marks our ring there. */
 TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, const tcaHandle *peer_handle,
@@ -52,8 +53,11 @@ TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32
  * else every added peer's ring.  At most `batch` messages per ring per pass.
  * One caller of poll at a time; add may come from another thread. */
 typedef struct tca_btl_poller tca_btl_poller_t;
+/* written_by_pio: our rings are written by PIO (peers whose device cannot
+ * map our area: tca_btl_peer_new with peer_area NULL), their slots end with
+ * the header. */
 TCA_BTL_CORE_HIDDEN tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch,
-                                                         uint32_t slots, uint32_t max_payload);
+                                                         uint32_t slots, uint32_t max_payload, int written_by_pio);
 /* Bit n: node n is not added, yet its first message has arrived in its ring.
  * Open MPI adds a process of another host only when it first talks to it:
  * the glue adds such a sender itself (as btl tcp does for a connection). */

@@ -231,7 +231,7 @@ TEST(RingPoller, EveryRingOrOnlyMarkedOnes) {
     send(n1_unmarked, 11);
     send(n2_marked, 22);
     {
-        tca_btl_poller_t *every = tca_btl_poller_new(a.area[0].data(), 3, 0, 8, 4, 64);
+        tca_btl_poller_t *every = tca_btl_poller_new(a.area[0].data(), 3, 0, 8, 4, 64, 0);
         ASSERT_NE(every, nullptr);
         tca_btl_poller_add(every, 1, in1);
         tca_btl_poller_add(every, 2, in2);
@@ -242,7 +242,7 @@ TEST(RingPoller, EveryRingOrOnlyMarkedOnes) {
     }
     send(n1_unmarked, 12);
     send(n2_marked, 23);
-    tca_btl_poller_t *marks = tca_btl_poller_new(a.area[0].data(), 3, 1, 8, 4, 64);
+    tca_btl_poller_t *marks = tca_btl_poller_new(a.area[0].data(), 3, 1, 8, 4, 64, 0);
     ASSERT_NE(marks, nullptr);
     tca_btl_poller_add(marks, 1, in1);
     Deliveries d;
@@ -252,9 +252,9 @@ TEST(RingPoller, EveryRingOrOnlyMarkedOnes) {
     EXPECT_EQ(tca_btl_poller_poll(marks, Deliveries::add, &d), 0);
     EXPECT_EQ(d.got, (std::vector<std::pair<int, uint32_t>>{{2, 23}})) << "node 1's ring is never marked";
     tca_btl_poller_free(marks);
-    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), kMaxPeers + 1, 1, 8, 4, 64), nullptr);
-    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 0, 4, 64), nullptr);
-    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 8, 3, 64), nullptr) << "3 slots: not a power of two";
+    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), kMaxPeers + 1, 1, 8, 4, 64, 0), nullptr);
+    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 0, 4, 64, 0), nullptr);
+    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 8, 3, 64, 0), nullptr) << "3 slots: not a power of two";
     tca_btl_peer_free(in1);
     tca_btl_peer_free(in2);
 }
@@ -265,7 +265,7 @@ TEST(RingPoller, EveryRingOrOnlyMarkedOnes) {
 // reported.
 TEST(RingPoller, FindsTheFirstMessageOfASenderNotAdded) {
     Areas a(4, 4);
-    tca_btl_poller_t *p = tca_btl_poller_new(a.area[0].data(), 4, 0, 8, 4, 64);
+    tca_btl_poller_t *p = tca_btl_poller_new(a.area[0].data(), 4, 0, 8, 4, 64, 0);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(tca_btl_poller_unknown_senders(p), 0u);
     PeerChannel n1 = a.channel(1, 0, false), n3 = a.channel(3, 0, false);

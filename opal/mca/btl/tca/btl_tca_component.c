@@ -240,7 +240,7 @@ static int start_device(mca_btl_tca_component_t *c) {
     }
     memset(c->area, 0, c->area_bytes);
     c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->set.poll_batch,
-                                   (uint32_t) c->set.ring_slots, c->slot_payload);
+                                   (uint32_t) c->set.ring_slots, c->slot_payload, c->across_hosts);
     if (NULL == c->poller) {
         tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, "no memory for the ring poller");
         return OPAL_ERROR;

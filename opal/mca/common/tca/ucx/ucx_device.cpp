@@ -222,7 +222,8 @@ public:
             // the worker's lock and the core.
             progress_thread_ = std::thread([this] {
                 while (!stop_.load(std::memory_order_acquire)) {
-                    if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0)
+                    if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0 ||
+                        now_ns() - assisted_ns_.load(std::memory_order_relaxed) < kAssistedNs)
                         std::this_thread::sleep_for(std::chrono::microseconds(200));
                     else if (!progress())
                         worker_->sleep_for_events(50);
@@ -553,7 +554,12 @@ public:
         return tcaSuccess;
     }
 
-    bool assist() override { return progress(); }
+    // tcaProgress: a client (btl tca's progress, on every MPI progress pass)
+    // drives the worker; while it keeps doing so the progress thread naps.
+    bool assist() override {
+        assisted_ns_.store(now_ns(), std::memory_order_relaxed);
+        return progress();
+    }
 
     uint32_t interrupt_count() noexcept override {
         progress();
@@ -1095,6 +1101,9 @@ private:
     std::vector<std::atomic<bool>> finished_;
     std::atomic<bool> stop_{false};
     std::atomic<int> waiters_{0};  // application threads inside wait_for
+    std::atomic<int64_t> assisted_ns_{0};  // the last tcaProgress (now_ns)
+    // A client that called tcaProgress this recently drives the worker.
+    static constexpr int64_t kAssistedNs = 1'000'000;
     std::thread progress_thread_;
 };
 
