@@ -92,8 +92,9 @@ enum AmId : unsigned {
     kAmPioWrite,      // a small PIO write carried whole (PioWriteMsg, then its bytes)
 };
 
-// A PIO write of up to kAmPioMax bytes travels as one active message that the
-// target copies in, its last 8-byte word after the rest.  Over software RMA
+// A PIO write of up to kAmPioMax bytes (and as much as UCX's active-message
+// header holds) travels as one active message that the target copies in,
+// its last 8-byte word after the rest.  Over software RMA
 // (UCX tcp) a put is a message there and an acknowledgement back, and a PIO
 // write is two puts (body, last word): btl tca's 8 B latency was 3.5x pml
 // ucx's.  Larger writes, and DMA descriptors, stay puts.
@@ -103,7 +104,7 @@ struct PioWriteMsg {
     uint32_t size;
     int32_t src;
 };
-constexpr size_t kAmPioMax = 4096;
+constexpr size_t kAmPioMax = 65536;
 
 struct NotifyMsg {
     int32_t src, slot, tag;
