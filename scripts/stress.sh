@@ -7,7 +7,8 @@
 #   STRESS_RUNS=20     passes over everything (default 20)
 #   STRESS_SUITES      "device mpi" (default), or one of them, or "multihost"
 #                      (make check-multihost's cases on namespace hosts; root),
-#                      or "ucx" (the ucx device: tca_ucx_device_test and the
+#                      or "ucx" (the ucx device: tca_ucx_device_test, btl tca
+#                      and coll tca on it (test/ucx/btl_on_ucx.sh) and the
 #                      published-style programs of test/tca-api/ucx)
 #   STRESS_CASES       MPI cases by name, shell patterns (default: every case, "*")
 #   STRESS_UCX_PROGRAMS  the ucx suite's published-style programs by name, shell
@@ -107,6 +108,7 @@ while [ "$n" -le "$runs" ]; do
                 ucx)
                     [ -f .libs/tca_ucx.so ] || { echo "stress: this build has no ucx device" >&2; exit 2; }
                     run "run $n $copy ucx_device_test" env srcdir="$srcdir" sh "$srcdir/test/ucx/ucx_device_test.sh"
+                    run "run $n $copy btl_on_ucx" env srcdir="$srcdir" sh "$srcdir/test/ucx/btl_on_ucx.sh"
                     for c in "$srcdir"/test/tca-api/ucx/*.tca; do
                         set -f  # the patterns are not file names here
                         wanted "$(basename "$c" .tca)" ${STRESS_UCX_PROGRAMS:-*}
