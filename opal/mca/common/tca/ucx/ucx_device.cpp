@@ -1,8 +1,8 @@
 // ucx_device.cpp - the PEACH2 model over UCX, for a sub-cluster that spans
 // hosts (TCA_DEVICE=ucx): node n is PMIx rank first + n of the job (first
 // is 0 unless the caller placed a sub-cluster of consecutive ranks: btl tca's
-// btl_tca_subcluster_size), and nodes reach each other through UCX endpoints whose worker addresses travel through
-// PMIx (ucx/pmix_exchange.hpp).
+// btl_tca_subcluster_size), and nodes reach each other through UCX
+// endpoints whose worker addresses travel through PMIx (ucx/pmix_exchange.hpp).
 //
 //   registrations   ucp_mem_map of the registered range; a peer asks the
 //                   owner for the packed key by active message on first use
@@ -10,9 +10,11 @@
 //                   owner's tcaDestroyHandle revokes it at every node it gave
 //                   it to, and returns once they confirmed that their puts
 //                   with it have landed and none follows
-//   PIO / DMA puts  ucp_put_nbx; a PIO write's last 8-byte word after a fence,
-//                   and the write itself after one (PIO writes of a thread
-//                   land in order, as PCIe posted writes do)
+//   PIO writes      after a fence (a thread's PIO writes land in order, as
+//                   PCIe posted writes do); up to 64 KiB one active message
+//                   the target copies in, larger ucp_put_nbx of the body, a
+//                   fence, the last 8-byte word
+//   DMA puts        ucp_put_nbx
 //   notifications   a fence after the data, then an active message that
 //                   counts (source, slot, tag) at the target; one naming a
 //                   slot that a user of the target acquired, with another id,
@@ -1017,8 +1019,8 @@ private:
         Endpoint *ep = nullptr;
         if (Result r = endpoint(dst.node, &ep); r != tcaSuccess) return r;
         // A PIO write lands after this thread's earlier ones (tca.h), which
-        // may still be in flight on any endpoint: btl tca's ring slot is its
-        // payload, then its header word, as two writes.
+        // may still be in flight on any endpoint (a program's data, then the
+        // flag it polls, as two writes).
         if (last_word)
             if (Result r = ep->fence(); r != tcaSuccess) return r;
         std::shared_lock keys(key_lock_);  // the key is not forgotten while our puts with it are issued
