@@ -21,6 +21,7 @@ Result from_status(ucs_status_t s) noexcept {
     case UCS_ERR_CANCELED: return tcaErrorPeerGone;
     case UCS_ERR_TIMED_OUT: return tcaErrorTimeout;
     case UCS_ERR_UNSUPPORTED: return tcaErrorNotSupported;
+    case UCS_ERR_INVALID_ADDR: return tcaErrorNotRegistered;  // a target refused our data (am_data_trampoline)
     default: return tcaErrorSystem;
     }
 }
@@ -104,7 +105,40 @@ ucs_status_t am_trampoline(void *arg, const void *header, size_t header_length, 
     slot->handler(slot->arg, header, header_length);
     return UCS_OK;  // nothing kept
 }
+// A rendezvous receive needs no notice of its end: the sender's request
+// completes once the data landed.
+void am_data_received(void *, ucs_status_t, size_t, void *) {}
+
+ucs_status_t am_data_trampoline(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                                const ucp_am_recv_param_t *param) {
+    const auto *slot = static_cast<const Worker::AmDataSlot *>(arg);
+    const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    void *to = nullptr;
+    const Result r = slot->handler(slot->arg, header, header_length, rndv ? nullptr : data, length, &to);
+    if (!rndv) return UCS_OK;  // stored (or refused) by the handler; nothing kept
+    if (r != tcaSuccess || to == nullptr) return UCS_ERR_INVALID_ADDR;  // the sender's send fails with it
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    p.cb.recv_am = am_data_received;
+    const ucs_status_ptr_t req = ucp_am_recv_data_nbx(slot->worker, data, to, length, &p);
+    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // runs to its end without us
+    return UCS_OK;
+}
 }  // namespace
+
+Result Worker::set_am_data_handler(unsigned id, AmDataHandler handler, void *arg) noexcept {
+    try {
+        am_data_slots_.push_back(std::make_unique<AmDataSlot>(AmDataSlot{handler, arg, w_}));
+    } catch (...) {
+        return tcaErrorNoMemory;
+    }
+    ucp_am_handler_param_t p{};
+    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    p.id = id;
+    p.cb = am_data_trampoline;
+    p.arg = am_data_slots_.back().get();
+    return from_status(ucp_worker_set_am_recv_handler(w_, &p));
+}
 
 Result Worker::set_am_handler(unsigned id, AmHandler handler, void *arg) noexcept {
     try {
@@ -126,6 +160,13 @@ Result Endpoint::am_send(unsigned id, const void *header, size_t length, Deadlin
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_AM_SEND_FLAG_EAGER;  // headers only: no rendezvous
     return worker_.wait(ucp_am_send_nbx(ep_, id, header, length, nullptr, 0, &p), d);
+}
+
+Result Endpoint::am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
+                              Deadline d) noexcept {
+    if (peer_failed()) return tcaErrorPeerGone;
+    ucp_request_param_t p{};  // eager or rendezvous, by size, as UCX's thresholds say
+    return worker_.wait(ucp_am_send_nbx(ep_, id, header, length, data, size, &p), d);
 }
 
 void Worker::sleep_for_events(int timeout_ms) noexcept {

@@ -88,6 +88,23 @@ public:
         void *arg;
     };
     Result set_am_handler(unsigned id, AmHandler handler, void *arg) noexcept;
+    // Active messages `id` that carry data (Endpoint::am_send_data) go to
+    // handler(arg, header, header_length, data, length, &to) inside
+    // progress().  Data that came with the message (eager) is at `data`: the
+    // handler stores it itself.  Data still at the sender (rendezvous) comes
+    // with data == nullptr: the handler sets `to` and UCX receives the data
+    // there, after the call (the sender's am_send_data completes once it has
+    // landed).  A result other than tcaSuccess refuses it; a sender waiting
+    // for a rendezvous gets tcaErrorNotRegistered.  Like AmHandler, it must
+    // not call into UCX.
+    using AmDataHandler = Result (*)(void *arg, const void *header, size_t header_length, const void *data,
+                                     size_t length, void **to);
+    struct AmDataSlot {
+        AmDataHandler handler;
+        void *arg;
+        ucp_worker_h worker;
+    };
+    Result set_am_data_handler(unsigned id, AmDataHandler handler, void *arg) noexcept;
     // The largest active-message header this worker sends.
     size_t max_am_header() const noexcept { return max_am_header_; }
 
@@ -98,6 +115,7 @@ private:
     size_t max_am_header_ = 0;
     std::atomic<int> waiters_{0};
     std::vector<std::unique_ptr<AmSlot>> am_slots_;  // stable addresses UCX calls back with
+    std::vector<std::unique_ptr<AmDataSlot>> am_data_slots_;
 };
 
 // Memory of this process opened to peers' puts and atomics.
@@ -151,6 +169,12 @@ public:
     // An active message of `length` header bytes (Worker::set_am_handler at
     // the peer); returns once the header may be reused.
     Result am_send(unsigned id, const void *header, size_t length, Deadline d) noexcept;
+    // An active message of a header and `size` bytes of data at `data`
+    // (Worker::set_am_data_handler at the peer), eager or by rendezvous as
+    // UCX chooses by size; returns once the data may be reused (for a
+    // rendezvous: once it landed at the peer).
+    Result am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
+                        Deadline d) noexcept;
     // *(uint64_t *)remote_addr += value at the target, atomically.
     Result atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
     // The peer failed (report_peer_failure endpoints): tcaErrorPeerGone from

@@ -13,8 +13,13 @@
 //   PIO writes      after a fence (a thread's PIO writes land in order, as
 //                   PCIe posted writes do); up to 64 KiB one active message
 //                   the target copies in, larger ucp_put_nbx of the body, a
-//                   fence, the last 8-byte word
-//   DMA puts        ucp_put_nbx
+//                   fence, the last 8-byte word (TCA_UCX_DMA=put), or the
+//                   body as a DMA row, then the last word as above
+//   DMA puts        one row: an active message with the data, which UCX
+//                   sends eager or by rendezvous (the target names where
+//                   it lands, in a registration it checks: zero copy at
+//                   size, as pml ucx's own protocol); TCA_UCX_DMA=put and
+//                   block-stride rows: ucp_put_nbx
 //   notifications   a fence after the data, then an active message that
 //                   counts (source, slot, tag) at the target; one naming a
 //                   slot that a user of the target acquired, with another id,
@@ -92,6 +97,7 @@ enum AmId : unsigned {
     kAmKeyRevoke,     // owner -> a node it gave the key: forget it
     kAmKeyForgotten,  // that node -> owner: forgotten, and its puts with it have landed
     kAmPioWrite,      // a small PIO write carried whole (PioWriteMsg, then its bytes)
+    kAmDmaWrite,      // one DMA row: DmaWriteMsg, the data as the message's data
 };
 
 // A PIO write of up to kAmPioMax bytes (and as much as UCX's active-message
@@ -99,7 +105,7 @@ enum AmId : unsigned {
 // its last 8-byte word after the rest.  Over software RMA
 // (UCX tcp) a put is a message there and an acknowledgement back, and a PIO
 // write is two puts (body, last word): btl tca's 8 B latency was 3.5x pml
-// ucx's.  Larger writes, and DMA descriptors, stay puts.
+// ucx's.  Larger PIO writes stay puts.
 struct PioWriteMsg {
     tcaHandle dst;  // checked at the target against its registrations
     uint64_t off;
@@ -107,6 +113,18 @@ struct PioWriteMsg {
     int32_t src;
 };
 constexpr size_t kAmPioMax = 65536;
+
+// A DMA row travels as an active message with data: over software RMA
+// (UCX tcp, 1.13) a 4 MiB put ping-pong took 3x pml ucx's, whose
+// active-message rendezvous receives straight into the user's buffer; this
+// is the same protocol, with the target's registration as the buffer.
+struct DmaWriteMsg {
+    tcaHandle dst;  // checked at the target against its registrations
+    uint64_t off;
+    uint64_t size;
+    int32_t src;
+    int32_t pad;
+};
 
 struct NotifyMsg {
     int32_t src, slot, tag;
@@ -159,6 +177,14 @@ bool read_prefix(const void *header, size_t length, T *out) noexcept {
 constexpr const char *kAddressKey = "tca.ucx.worker";
 constexpr uint64_t kCounterMax = (uint64_t{1} << 48) - 1;
 
+// TCA_UCX_DMA=put sends DMA rows as ucp_put_nbx (to compare, and for a
+// fabric where puts are cheaper than UCX's rendezvous); anything else, or
+// unset: active messages.
+bool dma_by_active_message() {
+    const char *v = std::getenv("TCA_UCX_DMA");
+    return v == nullptr || std::strcmp(v, "put") != 0;
+}
+
 // Which PMIx ranks are our nodes: node n is rank first + n.
 struct UcxPlacement {
     int node;
@@ -172,7 +198,7 @@ public:
         : pmix_(std::move(pmix)), self_(place.node), n_(place.nodes), first_rank_(place.first),
           topo_(n_, settings.s_links && n_ >= 4 && n_ % 2 == 0), timing_(on_top_of_transport(settings.timing)),
           policy_(settings.policy), heap_(settings.internal_size), peers_(static_cast<size_t>(n_)),
-          finished_(static_cast<size_t>(n_)) {
+          dma_by_am_(dma_by_active_message()), finished_(static_cast<size_t>(n_)) {
         std::random_device rd;
         next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
         for (auto &c : counters_) c.store(0, std::memory_order_relaxed);
@@ -226,6 +252,10 @@ public:
                 *why = "registering UCX active-message handlers failed";
                 return r;
             }
+        if (Result r = worker_->set_am_data_handler(kAmDmaWrite, on_dma_write, this); r != tcaSuccess) {
+            *why = "registering UCX active-message handlers failed";
+            return r;
+        }
         internal_ = static_cast<unsigned char *>(std::aligned_alloc(4096, heap_.size()));
         if (internal_ == nullptr) return tcaErrorNoMemory;
         std::memset(internal_, 0, heap_.size());
@@ -277,7 +307,8 @@ public:
         ucp_get_version(&major, &minor, &release);
         const char *tls = std::getenv("UCX_TLS");
         i.put_mechanism = "UCX " + std::to_string(major) + "." + std::to_string(minor) + "." +
-                          std::to_string(release) + " puts (UCX_TLS=" + (tls != nullptr ? tls : "all") + ")";
+                          std::to_string(release) + (dma_by_am_ ? " active messages" : " puts") +
+                          " (UCX_TLS=" + (tls != nullptr ? tls : "all") + ")";
         i.gpu_memory = false;  // refused by name (see the top)
         i.internal_size = heap_.size();
         i.internal_used = heap_.used();
@@ -841,6 +872,29 @@ private:
             std::memcpy(to, bytes, m.size);
         }
     }
+    // Into a registration of ours only, inside it; eager data is copied here
+    // under the registration lock, rendezvous data lands at `to` after the
+    // call (the registration outlives it: tcaDestroyHandle's revoke waits
+    // for the sender, whose send ends when the data has landed).
+    static Result on_dma_write(void *arg, const void *header, size_t length, const void *data, size_t size,
+                               void **to) {
+        auto *self = static_cast<UcxDevice *>(arg);
+        DmaWriteMsg m;
+        if (!read_header(header, length, &m) || m.size != size) return tcaErrorInvalidValue;
+        std::lock_guard g(self->reg_lock_);
+        unsigned char *base = nullptr;
+        if (m.dst.node != self->self_ || self->local_registration_locked(m.dst, &base) != tcaSuccess ||
+            m.off > m.dst.size || m.size > m.dst.size - m.off) {
+            std::fprintf(stderr, "tca: node %d: a DMA write from node %d was refused (not into a registration of "
+                         "this node, or past its end)\n", self->self_, m.src);
+            return tcaErrorNotRegistered;
+        }
+        if (data != nullptr)
+            std::memcpy(base + m.off, data, size);
+        else
+            *to = base + m.off;
+        return tcaSuccess;
+    }
     static void on_interrupt(void *arg, const void *, size_t length) {
         if (length == sizeof(NodeMsg)) static_cast<UcxDevice *>(arg)->interrupts_.fetch_add(1, std::memory_order_acq_rel);
     }
@@ -1031,6 +1085,19 @@ private:
         // (Under the key's lock too: the revoke's flush covers it.)
         if (last_word && rows == 1 && width <= kAmPioMax && sizeof(PioWriteMsg) + width <= worker_->max_am_header())
             return ep->am_send(kAmPioWrite, pio_message(dst, off, src, width), sizeof(PioWriteMsg) + width, d);
+        if (rows == 1 && dma_by_am_) {
+            // A larger PIO write: the body, then its last word as a small
+            // PIO write once the body landed (a rendezvous send ends then;
+            // an eager one was copied in at the target before the word
+            // arrives behind it).
+            const bool word_after = last_word && width > 8 && width % 8 == 0;
+            const uint64_t body = word_after ? width - 8 : width;
+            const DmaWriteMsg m{dst, off, body, self_, 0};
+            if (Result r = ep->am_send_data(kAmDmaWrite, &m, sizeof m, src, body, d); r != tcaSuccess || !word_after)
+                return r;
+            if (Result r = ep->fence(); r != tcaSuccess) return r;
+            return ep->am_send(kAmPioWrite, pio_message(dst, off + body, src + body, 8), sizeof(PioWriteMsg) + 8, d);
+        }
         for (uint64_t i = 0; i < rows; ++i) {
             const Result r = last_word && rows == 1 && width >= 8 && width % 8 == 0
                                  ? ep->put_last_word_after(src, width, remote, *reg->key, d)
@@ -1144,6 +1211,7 @@ private:
 
     std::mutex ep_lock_;
     std::vector<Peer> peers_;
+    const bool dma_by_am_;  // DMA rows as active messages with data (TCA_UCX_DMA, default am)
     std::shared_mutex key_lock_;  // shared: a put being issued with a key; exclusive: a key added or forgotten
     std::map<RegId, RemoteRegistration> remote_keys_;
 
