@@ -31,7 +31,8 @@ public:
     // (Needs the geometry given at construction.)
     uint64_t unknown_senders() const noexcept {
         uint64_t found = 0;
-        if (layout_.geometry().slots == 0) return 0;
+        // Every other node added (a pass of every poll once the job talked): nothing to look at.
+        if (layout_.geometry().slots == 0 || added_.load(std::memory_order_acquire) >= nodes_ - 1) return 0;
         for (int n = 0; n < nodes_; ++n) {
             if (peers_[n].load(std::memory_order_acquire) != nullptr) continue;
             const auto *first =
@@ -44,7 +45,9 @@ public:
     bool by_marks() const noexcept { return marks_.has_value(); }
 
     void add(int node, PeerChannel *ch) noexcept {
-        if (node >= 0 && node < nodes_) peers_[node].store(ch, std::memory_order_release);
+        if (node < 0 || node >= nodes_) return;
+        const PeerChannel *was = peers_[node].exchange(ch, std::memory_order_acq_rel);
+        if ((was == nullptr) != (ch == nullptr)) added_.fetch_add(ch != nullptr ? 1 : -1, std::memory_order_acq_rel);
     }
 
     // deliver(node, header, payload) for each arrived message, which is
@@ -90,6 +93,7 @@ private:
     uint32_t batch_;
     std::optional<TrafficMarks> marks_;
     std::atomic<PeerChannel *> peers_[kMaxPeers] = {};
+    std::atomic<int> added_{0};  // non-null entries of peers_
     uint64_t unfinished_ = 0;  // rings to poll next pass without a mark
 };
 
