@@ -156,6 +156,7 @@ Result Worker::set_am_handler(unsigned id, AmHandler handler, void *arg) noexcep
 
 Result Endpoint::am_send(unsigned id, const void *header, size_t length, Deadline d) noexcept {
     if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_AM_SEND_FLAG_EAGER;  // headers only: no rendezvous
@@ -165,6 +166,7 @@ Result Endpoint::am_send(unsigned id, const void *header, size_t length, Deadlin
 Result Endpoint::am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
                               Deadline d) noexcept {
     if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
     ucp_request_param_t p{};  // eager or rendezvous, by size, as UCX's thresholds say
     return worker_.wait(ucp_am_send_nbx(ep_, id, header, length, data, size, &p), d);
 }
@@ -239,6 +241,7 @@ Endpoint::~Endpoint() {
 
 Result Endpoint::put(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept {
     if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
     if (size == 0) return tcaSuccess;
     ucp_request_param_t p{};
     return worker_.wait(ucp_put_nbx(ep_, src, size, remote_addr, key.get(), &p), d);
@@ -248,6 +251,7 @@ Result Endpoint::put_last_word_after(const void *src, size_t size, uint64_t remo
                                      Deadline d) noexcept {
     if (size < 8 || size % 8 != 0) return tcaErrorInvalidValue;
     if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
     const size_t body = size - 8;
     ucp_request_param_t p{};
     // Both are in flight at once (a multi-fragment body and a short last word
@@ -275,12 +279,14 @@ Result Endpoint::fence() noexcept {
 
 Result Endpoint::flush(Deadline d) noexcept {
     if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
     ucp_request_param_t p{};
     return worker_.wait(ucp_ep_flush_nbx(ep_, &p), d);
 }
 
 Result Endpoint::atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept {
     if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     p.datatype = ucp_dt_make_contig(sizeof(uint64_t));

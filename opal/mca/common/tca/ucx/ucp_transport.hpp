@@ -77,8 +77,15 @@ public:
     void sleep_for_events(int timeout_ms) noexcept;
     // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing.
     Result wait(ucs_status_ptr_t request, Deadline deadline) noexcept;
-    // Threads inside wait() now (they progress the worker themselves).
+    // Threads inside an operation now, issuing it or waiting for it (they
+    // progress the worker themselves).
     int waiters() const noexcept { return waiters_.load(std::memory_order_acquire); }
+    // Counts the calling thread among waiters() while it lives: from before
+    // an operation is issued, as issuing may hold the worker's lock for long
+    // (a large send is a sendmsg of all its data over tcp), and a progress
+    // thread that called in meanwhile would spin on that lock, on the
+    // caller's core.
+    ScopedCount user() noexcept { return ScopedCount(waiters_); }
     // Active messages `id` go to handler(arg, header, length) inside
     // progress(); only the header is used (no payload), and it is valid
     // during the call only.  The handler must not call into UCX.
