@@ -2,7 +2,8 @@
 // on, between two forked processes, over UCX's tcp and over its shared-memory
 // transports (UCX_TLS, set in each process before ucp_init): the ordering
 // that makes a PIO store / completion flag trustworthy (the last word after
-// the rest), remote atomic adds (counters), and bounded waits on a dead peer.
+// the rest), remote atomic adds (counters), announced tagged rows (large DMA
+// rows), and bounded waits on a dead peer.
 // Worker addresses and packed keys travel over a socketpair (the backend will
 // use the launcher's key-value store).
 #include <gtest/gtest.h>
@@ -79,12 +80,14 @@ struct Side {
     std::unique_ptr<Context> ctx;
     std::unique_ptr<Worker> worker;
     std::unique_ptr<Endpoint> ep;
+    std::vector<std::byte> peer_address;
     std::string why;
     Result start(int fd) {
         if (Result r = Context::create(&ctx, &why); r != tcaSuccess) return r;
         if (Result r = Worker::create(*ctx, &worker, &why); r != tcaSuccess) return r;
         std::vector<std::byte> peer;
         if (!send_blob(fd, worker->address()) || !recv_blob(fd, &peer)) return tcaErrorSystem;
+        peer_address = peer;
         return Endpoint::create(*worker, peer, reports_peer_failure(getenv("UCX_TLS")), &ep);
     }
     // Target: opens [addr, addr+size) to the peer and sends it base and key.
@@ -268,6 +271,82 @@ TEST_P(UcpTransport, ADeadPeerFailsAPutInBoundedTime) {
         EXPECT_EQ(s.ep->put(v, sizeof v, base, key, in_seconds(3)), tcaErrorPeerGone);
     });
     EXPECT_TRUE(WIFSIGNALED(st)) << "target status " << st;
+}
+
+// Rows announced by an active message and sent tagged on a second endpoint
+// without failure reports (the ucx device's large DMA rows): each lands where
+// the target's handler says, whole once the synchronous send returned, eager
+// (16 KiB) and by rendezvous (1 MiB); a refused one is drained into nothing,
+// so the sender is let go and the target's memory stays as it was.
+struct RowAnnounce {
+    uint64_t tag, off, size;
+    int32_t refuse, pad;
+};
+std::vector<unsigned char> *g_rows;  // the child's target memory
+Result on_row(void *, const void *header, size_t length, Worker::TagReceive *into) {
+    RowAnnounce a;
+    if (length != sizeof a) return tcaErrorInvalidValue;
+    std::memcpy(&a, header, sizeof a);
+    into->tag = a.tag;
+    if (a.refuse || a.off + a.size > g_rows->size()) return tcaErrorNotRegistered;
+    into->to = g_rows->data() + a.off;
+    into->size = a.size;
+    return tcaSuccess;
+}
+unsigned char row_byte(int round, size_t i) { return static_cast<unsigned char>(i * 13 + round * 7 + 1); }
+constexpr unsigned kRowAm = 20;
+constexpr size_t kRowsSize = 2u << 20;
+
+TEST_P(UcpTransport, AnnouncedTaggedRowsLandWhereTheTargetSays) {
+    const size_t sizes[] = {16384, 1u << 20, 1u << 20, 16384};
+    const int st = run_pair(GetParam(), [&](int fd) {
+        Side s;
+        CHILD_CHECK(s.start(fd) == tcaSuccess);
+        std::vector<unsigned char> rows(kRowsSize, 0);
+        g_rows = &rows;
+        CHILD_CHECK(s.worker->set_am_tag_handler(kRowAm, on_row, nullptr) == tcaSuccess);
+        CHILD_CHECK(write(fd, "r", 1) == 1);  // the handler is in place
+        for (int round = 0; round < 4; ++round) {
+            char c;
+            CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);  // the send returned
+            const size_t off = round % 2 ? 4096 : 0;
+            if (round == 3) {  // refused: nothing written
+                for (size_t i = 0; i < kRowsSize; ++i) CHILD_CHECK(rows[i] == 0);
+            } else {
+                for (size_t i = 0; i < sizes[round]; ++i) CHILD_CHECK(rows[off + i] == row_byte(round, i));
+            }
+            std::fill(rows.begin(), rows.end(), 0);
+            CHILD_CHECK(write(fd, "k", 1) == 1);
+        }
+        char c;
+        CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);  // the origin is done
+        return 0;
+    }, [&](int fd, pid_t) {
+        Side s;
+        ASSERT_EQ(s.start(fd), tcaSuccess) << s.why;
+        char c;
+        ASSERT_TRUE(wait_readable(fd, *s.worker));
+        ASSERT_EQ(read(fd, &c, 1), 1);
+        // The second endpoint to the same worker, as the device's bulk one.
+        std::unique_ptr<Endpoint> bulk;
+        ASSERT_EQ(Endpoint::create(*s.worker, s.peer_address, false, &bulk), tcaSuccess);
+        bulk->follow_failures_of(*s.ep);
+        std::vector<unsigned char> src(kRowsSize);
+        for (int round = 0; round < 4; ++round) {
+            for (size_t i = 0; i < sizes[round]; ++i) src[i] = row_byte(round, i);
+            const RowAnnounce a{1000u + static_cast<uint64_t>(round), round % 2 ? 4096u : 0u, sizes[round],
+                                round == 3, 0};
+            ASSERT_EQ(s.ep->am_send(kRowAm, &a, sizeof a, in_seconds(10)), tcaSuccess);
+            ASSERT_EQ(bulk->tag_send(src.data(), sizes[round], a.tag, in_seconds(10)), tcaSuccess) << "round " << round;
+            ASSERT_EQ(write(fd, "s", 1), 1);
+            ASSERT_TRUE(wait_readable(fd, *s.worker));  // the target checked
+            ASSERT_EQ(read(fd, &c, 1), 1);
+        }
+        ASSERT_EQ(bulk->flush(in_seconds(10)), tcaSuccess);
+        bulk.reset();
+        ASSERT_EQ(write(fd, "d", 1), 1);
+    });
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "target status " << st;
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcpTransport, ::testing::Values("tcp", "sm"),

@@ -36,7 +36,7 @@ Result Context::create(std::unique_ptr<Context> *out, std::string *why) {
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;
     ucp_context_h ctx = nullptr;
     const ucs_status_t s = ucp_init(&params, config, &ctx);
@@ -79,7 +79,7 @@ Result Worker::create(Context &ctx, std::unique_ptr<Worker> *out, std::string *w
 
 Worker::~Worker() { ucp_worker_destroy(w_); }
 
-Result Worker::wait(ucs_status_ptr_t request, Deadline deadline) noexcept {
+Result Worker::wait(ucs_status_ptr_t request, Deadline deadline, const std::atomic<bool> *give_up) noexcept {
     if (request == nullptr) return tcaSuccess;  // completed in place
     if (UCS_PTR_IS_ERR(request)) return from_status(UCS_PTR_STATUS(request));
     const ScopedCount waiting(waiters_);
@@ -87,11 +87,13 @@ Result Worker::wait(ucs_status_ptr_t request, Deadline deadline) noexcept {
     unsigned spins = 0;
     while ((s = ucp_request_check_status(request)) == UCS_INPROGRESS) {
         ucp_worker_progress(w_);
-        if ((++spins & 1023) == 0 && std::chrono::steady_clock::now() >= deadline) {
+        if ((++spins & 1023) != 0) continue;
+        const bool gone = give_up != nullptr && give_up->load(std::memory_order_acquire);
+        if (gone || std::chrono::steady_clock::now() >= deadline) {
             ucp_request_cancel(w_, request);
             while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(w_);
             ucp_request_free(request);
-            return tcaErrorTimeout;
+            return gone ? tcaErrorPeerGone : tcaErrorTimeout;
         }
     }
     ucp_request_free(request);
@@ -124,7 +126,37 @@ ucs_status_t am_data_trampoline(void *arg, const void *header, size_t header_len
     if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // runs to its end without us
     return UCS_OK;
 }
+ucs_status_t am_tag_trampoline(void *arg, const void *header, size_t header_length, void *, size_t,
+                               const ucp_am_recv_param_t *) {
+    const auto *slot = static_cast<const Worker::AmTagSlot *>(arg);
+    Worker::TagReceive into{nullptr, 0, 0};
+    const Result r = slot->handler(slot->arg, header, header_length, &into);
+    if (r == tcaErrorInvalidValue) return UCS_OK;  // not a message the handler could read: no tag to drain
+    if (r != tcaSuccess) {
+        into.to = nullptr;
+        into.size = 0;  // refused: received into nothing, so the sender is let go
+    }
+    ucp_request_param_t p{};
+    const ucs_status_ptr_t req =
+        ucp_tag_recv_nbx(slot->worker, into.to, into.size, into.tag, ~ucp_tag_t{0}, &p);
+    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // runs to its end without us
+    return UCS_OK;
+}
 }  // namespace
+
+Result Worker::set_am_tag_handler(unsigned id, AmTagHandler handler, void *arg) noexcept {
+    try {
+        am_tag_slots_.push_back(std::make_unique<AmTagSlot>(AmTagSlot{handler, arg, w_}));
+    } catch (...) {
+        return tcaErrorNoMemory;
+    }
+    ucp_am_handler_param_t p{};
+    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    p.id = id;
+    p.cb = am_tag_trampoline;
+    p.arg = am_tag_slots_.back().get();
+    return from_status(ucp_worker_set_am_recv_handler(w_, &p));
+}
 
 Result Worker::set_am_data_handler(unsigned id, AmDataHandler handler, void *arg) noexcept {
     try {
@@ -169,6 +201,13 @@ Result Endpoint::am_send_data(unsigned id, const void *header, size_t length, co
     const ScopedCount inside = worker_.user();
     ucp_request_param_t p{};  // eager or rendezvous, by size, as UCX's thresholds say
     return worker_.wait(ucp_am_send_nbx(ep_, id, header, length, data, size, &p), d);
+}
+
+Result Endpoint::tag_send(const void *data, size_t size, uint64_t tag, Deadline d) noexcept {
+    if (peer_failed()) return tcaErrorPeerGone;
+    const ScopedCount inside = worker_.user();
+    ucp_request_param_t p{};
+    return worker_.wait(ucp_tag_send_sync_nbx(ep_, data, size, tag, &p), d, also_failed_);
 }
 
 void Worker::sleep_for_events(int timeout_ms) noexcept {

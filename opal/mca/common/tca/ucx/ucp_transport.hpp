@@ -44,7 +44,7 @@ private:
     std::atomic<int> &n_;
 };
 
-// ucp_init with RMA, 64-bit atomics, active messages and wake-up events.
+// ucp_init with RMA, 64-bit atomics, active messages, tag matching and wake-up events.
 class Context {
 public:
     // tcaErrorNotSupported (with *why) where UCX cannot start.
@@ -75,8 +75,10 @@ public:
     // passes (ucp_worker_arm + the worker's event fd; a plain nap where the
     // transports have no events).
     void sleep_for_events(int timeout_ms) noexcept;
-    // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing.
-    Result wait(ucs_status_ptr_t request, Deadline deadline) noexcept;
+    // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing;
+    // cancelled with tcaErrorPeerGone once *give_up is true (a peer that
+    // failed, seen by another endpoint).
+    Result wait(ucs_status_ptr_t request, Deadline deadline, const std::atomic<bool> *give_up = nullptr) noexcept;
     // Threads inside an operation now, issuing it or waiting for it (they
     // progress the worker themselves).
     int waiters() const noexcept { return waiters_.load(std::memory_order_acquire); }
@@ -112,6 +114,28 @@ public:
         ucp_worker_h worker;
     };
     Result set_am_data_handler(unsigned id, AmDataHandler handler, void *arg) noexcept;
+    // Active messages `id` that announce a tagged send (Endpoint::tag_send
+    // after am_send): handler(arg, header, header_length, &into) names where
+    // the data goes, and a receive for it is posted after the call.  UCX
+    // moves a large tagged message with its best rendezvous (over tcp the
+    // receiver reads it from the socket straight into place, where an
+    // active message's rendezvous data is copied once more).  A result other
+    // than tcaSuccess refuses it: the data is received into nothing
+    // (truncated) so the sender is not left waiting - except
+    // tcaErrorInvalidValue, a header it could not read (no tag known).
+    // Like AmHandler, it must not call into UCX.
+    struct TagReceive {
+        void *to;
+        size_t size;
+        uint64_t tag;
+    };
+    using AmTagHandler = Result (*)(void *arg, const void *header, size_t header_length, TagReceive *into);
+    struct AmTagSlot {
+        AmTagHandler handler;
+        void *arg;
+        ucp_worker_h worker;
+    };
+    Result set_am_tag_handler(unsigned id, AmTagHandler handler, void *arg) noexcept;
     // The largest active-message header this worker sends.
     size_t max_am_header() const noexcept { return max_am_header_; }
 
@@ -123,6 +147,7 @@ private:
     std::atomic<int> waiters_{0};
     std::vector<std::unique_ptr<AmSlot>> am_slots_;  // stable addresses UCX calls back with
     std::vector<std::unique_ptr<AmDataSlot>> am_data_slots_;
+    std::vector<std::unique_ptr<AmTagSlot>> am_tag_slots_;
 };
 
 // Memory of this process opened to peers' puts and atomics.
@@ -182,11 +207,20 @@ public:
     // rendezvous: once it landed at the peer).
     Result am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
                         Deadline d) noexcept;
+    // A synchronous tagged send of [data, data+size) (received as
+    // set_am_tag_handler says): returns once the peer has the data.
+    Result tag_send(const void *data, size_t size, uint64_t tag, Deadline d) noexcept;
+    // This endpoint fails (peer_failed, and waits end) when `other` does: an
+    // endpoint without failure reports, beside one with them to the same peer.
+    void follow_failures_of(const Endpoint &other) noexcept { also_failed_ = &other.failed_; }
     // *(uint64_t *)remote_addr += value at the target, atomically.
     Result atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
     // The peer failed (report_peer_failure endpoints): tcaErrorPeerGone from
     // then on, without issuing anything.
-    bool peer_failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+    bool peer_failed() const noexcept {
+        return failed_.load(std::memory_order_acquire) ||
+               (also_failed_ != nullptr && also_failed_->load(std::memory_order_acquire));
+    }
 
 private:
     explicit Endpoint(Worker &w) : worker_(w) {}
@@ -194,6 +228,7 @@ private:
     Worker &worker_;
     ucp_ep_h ep_ = nullptr;
     std::atomic<bool> failed_{false};
+    const std::atomic<bool> *also_failed_ = nullptr;  // follow_failures_of
 };
 
 // A peer's packed key unpacked for one endpoint.
