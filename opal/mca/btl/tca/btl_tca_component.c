@@ -156,6 +156,13 @@ static int tca_component_register(void) {
         if (base_fields[i].is_u32) *(uint32_t *) field = (uint32_t) p->def;
         else *(size_t *) field = (size_t) p->def;
     }
+    /* On the ucx device (TCA_DEVICE=ucx) a ring slot is one active message
+     * whatever its size, and ob1's rendezvous costs three more messages over
+     * the network: eager up to 64 KiB there, as btl tcp (16 KiB one-way over
+     * UCX tcp: 26.5 us with 16 KiB slots, 13 with 64 KiB; pml ucx 13.9).
+     * The ring slots halve where the rings would not fit (btl_tca_ring_slots). */
+    if (mca_common_tca_session_across_hosts())
+        m->super.btl_eager_limit = m->super.btl_rndv_eager_limit = m->super.btl_max_send_size = 64 * 1024;
     /* GET here only so that the base registers btl_tca_get_limit and
      * btl_tca_get_alignment (it registers them for a module with GET, and an
      * unregistered value would be ignored without a word); set_get_flags
