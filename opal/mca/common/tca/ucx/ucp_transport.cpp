@@ -196,10 +196,14 @@ Result Endpoint::am_send(unsigned id, const void *header, size_t length, Deadlin
 }
 
 Result Endpoint::am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
-                              Deadline d) noexcept {
+                              Deadline d, bool eager) noexcept {
     if (peer_failed()) return tcaErrorPeerGone;
     const ScopedCount inside = worker_.user();
-    ucp_request_param_t p{};  // eager or rendezvous, by size, as UCX's thresholds say
+    ucp_request_param_t p{};  // by default eager or rendezvous, by size, as UCX's thresholds say
+    if (eager) {
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = UCP_AM_SEND_FLAG_EAGER;
+    }
     return worker_.wait(ucp_am_send_nbx(ep_, id, header, length, data, size, &p), d);
 }
 

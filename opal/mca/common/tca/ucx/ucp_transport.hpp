@@ -203,10 +203,10 @@ public:
     Result am_send(unsigned id, const void *header, size_t length, Deadline d) noexcept;
     // An active message of a header and `size` bytes of data at `data`
     // (Worker::set_am_data_handler at the peer), eager or by rendezvous as
-    // UCX chooses by size; returns once the data may be reused (for a
-    // rendezvous: once it landed at the peer).
+    // UCX chooses by size (`eager`: eager whatever the size); returns once
+    // the data may be reused (for a rendezvous: once it landed at the peer).
     Result am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
-                        Deadline d) noexcept;
+                        Deadline d, bool eager = false) noexcept;
     // A synchronous tagged send of [data, data+size) (received as
     // set_am_tag_handler says): returns once the peer has the data.
     Result tag_send(const void *data, size_t size, uint64_t tag, Deadline d) noexcept;

@@ -114,6 +114,10 @@ struct PioWriteMsg {
     int32_t src;
 };
 constexpr size_t kAmPioMax = 65536;
+// Up to kAmPioDataMax a PIO write is one eager message with data (a ring
+// slot of btl tca's 64 KiB eager limit, with its header, is one message);
+// beyond, the body is a DMA row and the last word follows.
+constexpr size_t kAmPioDataMax = 256 * 1024;
 
 // A DMA row travels as an active message with data: over software RMA
 // (UCX tcp, 1.13) a 4 MiB put ping-pong took 3x pml ucx's, whose
@@ -124,8 +128,11 @@ struct DmaWriteMsg {
     uint64_t off;
     uint64_t size;
     int32_t src;
-    int32_t pad;
+    uint32_t flags;  // kLastWordAfter
 };
+// A PIO write too large for a header-only message, sent eager with the data:
+// the target copies its last 8-byte word after the rest.
+constexpr uint32_t kLastWordAfter = 1;
 // From kTaggedMin up a row is announced by an active message and its data
 // sent tagged, on a second endpoint to the node that asks for no peer-failure
 // reports: UCX 1.13 then moves it over tcp with its put rendezvous (the
@@ -910,10 +917,16 @@ private:
                          "this node, or past its end)\n", self->self_, m.src);
             return tcaErrorNotRegistered;
         }
-        if (data != nullptr)
-            std::memcpy(base + m.off, data, size);
-        else
-            *to = base + m.off;
+        unsigned char *into = base + m.off;
+        if (data == nullptr) {
+            *to = into;  // a rendezvous (never a PIO write: those are sent eager)
+        } else if ((m.flags & kLastWordAfter) && size >= 8 && size % 8 == 0) {
+            std::memcpy(into, data, size - 8);
+            std::atomic_thread_fence(std::memory_order_release);
+            std::memcpy(into + size - 8, static_cast<const unsigned char *>(data) + size - 8, 8);
+        } else {
+            std::memcpy(into, data, size);
+        }
         return tcaSuccess;
     }
     // The receive of a tagged row: where it lands, checked as on_dma_write.
@@ -1137,6 +1150,10 @@ private:
         // (Under the key's lock too: the revoke's flush covers it.)
         if (last_word && rows == 1 && width <= kAmPioMax && sizeof(PioWriteMsg) + width <= worker_->max_am_header())
             return ep->am_send(kAmPioWrite, pio_message(dst, off, src, width), sizeof(PioWriteMsg) + width, d);
+        if (last_word && rows == 1 && dma_by_am_ && width <= kAmPioDataMax) {
+            const DmaWriteMsg m{dst, off, width, self_, kLastWordAfter};
+            return ep->am_send_data(kAmDmaWrite, &m, sizeof m, src, width, d, true);
+        }
         if (rows == 1 && dma_by_am_) {
             // A larger PIO write: the body, then its last word as a small
             // PIO write once the body landed (a rendezvous send ends then;
@@ -1162,7 +1179,7 @@ private:
     // message too).
     Result write_row(Endpoint &ep, const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t size,
                      Deadline d) {
-        const DmaWriteMsg row{dst, off, size, self_, 0};
+        const DmaWriteMsg row{dst, off, size, self_, 0u};
         Endpoint *bulk = nullptr;
         if (size < kTaggedMin || bulk_endpoint(dst.node, &bulk) != tcaSuccess)
             return ep.am_send_data(kAmDmaWrite, &row, sizeof row, src, size, d);
