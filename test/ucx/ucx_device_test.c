@@ -9,7 +9,8 @@
  *   - one-row DMA descriptors 5 B .. 2 MiB, and PIO writes up to 2 MiB whose
  *     last word the reader polls (no notification): the rest is there first;
  *   - counters: remote adds from every peer, waited for;
- *   - interrupts raised by every peer are counted;
+ *   - interrupts raised by every peer are counted, and a counter add moves
+ *     the count too (a waiter in tcaInterruptWait wakes for it);
  *   - what the device does not model is refused by name, not faked:
  *     tcaPioMap, GPU memory, triggered descriptors;
  *   - bad handles: a forged key, a destroyed registration (the owner answers
@@ -213,6 +214,17 @@ static void counters_and_interrupts(void) {
         (void) tcaInterruptWait(now, 10000);
     }
     CHECK(now - seen >= (uint32_t) (size - 1), "%u interrupts counted, %d raised", now - seen, size - 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* A counter add alone moves the count too (as on the loopback: every
+     * event of the node), so a thread asleep in tcaInterruptWait - coll tca's
+     * engine - wakes for its counters. */
+    OK(tcaInterruptCount(&seen));
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaCounterAddRemote((rank + 1) % size, 5, 1));
+    const int r = tcaInterruptWait(seen, 10 * 1000 * 1000);
+    CHECK(tcaSuccess == r, "no event for a counter add from node %d: %s", (rank + size - 1) % size,
+          tcaGetErrorString(r));
+    OK(tcaCounterWait(5, (uint64_t) (rank + 1) * (uint64_t) (size - 1) + 1));
     MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -616,7 +616,7 @@ public:
     Result interrupt_raise(int node) override {
         if (node < 0 || node >= n_) return tcaErrorInvalidNode;
         if (node == self_) {
-            interrupts_.fetch_add(1, std::memory_order_acq_rel);
+            event();
             return tcaSuccess;
         }
         if (peer_gone(node)) return tcaErrorPeerGone;
@@ -873,8 +873,11 @@ private:
                          self->self_, m.src, owned_index(m.slot));
             return;
         }
-        std::lock_guard g(self->inbox_lock_);
-        ++self->inbox_[std::make_tuple(static_cast<int>(m.src), owned_index(m.slot), static_cast<int>(m.tag))];
+        {
+            std::lock_guard g(self->inbox_lock_);
+            ++self->inbox_[std::make_tuple(static_cast<int>(m.src), owned_index(m.slot), static_cast<int>(m.tag))];
+        }
+        self->event();
     }
     // Into a registration of ours only, inside it, while it is registered
     // (the lock keeps tcaDestroyHandle from unmapping it under the copy).
@@ -941,7 +944,7 @@ private:
         return tcaSuccess;
     }
     static void on_interrupt(void *arg, const void *, size_t length) {
-        if (length == sizeof(NodeMsg)) static_cast<UcxDevice *>(arg)->interrupts_.fetch_add(1, std::memory_order_acq_rel);
+        if (length == sizeof(NodeMsg)) static_cast<UcxDevice *>(arg)->event();
     }
     static void on_counter_add(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
@@ -1002,6 +1005,7 @@ private:
         do {
             if (add > kCounterMax - cur) return tcaErrorInvalidValue;
         } while (!counters_[idx].compare_exchange_weak(cur, cur + add, std::memory_order_acq_rel));
+        event();
         return tcaSuccess;
     }
 
@@ -1247,9 +1251,18 @@ private:
         return tcaSuccess;
     }
     void deliver_local(int slot, int tag) {
-        std::lock_guard g(inbox_lock_);
-        ++inbox_[std::make_tuple(self_, slot, tag)];
+        {
+            std::lock_guard g(inbox_lock_);
+            ++inbox_[std::make_tuple(self_, slot, tag)];
+        }
+        event();
     }
+
+    // An event of this node (an interrupt raised, a counter added to, a
+    // notification counted): the count interrupt_wait watches moves, as the
+    // loopback's event word does (coll tca's thread engine waits on it for
+    // its counters).
+    void event() noexcept { interrupts_.fetch_add(1, std::memory_order_acq_rel); }
 
     Result flush(const std::vector<int> &nodes, Deadline d) {
         for (int node : nodes) {
@@ -1314,7 +1327,7 @@ private:
     std::atomic<uint64_t> counters_[TCA_NUM_COUNTERS];
     std::atomic<uint32_t> slot_holder_[TCA_NOTIFY_SLOTS] = {};  // 0: nobody holds it
     std::atomic<uint32_t> counter_holder_[TCA_NUM_COUNTERS] = {};
-    std::atomic<uint32_t> interrupts_{0};
+    std::atomic<uint32_t> interrupts_{0};  // events (event())
     std::vector<std::atomic<bool>> finished_;
     std::atomic<bool> stop_{false};
     std::atomic<int> waiters_{0};  // application threads inside wait_for
