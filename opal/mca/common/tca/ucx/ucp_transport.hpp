@@ -1,10 +1,10 @@
-// ucp_transport.hpp - the UCX (UCP) operations the planned `ucx` device
-// backend is built from, as RAII types: a context and worker, endpoints to
-// peers' workers, memory mapped for remote access with packed remote keys, and
-// the three remote operations the PEACH2 model needs - a put whose last 8-byte
-// word becomes visible after the rest (PIO store / DMA completion flag), a
-// fence between puts, and a remote atomic add (counters).  Nothing here knows
-// the TCA model; the backend (not built yet, docs/ucx-backend.md) will.
+// ucp_transport.hpp - the UCX (UCP) operations the `ucx` device backend
+// (ucx_device.cpp) is built from, as RAII types: a context and worker,
+// endpoints to peers' workers, memory mapped for remote access with packed
+// remote keys, puts (one whose last 8-byte word becomes visible after the
+// rest: PIO store / DMA completion flag), fences, remote atomic adds
+// (counters), active messages (header only, with data, or announcing a
+// tagged send).  Nothing here knows the TCA model; the backend does.
 //
 // Every blocking call progresses the worker until its request completes or
 // the deadline passes (tcaErrorTimeout), so no wait is unbounded.  Transports
