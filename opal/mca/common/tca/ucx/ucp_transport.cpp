@@ -144,46 +144,39 @@ ucs_status_t am_tag_trampoline(void *arg, const void *header, size_t header_leng
 }
 }  // namespace
 
-Result Worker::set_am_tag_handler(unsigned id, AmTagHandler handler, void *arg) noexcept {
+namespace {
+// Keeps a handler's slot where UCX can call back with it; nullptr: no memory.
+template <class Slot>
+Slot *keep(std::vector<std::unique_ptr<Slot>> &slots, const Slot &slot) noexcept {
     try {
-        am_tag_slots_.push_back(std::make_unique<AmTagSlot>(AmTagSlot{handler, arg, w_}));
+        slots.push_back(std::make_unique<Slot>(slot));
+        return slots.back().get();
     } catch (...) {
-        return tcaErrorNoMemory;
+        return nullptr;
     }
-    ucp_am_handler_param_t p{};
-    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    p.id = id;
-    p.cb = am_tag_trampoline;
-    p.arg = am_tag_slots_.back().get();
-    return from_status(ucp_worker_set_am_recv_handler(w_, &p));
 }
+}  // namespace
 
-Result Worker::set_am_data_handler(unsigned id, AmDataHandler handler, void *arg) noexcept {
-    try {
-        am_data_slots_.push_back(std::make_unique<AmDataSlot>(AmDataSlot{handler, arg, w_}));
-    } catch (...) {
-        return tcaErrorNoMemory;
-    }
+Result Worker::install_am(unsigned id, ucp_am_recv_callback_t cb, void *slot) noexcept {
+    if (slot == nullptr) return tcaErrorNoMemory;
     ucp_am_handler_param_t p{};
     p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     p.id = id;
-    p.cb = am_data_trampoline;
-    p.arg = am_data_slots_.back().get();
+    p.cb = cb;
+    p.arg = slot;
     return from_status(ucp_worker_set_am_recv_handler(w_, &p));
 }
 
 Result Worker::set_am_handler(unsigned id, AmHandler handler, void *arg) noexcept {
-    try {
-        am_slots_.push_back(std::make_unique<AmSlot>(AmSlot{handler, arg}));
-    } catch (...) {
-        return tcaErrorNoMemory;
-    }
-    ucp_am_handler_param_t p{};
-    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    p.id = id;
-    p.cb = am_trampoline;
-    p.arg = am_slots_.back().get();
-    return from_status(ucp_worker_set_am_recv_handler(w_, &p));
+    return install_am(id, am_trampoline, keep(am_slots_, AmSlot{handler, arg}));
+}
+
+Result Worker::set_am_data_handler(unsigned id, AmDataHandler handler, void *arg) noexcept {
+    return install_am(id, am_data_trampoline, keep(am_data_slots_, AmDataSlot{handler, arg, w_}));
+}
+
+Result Worker::set_am_tag_handler(unsigned id, AmTagHandler handler, void *arg) noexcept {
+    return install_am(id, am_tag_trampoline, keep(am_tag_slots_, AmTagSlot{handler, arg, w_}));
 }
 
 Result Endpoint::am_send(unsigned id, const void *header, size_t length, Deadline d) noexcept {

@@ -145,6 +145,8 @@ private:
     std::vector<std::byte> address_;
     size_t max_am_header_ = 0;
     std::atomic<int> waiters_{0};
+    // Registers cb for active messages `id`, called back with `slot`.
+    Result install_am(unsigned id, ucp_am_recv_callback_t cb, void *slot) noexcept;
     std::vector<std::unique_ptr<AmSlot>> am_slots_;  // stable addresses UCX calls back with
     std::vector<std::unique_ptr<AmDataSlot>> am_data_slots_;
     std::vector<std::unique_ptr<AmTagSlot>> am_tag_slots_;

@@ -881,57 +881,57 @@ private:
         }
         self->event();
     }
-    // Into a registration of ours only, inside it, while it is registered
-    // (the lock keeps tcaDestroyHandle from unmapping it under the copy).
+    // Where a peer's write of `size` bytes at dst+off lands: into a
+    // registration of ours only, inside it (nullptr, with a line, where not).
+    // Under reg_lock_, which keeps tcaDestroyHandle from unmapping it under a copy.
+    unsigned char *landing_locked(const tcaHandle &dst, uint64_t off, uint64_t size, int src, const char *what) {
+        unsigned char *base = nullptr;
+        if (dst.node != self_ || local_registration_locked(dst, &base) != tcaSuccess || off > dst.size ||
+            size > dst.size - off) {
+            std::fprintf(stderr, "tca: node %d: a %s write from node %d was refused (not into a registration of "
+                         "this node, or past its end)\n", self_, what, src);
+            return nullptr;
+        }
+        return base + off;
+    }
+    // A PIO store's copy: its last 8-byte word after the rest, as a
+    // put_last_word_after (sizes that are not whole words: one copy).
+    static void copy_last_word_after(unsigned char *to, const unsigned char *from, size_t size) {
+        if (size >= 8 && size % 8 == 0) {
+            std::memcpy(to, from, size - 8);
+            std::atomic_thread_fence(std::memory_order_release);
+            std::memcpy(to + size - 8, from + size - 8, 8);
+        } else {
+            std::memcpy(to, from, size);
+        }
+    }
     static void on_pio_write(void *arg, const void *header, size_t length) {
         auto *self = static_cast<UcxDevice *>(arg);
         PioWriteMsg m;
         if (!read_prefix(header, length, &m) || length - sizeof m != m.size) return;
-        const auto *bytes = static_cast<const unsigned char *>(header) + sizeof m;
         std::lock_guard g(self->reg_lock_);
-        unsigned char *base = nullptr;
-        if (m.dst.node != self->self_ || self->local_registration_locked(m.dst, &base) != tcaSuccess ||
-            m.off > m.dst.size || m.size > m.dst.size - m.off) {
-            std::fprintf(stderr, "tca: node %d: a PIO write from node %d was refused (not into a registration of "
-                         "this node, or past its end)\n", self->self_, m.src);
-            return;
-        }
-        unsigned char *to = base + m.off;
-        if (m.size >= 8 && m.size % 8 == 0) {  // the last word after the rest, as a put_last_word_after
-            std::memcpy(to, bytes, m.size - 8);
-            std::atomic_thread_fence(std::memory_order_release);
-            std::memcpy(to + m.size - 8, bytes + m.size - 8, 8);
-        } else {
-            std::memcpy(to, bytes, m.size);
-        }
+        if (unsigned char *to = self->landing_locked(m.dst, m.off, m.size, m.src, "PIO"))
+            copy_last_word_after(to, static_cast<const unsigned char *>(header) + sizeof m, m.size);
     }
-    // Into a registration of ours only, inside it; eager data is copied here
-    // under the registration lock, rendezvous data lands at `to` after the
-    // call (the registration outlives it: tcaDestroyHandle's revoke waits
-    // for the sender, whose send ends when the data has landed).
+    // Eager data is copied here under the registration lock, rendezvous data
+    // lands at `to` after the call (the registration outlives it:
+    // tcaDestroyHandle's revoke waits for the sender, whose send ends when
+    // the data has landed).
     static Result on_dma_write(void *arg, const void *header, size_t length, const void *data, size_t size,
                                void **to) {
         auto *self = static_cast<UcxDevice *>(arg);
         DmaWriteMsg m;
         if (!read_header(header, length, &m) || m.size != size) return tcaErrorInvalidValue;
         std::lock_guard g(self->reg_lock_);
-        unsigned char *base = nullptr;
-        if (m.dst.node != self->self_ || self->local_registration_locked(m.dst, &base) != tcaSuccess ||
-            m.off > m.dst.size || m.size > m.dst.size - m.off) {
-            std::fprintf(stderr, "tca: node %d: a DMA write from node %d was refused (not into a registration of "
-                         "this node, or past its end)\n", self->self_, m.src);
-            return tcaErrorNotRegistered;
-        }
-        unsigned char *into = base + m.off;
-        if (data == nullptr) {
+        unsigned char *into =
+            self->landing_locked(m.dst, m.off, m.size, m.src, (m.flags & kLastWordAfter) ? "PIO" : "DMA");
+        if (into == nullptr) return tcaErrorNotRegistered;
+        if (data == nullptr)
             *to = into;  // a rendezvous (never a PIO write: those are sent eager)
-        } else if ((m.flags & kLastWordAfter) && size >= 8 && size % 8 == 0) {
-            std::memcpy(into, data, size - 8);
-            std::atomic_thread_fence(std::memory_order_release);
-            std::memcpy(into + size - 8, static_cast<const unsigned char *>(data) + size - 8, 8);
-        } else {
+        else if (m.flags & kLastWordAfter)
+            copy_last_word_after(into, static_cast<const unsigned char *>(data), size);
+        else
             std::memcpy(into, data, size);
-        }
         return tcaSuccess;
     }
     // The receive of a tagged row: where it lands, checked as on_dma_write.
