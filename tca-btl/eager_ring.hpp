@@ -15,7 +15,7 @@
 // fills a local copy of the slot and writes it with one PIO write
 // (remote_area.hpp), and credits are a PIO write too.  There the header word
 // ends the slot, right behind the payload: a PIO write's last 8-byte word
-// lands after the rest, so one write (over UCX one active message, up to 64
+// lands after the rest, so one write (over UCX one active message, up to 256
 // KiB) publishes a message.
 #pragma once
 

@@ -107,6 +107,11 @@ struct Side {
         std::memcpy(&remote_base, base_blob.data(), sizeof remote_base);
         return RemoteKey::create(*ep, key_blob, &key) == tcaSuccess;
     }
+    // Waits for the other side's one-byte signal on fd, progressing meanwhile.
+    bool await_byte(int fd) {
+        char c;
+        return wait_readable(fd, *worker) && read(fd, &c, 1) == 1;
+    }
     ~Side() {
         ep.reset();
         map.reset();
@@ -179,8 +184,7 @@ TEST_P(UcpTransport, TheLastWordArrivesAfterTheRest) {
                 }
             CHILD_CHECK(write(fd, "k", 1) == 1);  // the origin may write the next round
         }
-        char c;
-        CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);  // the origin is done
+        CHILD_CHECK(s.await_byte(fd));  // the origin is done
         return 0;
     }, [&](int fd, pid_t) {
         Side s;
@@ -193,9 +197,7 @@ TEST_P(UcpTransport, TheLastWordArrivesAfterTheRest) {
             for (size_t i = 0; i + 1 < src.size(); ++i) src[i] = round << 32 | i;
             src.back() = round;
             ASSERT_EQ(s.ep->put_last_word_after(src.data(), kSize, base, key, in_seconds(30)), tcaSuccess);
-            char c;
-            ASSERT_TRUE(wait_readable(fd, *s.worker));  // the target's ack
-            ASSERT_EQ(read(fd, &c, 1), 1);
+            ASSERT_TRUE(s.await_byte(fd));  // the target's ack
         }
         ASSERT_EQ(s.ep->flush(in_seconds(10)), tcaSuccess);
         ASSERT_EQ(write(fd, "d", 1), 1);
@@ -216,8 +218,7 @@ TEST_P(UcpTransport, RemoteAtomicAddsAllLand) {
             CHILD_CHECK(clock_type::now() < until);
         }
         CHILD_CHECK(write(fd, "k", 1) == 1);
-        char c;
-        CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);
+        CHILD_CHECK(s.await_byte(fd));
         return 0;
     }, [&](int fd, pid_t) {
         Side s;
@@ -226,9 +227,7 @@ TEST_P(UcpTransport, RemoteAtomicAddsAllLand) {
         const uint64_t base = s.remote_base;
         const RemoteKey &key = *s.key;
         for (int i = 0; i < 2000; ++i) ASSERT_EQ(s.ep->atomic_add(3, base, key, in_seconds(30)), tcaSuccess);
-        char c;
-        ASSERT_TRUE(wait_readable(fd, *s.worker));
-        ASSERT_EQ(read(fd, &c, 1), 1);
+        ASSERT_TRUE(s.await_byte(fd));
         ASSERT_EQ(s.ep->flush(in_seconds(10)), tcaSuccess);  // nothing pending when the target goes
         ASSERT_EQ(write(fd, "d", 1), 1);
     });
@@ -307,8 +306,7 @@ TEST_P(UcpTransport, AnnouncedTaggedRowsLandWhereTheTargetSays) {
         CHILD_CHECK(s.worker->set_am_tag_handler(kRowAm, on_row, nullptr) == tcaSuccess);
         CHILD_CHECK(write(fd, "r", 1) == 1);  // the handler is in place
         for (int round = 0; round < 4; ++round) {
-            char c;
-            CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);  // the send returned
+            CHILD_CHECK(s.await_byte(fd));  // the send returned
             const size_t off = round % 2 ? 4096 : 0;
             if (round == 3) {  // refused: nothing written
                 for (size_t i = 0; i < kRowsSize; ++i) CHILD_CHECK(rows[i] == 0);
@@ -318,15 +316,12 @@ TEST_P(UcpTransport, AnnouncedTaggedRowsLandWhereTheTargetSays) {
             std::fill(rows.begin(), rows.end(), 0);
             CHILD_CHECK(write(fd, "k", 1) == 1);
         }
-        char c;
-        CHILD_CHECK(wait_readable(fd, *s.worker) && read(fd, &c, 1) == 1);  // the origin is done
+        CHILD_CHECK(s.await_byte(fd));  // the origin is done
         return 0;
     }, [&](int fd, pid_t) {
         Side s;
         ASSERT_EQ(s.start(fd), tcaSuccess) << s.why;
-        char c;
-        ASSERT_TRUE(wait_readable(fd, *s.worker));
-        ASSERT_EQ(read(fd, &c, 1), 1);
+        ASSERT_TRUE(s.await_byte(fd));
         // The second endpoint to the same worker, as the device's bulk one.
         std::unique_ptr<Endpoint> bulk;
         ASSERT_EQ(Endpoint::create(*s.worker, s.peer_address, false, &bulk), tcaSuccess);
@@ -339,8 +334,7 @@ TEST_P(UcpTransport, AnnouncedTaggedRowsLandWhereTheTargetSays) {
             ASSERT_EQ(s.ep->am_send(kRowAm, &a, sizeof a, in_seconds(10)), tcaSuccess);
             ASSERT_EQ(bulk->tag_send(src.data(), sizes[round], a.tag, in_seconds(10)), tcaSuccess) << "round " << round;
             ASSERT_EQ(write(fd, "s", 1), 1);
-            ASSERT_TRUE(wait_readable(fd, *s.worker));  // the target checked
-            ASSERT_EQ(read(fd, &c, 1), 1);
+            ASSERT_TRUE(s.await_byte(fd));  // the target checked
         }
         ASSERT_EQ(bulk->flush(in_seconds(10)), tcaSuccess);
         bulk.reset();
