@@ -277,7 +277,7 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
             while :; do
                 rm -f "$report".*
                 # shellcheck disable=SC2086
-                timeout 240 sh "$srcdir/scripts/tca-mpirun" --host "$(host_list 2 1)" $launch --mca btl tcp,self $extra $fault \
+                timeout -k 10 240 sh "$srcdir/scripts/tca-mpirun" --host "$(host_list 2 1)" $launch --mca btl tcp,self $extra $fault \
                     -np 2 ./tca_ucx_fault_test $mode "$report" </dev/null >"$out" 2>&1 &
                 job=$!
                 i=0; while [ $i -lt 1500 ] && ! grep -qs "phase 1 done" "$report.0" && kill -0 $job 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
@@ -296,9 +296,12 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
                 [ $mode = linkdown ] && { i=0; while [ $i -lt 300 ] && ! grep -qs "rank 1: write and wait ended" "$report.1"; do sleep 0.1; i=$((i + 1)); done; }
             fi
             # The job cannot end by itself (a rank gone, a host cut off): end
-            # it, and whatever of it runs on the hosts.
-            kill $job 2>/dev/null; wait $job 2>/dev/null
+            # it, and whatever of it runs on the hosts.  A host cut off gets
+            # its link back first: mpirun tears its daemon there down over it
+            # (waiting for the job with the link down hung for good once, as
+            # mpirun does not end on SIGTERM then; -k above is the backstop).
             [ $mode = linkdown ] && sh "$cluster" exec 2 ip link set eth0 up
+            kill $job 2>/dev/null; wait $job 2>/dev/null
             cat "$report".* >>"$out" 2>/dev/null; rm -f "$report" "$report".*
             kill_host_processes
             line=$(grep -h "rank 0: wait ended" "$out" | head -1)
