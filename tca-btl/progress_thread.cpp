@@ -12,7 +12,7 @@ ProgressThread::ProgressThread(ProgressHooks hooks, std::chrono::microseconds ch
       interval_(check_interval) {
     seen_ = app_calls_.load(std::memory_order_relaxed);
     watch_from(clock::now());
-    const tca_progress_hooks_t h{pass_cb, idle_cb, this};
+    const tca_progress_hooks_t h{pass_cb, idle_cb, this, listens_cb};
     client_ = tca_progress_join(&h);
     if (client_ == nullptr) throw std::bad_alloc();
 }

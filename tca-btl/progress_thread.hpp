@@ -47,6 +47,9 @@ public:
 private:
     static int pass_cb(void *self) { return static_cast<ProgressThread *>(self)->pass(); }
     static int64_t idle_cb(void *self) { return static_cast<ProgressThread *>(self)->idle_us_; }
+    // Doorbells matter only while it drives; watching the application it
+    // looks at its own times.
+    static int listens_cb(void *self) { return static_cast<ProgressThread *>(self)->driving_ ? 1 : 0; }
     int pass();  // on the engine thread only, like everything below
     bool app_active() noexcept;
     void watch_from(clock::time_point now);

@@ -7,6 +7,8 @@
 // without triggered descriptors.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -21,6 +23,11 @@ namespace tca::coll {
 namespace {
 
 class ThreadEngine;
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 // Advances every started ThreadEngine, as a client of the TCA session's one
 // progress thread (session/progress_engine.h): it exists while any engine
@@ -42,18 +49,49 @@ public:
             std::lock_guard g(lock_);
             active_.push_back(e);
         }
-        tca_progress_wake();
+        pending_.fetch_add(1, std::memory_order_seq_cst);
+        // While the application helps, the thread naps no longer than the
+        // help lasts and then looks: no wake-up (a futex call, a preempted
+        // application thread) per MPI_Start.
+        if (!helping_now() || long_nap_.load(std::memory_order_seq_cst)) tca_progress_wake();
+    }
+    // A pass on the calling thread (MPI_Test, MPI_Wait): an application that
+    // waits for its broadcast moves it itself, as libnbc does, instead of
+    // waiting for the progress thread to be woken and scheduled - on a busy
+    // or oversubscribed host that costs a time slice per hop.
+    void help() {
+        helped_ns_.store(now_ns(), std::memory_order_relaxed);
+        tcaProgress(nullptr);  // devices whose messages land only when progressed (ucx)
+        pass();
     }
 
 private:
     Executor() {
-        const tca_progress_hooks_t hooks{[](void *self) { return static_cast<Executor *>(self)->pass(); },
-                                         [](void *self) { return static_cast<Executor *>(self)->idle_us(); }, this};
+        const tca_progress_hooks_t hooks{[](void *self) { return static_cast<Executor *>(self)->thread_pass(); },
+                                         [](void *self) { return static_cast<Executor *>(self)->idle_us(); }, this,
+                                         [](void *self) { return static_cast<Executor *>(self)->listens(); }};
         client_ = tca_progress_join(&hooks);
         if (client_ == nullptr) throw std::bad_alloc();
     }
-    int pass();  // the progress thread only, like work_
-    int64_t idle_us() const { return work_.empty() ? 100000 : 1000; }
+    int pass();  // one thread at a time (pass_lock_): the progress thread or a helper
+    // The progress thread's pass: none while the application helps (it
+    // would only compete for the device and the core); it takes over once
+    // the application has been away kHelpedNs (computing between MPI_Start
+    // and MPI_Wait).
+    int thread_pass() { return helping_now() ? 0 : pass(); }
+    // Waiting for counters it sleeps on the device interrupt (counter
+    // updates raise it); otherwise it naps: through the help, or until an
+    // add() wakes it.
+    int64_t idle_us() {
+        const int64_t since = now_ns() - helped_ns_.load(std::memory_order_relaxed);
+        const bool long_nap = since >= kHelpedNs && pending_.load(std::memory_order_seq_cst) == 0;
+        long_nap_.store(long_nap, std::memory_order_seq_cst);
+        if (since < kHelpedNs) return (kHelpedNs - since) / 1000 + 1;
+        return long_nap ? 100000 : 1000;
+    }
+    int listens() const { return pending_.load(std::memory_order_relaxed) > 0 && !helping_now(); }
+    bool helping_now() const { return now_ns() - helped_ns_.load(std::memory_order_relaxed) < kHelpedNs; }
+    static constexpr int64_t kHelpedNs = 1'000'000;
 
     // Never destroyed: an engine may be released from a static destructor at exit.
     struct Registry {
@@ -67,7 +105,11 @@ private:
 
     std::mutex lock_;
     std::vector<ThreadEngine *> active_;  // started, not yet taken up by a pass (under lock_)
-    std::vector<ThreadEngine *> work_;
+    std::atomic<int64_t> helped_ns_{INT64_MIN / 2};  // the last help() (now_ns)
+    std::atomic<int> pending_{0};       // engines added and not finished
+    std::atomic<bool> long_nap_{false};  // the thread's last idle_us() was the long one
+    std::mutex pass_lock_;  // tried, never waited for: a busy pass is progress already
+    std::vector<ThreadEngine *> work_;  // under pass_lock_
     tca_progress_client_t *client_ = nullptr;
 };
 
@@ -94,7 +136,10 @@ public:
     }
 
     tcaResult test() override {
-        if (!done_.load(std::memory_order_acquire)) return tcaErrorNotReady;
+        if (!done_.load(std::memory_order_acquire)) {
+            exec_->help();
+            if (!done_.load(std::memory_order_acquire)) return tcaErrorNotReady;
+        }
         return error_.load(std::memory_order_relaxed);
     }
 
@@ -193,6 +238,8 @@ private:
 };
 
 int Executor::pass() {
+    std::unique_lock busy(pass_lock_, std::try_to_lock);
+    if (!busy.owns_lock()) return 0;
     {
         std::lock_guard g(lock_);
         work_.insert(work_.end(), active_.begin(), active_.end());
@@ -201,6 +248,7 @@ int Executor::pass() {
     int progressed = 0;
     for (auto it = work_.begin(); it != work_.end();) {
         if ((*it)->advance()) {
+            pending_.fetch_sub(1, std::memory_order_relaxed);
             (*it)->finish();
             it = work_.erase(it);
             ++progressed;

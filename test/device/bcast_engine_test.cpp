@@ -32,8 +32,10 @@ constexpr int kData = 10, kReady = 11, kGo = 12, kDone = 13, kCredits = 20;
 // buffer at base + offset), so every write must add the target's offset.
 size_t interior_offset(int node, bool interior) { return interior ? 24 + 40 * static_cast<size_t>(node) : 0; }
 
+// away: the application leaves each epoch to the progress thread (it computes
+// between MPI_Start and MPI_Wait): the data must arrive before it tests.
 int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0,
-              bool interior = false) {
+              bool interior = false, bool away = false) {
     PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging};
     pp.max_segments = offload_max_segments(4);
     std::vector<int> nodes(static_cast<size_t>(n));
@@ -81,6 +83,18 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
         const uint32_t seed = static_cast<uint32_t>(e * 131 + root);
         if (node == root) fill_pattern(buf_data, bytes, seed);
         NODE_OK(engine->start());
+        if (away) board.barrier();  // every node has started (a data wait ends only after its own start)
+        if (away && node != root) {  // no test(), which would do the work itself
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (!check_pattern(buf_data, bytes, seed) && std::chrono::steady_clock::now() < give_up)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!check_pattern(buf_data, bytes, seed)) {
+                std::fprintf(stderr, "node %d: epoch %d did not arrive without test() (n %d bytes %zu)\n", node, e,
+                             n, bytes);
+                return 1;
+            }
+        }
+        if (away) board.barrier();  // the root did not test() either meanwhile
         tcaResult r;
         while ((r = engine->test()) == tcaErrorNotReady) {}
         NODE_OK(r);
@@ -154,6 +168,17 @@ TEST(BcastEngine, InteriorBuffers) {
                 })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind);
             }
 }
+// MPI_Test and MPI_Wait do the thread engine's work on the calling thread
+// (test()); an application away from MPI leaves it to the progress thread,
+// which must take over once the help stops - also right after a test()
+// (MPI_Start straight after MPI_Wait, then computing).
+TEST(BcastEngine, ThreadEngineRunsWhileTheApplicationIsAway) {
+    for (size_t bytes : {size_t{1000}, size_t{65536 + 3}})
+        EXPECT_TRUE(run_nodes(3, [&](int node, Board &b) {
+            return run_bcast(node, b, 3, 0, bytes, Engine::Thread, 5, 4096, false, true);
+        })) << "bytes " << bytes;
+}
+
 TEST(BcastEngine, EmptyMessage) {
     EXPECT_TRUE(run_nodes(3, [](int node, Board &b) { return run_bcast(node, b, 3, 0, 0, Engine::Offload, 5); }));
 }

@@ -40,6 +40,7 @@ struct Counting {
     std::atomic<bool> in_poll{false};
     std::chrono::milliseconds hold{0};
     int64_t idle = 100000;
+    std::atomic<bool> listening{true};
     std::atomic<tca_progress_client_t *> self{nullptr};  // set after join returns: a poll may come first
     bool leave_inside = false;
 
@@ -53,7 +54,8 @@ struct Counting {
                     s->in_poll.store(false);
                     return 0;
                 },
-                [](void *c) { return static_cast<Counting *>(c)->idle; }, this};
+                [](void *c) { return static_cast<Counting *>(c)->idle; }, this,
+                [](void *c) { return static_cast<Counting *>(c)->listening.load() ? 1 : 0; }};
     }
 };
 
@@ -108,6 +110,36 @@ TEST_F(Engine, ARaiseWakesTheSleepingThread) {
     EXPECT_EQ(a.polls.load(), settled) << "idle: it sleeps, it does not spin";
     tca_progress_wake();
     EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms)) << "a raise wakes it";
+    tca_progress_leave(c);
+}
+
+// While no client listens (the application drives progress itself) the
+// thread naps through interrupts, each of which would preempt a busy
+// application thread; tca_progress_wake still ends the nap.
+TEST_F(Engine, WhileNoClientListensARaiseDoesNotWakeItButAWakeDoes) {
+    Counting a;
+    a.idle = 60'000'000;
+    a.listening = false;
+    const auto h = a.hooks();
+    tca_progress_client_t *c = tca_progress_join(&h);
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(eventually([&] { return a.polls.load() > 0; }));
+    std::this_thread::sleep_for(50ms);
+    int settled = a.polls.load();
+    int node = -1;
+    ASSERT_EQ(tcaGetNodeId(&node), tcaSuccess);
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(tcaInterruptRaise(node), tcaSuccess);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(a.polls.load(), settled) << "it naps through raises";
+    tca_progress_wake();
+    EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms)) << "a wake ends the nap";
+    // Listening again (from its next pass on): a raise wakes it.
+    a.listening = true;
+    tca_progress_wake();
+    std::this_thread::sleep_for(50ms);
+    settled = a.polls.load();
+    ASSERT_EQ(tcaInterruptRaise(node), tcaSuccess);
+    EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms)) << "a raise wakes a listener";
     tca_progress_leave(c);
 }
 

@@ -10,8 +10,14 @@
 // earlier, so run later) unmaps the device the thread sleeps on.
 #include "session/progress_engine.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -77,10 +83,7 @@ public:
         if (drop(c)) stop_thread();
     }
 
-    static void wake() {
-        int node = 0;
-        if (tcaGetNodeId(&node) == tcaSuccess) (void)tcaInterruptRaise(node);
-    }
+    static void wake() { instance().kick(); }
     int threads() const noexcept { return running_.load(std::memory_order_acquire); }
     int clients() const noexcept { return count_.load(std::memory_order_acquire); }
 
@@ -88,6 +91,25 @@ private:
     // A pass at least this often whatever the clients ask (they bound their
     // own sleeps: btl_tca_thread_sleep_us, the broadcast executor 100 ms).
     static constexpr int64_t kMaxSleepUs = 10000000;
+
+    // A nap sleeps on kicks_ (FUTEX_WAIT with the count from before the
+    // pass): a kick after that count ends it, one before it is seen then.
+    // Otherwise the thread sleeps on (or is about to) the device interrupt.
+    void kick() {
+        kicks_.fetch_add(1, std::memory_order_seq_cst);
+        if (napping_.load(std::memory_order_seq_cst)) {
+            syscall(SYS_futex, reinterpret_cast<uint32_t *>(&kicks_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+            return;
+        }
+        int node = 0;
+        if (tcaGetNodeId(&node) == tcaSuccess) (void)tcaInterruptRaise(node);
+    }
+    void nap(uint32_t kicks_seen, int64_t us) {
+        napping_.store(true, std::memory_order_seq_cst);
+        const timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&kicks_), FUTEX_WAIT_PRIVATE, kicks_seen, &ts, nullptr, 0);
+        napping_.store(false, std::memory_order_relaxed);
+    }
 
     // life_lock_ held.  True when it was the last client.
     bool drop(tca_progress_client *c) {
@@ -122,16 +144,19 @@ private:
         while (!stop_.load(std::memory_order_acquire)) {
             uint32_t ev = 0;
             tcaInterruptCount(&ev);  // before the pass: a raise during it is not slept through
+            const uint32_t kicks = kicks_.load(std::memory_order_seq_cst);  // so is a kick
             int handled = 0;
             int64_t sleep_us = kMaxSleepUs;
+            bool listen = false;
             {
                 std::lock_guard g(lock_);
                 for (tca_progress_client *c : clients_) {
                     if (c->gone) continue;
                     const int n = c->hooks.poll(c->hooks.ctx);
                     handled += std::max(n, 0);
-                    if (n <= 0 && !c->gone && c->hooks.idle_us != nullptr)
-                        sleep_us = std::min(sleep_us, c->hooks.idle_us(c->hooks.ctx));
+                    if (n > 0 || c->gone) continue;
+                    if (c->hooks.idle_us != nullptr) sleep_us = std::min(sleep_us, c->hooks.idle_us(c->hooks.ctx));
+                    listen = listen || c->hooks.listens == nullptr || c->hooks.listens(c->hooks.ctx) != 0;
                 }
                 const auto gone = std::remove_if(clients_.begin(), clients_.end(), [this](tca_progress_client *c) {
                     if (!c->gone) return false;
@@ -147,6 +172,10 @@ private:
             }
             if (handled > 0 || sleep_us <= 0) continue;
             if (stop_.load(std::memory_order_acquire)) break;
+            if (!listen) {
+                nap(kicks, sleep_us);
+                continue;
+            }
             const tcaResult r = tcaInterruptWait(ev, sleep_us);
             // No device (a client left it down): sleep anyway, never spin.
             if (r != tcaSuccess && r != tcaErrorTimeout)
@@ -161,6 +190,8 @@ private:
     std::thread thread_;
     std::atomic<std::thread::id> thread_id_{};
     std::atomic<bool> stop_{false};
+    std::atomic<uint32_t> kicks_{0};  // tca_progress_wake calls (a nap's futex)
+    std::atomic<bool> napping_{false};
     std::atomic<int> running_{0};
     std::atomic<int> count_{0};
     bool exiting_ = false;

@@ -67,6 +67,7 @@
 
 #include "device.hpp"
 #include "loopback/env_settings.hpp"
+#include "loopback/event_word.hpp"
 #include "loopback/internal_heap.hpp"
 #include "model/owned_id.hpp"
 #include "ucx/pmix_exchange.hpp"
@@ -208,6 +209,7 @@ public:
         next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
         for (auto &c : counters_) c.store(0, std::memory_order_relaxed);
         for (auto &f : finished_) f.store(false, std::memory_order_relaxed);
+        events_.watch();  // interrupt_count() reads the count any time
     }
 
     ~UcxDevice() override {
@@ -285,8 +287,7 @@ public:
             // the worker's lock and the core.
             progress_thread_ = std::thread([this] {
                 while (!stop_.load(std::memory_order_acquire)) {
-                    if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0 ||
-                        now_ns() - assisted_ns_.load(std::memory_order_relaxed) < kAssistedNs)
+                    if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0 || assisted())
                         std::this_thread::sleep_for(std::chrono::microseconds(200));
                     else if (!progress())
                         worker_->sleep_for_events(50);
@@ -624,20 +625,33 @@ public:
         assisted_ns_.store(now_ns(), std::memory_order_relaxed);
         return progress();
     }
+    bool assisted() const noexcept { return now_ns() - assisted_ns_.load(std::memory_order_relaxed) < kAssistedNs; }
 
     uint32_t interrupt_count() noexcept override {
-        progress();
-        return interrupts_.load(std::memory_order_acquire);
+        if (!assisted()) progress();
+        return events_.seq.load(std::memory_order_acquire);
     }
+    // Sleeps, as on the loopback: the worker is progressed meanwhile by the
+    // device's progress thread, or by the application thread that drives it
+    // (tcaProgress).  Spinning here took a core from that thread (the TCA
+    // session's progress thread waits here for coll tca's broadcasts), and
+    // while a thread drives the worker no other touches it here: UCX's
+    // worker lock is a spin lock, and a holder preempted on a busy host
+    // leaves the driving thread spinning out its time slice.
     Result interrupt_wait(uint32_t seen, int64_t timeout_ns) override {
+        if (!assisted()) progress();
         const auto end = Clock::now() + std::chrono::nanoseconds(timeout_ns);
-        for (unsigned spins = 0;; ++spins) {
-            progress();
-            if (interrupts_.load(std::memory_order_acquire) != seen) return tcaSuccess;
-            if ((spins & 255) == 255) {
-                if (Clock::now() >= end) return tcaErrorTimeout;
-                sched_yield();
+        for (;;) {
+            if (events_.prepare() != seen) {
+                events_.cancel();
+                return tcaSuccess;
             }
+            const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(end - Clock::now()).count();
+            if (left <= 0) {
+                events_.cancel();
+                return tcaErrorTimeout;
+            }
+            events_.wait(seen, left);  // leaves the sleeper count; may end early: sleep on
         }
     }
 
@@ -1228,7 +1242,7 @@ private:
     // notification counted): the count interrupt_wait watches moves, as the
     // loopback's event word does (coll tca's thread engine waits on it for
     // its counters).
-    void event() noexcept { interrupts_.fetch_add(1, std::memory_order_acq_rel); }
+    void event() noexcept { events_.notify(); }
 
     Result flush(const std::vector<int> &nodes, Deadline d) {
         for (int node : nodes) {
@@ -1293,7 +1307,7 @@ private:
     std::atomic<uint64_t> counters_[TCA_NUM_COUNTERS];
     std::atomic<uint32_t> slot_holder_[TCA_NOTIFY_SLOTS] = {};  // 0: nobody holds it
     std::atomic<uint32_t> counter_holder_[TCA_NUM_COUNTERS] = {};
-    std::atomic<uint32_t> interrupts_{0};  // events (event())
+    loopback::EventWord events_;  // events (event()); every one moves its count (watched from the start)
     std::vector<std::atomic<bool>> finished_;
     std::atomic<bool> stop_{false};
     std::atomic<int> waiters_{0};  // application threads inside wait_for
