@@ -2,7 +2,9 @@
 // software on the TCA session's progress thread for all requests of the process: it
 // waits for the children's ready (credits, when staged) and for landed
 // segments (counter updates raise the device interrupt, so it sleeps on
-// that), writes each segment with PIO and adds to the child's data counter.
+// that), writes each segment with PIO and adds to the child's data counter
+// (tcaPioWriteCounterAdd: one message on the ucx device).  MPI_Test and
+// MPI_Wait do the same work on the calling thread (test()).
 // The comparison point for the offload engine, and the path for devices
 // without triggered descriptors.
 #include <algorithm>
@@ -163,9 +165,9 @@ private:
             if (!s_.children.empty() && !check(readable(s_.buffer + off, len, &src))) return true;
             for (const Neighbour &c : s_.children) {
                 tcaHandle dst = c.buffer;
-                if (!check(tcaPioWrite(&dst, static_cast<off_t>(c.buffer_offset + off), src, len, 0, 0, 0)))
+                if (!check(tcaPioWriteCounterAdd(&dst, static_cast<off_t>(c.buffer_offset + off), src, len,
+                                                 c.data_counter, 1)))
                     return true;
-                if (!check(tcaCounterAddRemote(c.node, c.data_counter, 1))) return true;
             }
             ++next_segment_;
         }
@@ -185,8 +187,7 @@ private:
         for (; next_child_ < s_.children.size(); ++next_child_) {
             if (!reached(s_.credits[next_child_], epoch_)) return !ok();
             tcaHandle dst = s_.children[next_child_].buffer;
-            if (!check(tcaPioWrite(&dst, slot, src, p.bytes, 0, 0, 0))) return true;
-            if (!check(tcaCounterAddRemote(s_.children[next_child_].node, s_.children[next_child_].data_counter, 1)))
+            if (!check(tcaPioWriteCounterAdd(&dst, slot, src, p.bytes, s_.children[next_child_].data_counter, 1)))
                 return true;
         }
         if (root_) return true;

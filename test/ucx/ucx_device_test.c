@@ -228,6 +228,48 @@ static void counters_and_interrupts(void) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* tcaPioWriteCounterAdd: whoever sees the counter move sees the data - one
+ * message up to 256 KiB (the counter added after the copy at the target), a
+ * write and a separate add above, and the same to ourselves. */
+static void writes_with_counter_adds(void) {
+    const size_t max = (256u << 10) + 8;
+    unsigned char *src = NULL, *dst = NULL;
+    OK(tcaMalloc((void **) &src, max, tcaMemoryCPU));
+    OK(tcaMalloc((void **) &dst, max, tcaMemoryCPU));
+    tcaHandle *hd = share(dst, max, tcaMemoryCPU);
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    const size_t sizes[] = {1, 1000, 256u << 10, max};
+    uint64_t base = 0;
+    OK(tcaCounterRead(6, &base));
+    for (int to_self = 0; to_self < 2; ++to_self)
+        for (int k = 0; k < 4; ++k) {
+            const size_t bytes = sizes[k];
+            const int round = 40 + to_self * 4 + k, from = to_self ? rank : prev;
+            for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, round);
+            memset(dst, 0, max);
+            MPI_Barrier(MPI_COMM_WORLD);
+            OK(tcaPioWriteCounterAdd(&hd[to_self ? rank : next], 0, src, bytes, 6, 1));
+            OK(tcaCounterWait(6, ++base));
+            size_t bad = 0;
+            for (size_t i = 0; i < bytes; ++i) bad += dst[i] != pattern(i, from, round);
+            CHECK(0 == bad, "a %zu B write with a counter add from %d: %zu bytes wrong when the counter moved", bytes,
+                  from, bad);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    CHECK(tcaErrorInvalidCounter == tcaPioWriteCounterAdd(&hd[next], 0, src, 8, TCA_NUM_COUNTERS, 1),
+          "a counter past the last was accepted");
+    CHECK(tcaErrorOutOfRange == tcaPioWriteCounterAdd(&hd[next], (off_t) max - 4, src, 8, 6, 1),
+          "a write past the end was accepted");
+    uint64_t after = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaCounterRead(6, &after));
+    CHECK(after == base, "a refused write moved the counter to %llu", (unsigned long long) after);
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(hd);
+    OK(tcaFree(src, tcaMemoryCPU));
+    OK(tcaFree(dst, tcaMemoryCPU));
+}
+
 static void refusals_and_bad_handles(void) {
     void *p = NULL;
     unsigned char *buf, small[16] = {0};
@@ -392,6 +434,7 @@ int main(int argc, char **argv) {
     block_stride_chain();
     dma_rows_and_last_word();
     counters_and_interrupts();
+    writes_with_counter_adds();
     refusals_and_bad_handles();
     held_slots();
     timing_model();

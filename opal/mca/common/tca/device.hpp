@@ -81,6 +81,13 @@ public:
     virtual Result counter_wait(int id, uint64_t value) = 0;
     // PIO atomic add to a counter of another node (kicks its triggered descriptors).
     virtual Result counter_add_remote(int node, int id, uint64_t add) = 0;
+    // A PIO write, then an add to a counter of the node written to (the add
+    // after the data); a device that sends messages makes it one.
+    virtual Result pio_write_counter_add(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int id,
+                                         uint64_t add) {
+        if (Result r = pio_write(dst, off, src, size, 0, 0, 0); r != tcaSuccess) return r;
+        return counter_add_remote(dst.node, id, add);
+    }
     // tcaCounterAcquire / tcaCounterRelease: the counter's new holder (0:
     // nobody), its count back to 0 - a released counter comes back clean.
     virtual void counter_claim(int index, uint32_t holder) = 0;

@@ -235,6 +235,11 @@ TCA_API tcaResult tcaCounterWait(int counter, uint64_t value); /* until counter 
 /* PIO atomic add to counter `counter` of node `node` (any node): wakes its
  * waiters and kicks its triggered descriptors, e.g. "ready for epoch k". */
 TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
+/* tcaPioWrite(dst, dst_off, src, size, 0, 0, 0), then tcaCounterAddRemote(
+ * dst->node, counter, add): whoever sees the counter move sees the data.  One
+ * message where the device sends messages (ucx): a segment and its count. */
+TCA_API tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int counter,
+                                        uint64_t add);
 
 /* ---- interrupts (extension) ---- */
 /* Raise the interrupt of `node` (any node, this one included).  Cheap when

@@ -390,6 +390,15 @@ tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add) {
     return dev->counter_add_remote(node, counter, add);
 }
 
+tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int counter,
+                                uint64_t add) {
+    TCA_REQUIRE_DEVICE(dev);
+    if (dst == nullptr) return tcaErrorInvalidHandle;
+    if (dst_off < 0) return tcaErrorOutOfRange;
+    return guarded(
+        [&] { return dev->pio_write_counter_add(*dst, static_cast<uint64_t>(dst_off), src, size, counter, add); });
+}
+
 tcaResult tcaProgress(int *did_work) {
     TCA_REQUIRE_DEVICE(dev);
     const bool worked = dev->assist();

@@ -121,6 +121,8 @@ struct WriteMsg {
     uint64_t size;
     int32_t src;
     uint32_t flags;  // kLastWordAfter
+    int32_t counter = -1;  // >= 0: added to (by `add`) once the data landed (tcaPioWriteCounterAdd)
+    uint64_t add = 0;
 };
 // A PIO write: the target copies its last 8-byte word after the rest.
 constexpr uint32_t kLastWordAfter = 1;
@@ -287,7 +289,12 @@ public:
             // the worker's lock and the core.
             progress_thread_ = std::thread([this] {
                 while (!stop_.load(std::memory_order_acquire)) {
-                    if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0 || assisted())
+                    // While a client assists, until it may have stopped:
+                    // each wake-up would take a busy core for nothing.
+                    const int64_t assisted_for = kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
+                    if (assisted_for > 0)
+                        std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(assisted_for, 200'000)));
+                    else if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0)
                         std::this_thread::sleep_for(std::chrono::microseconds(200));
                     else if (!progress())
                         worker_->sleep_for_events(50);
@@ -581,6 +588,17 @@ public:
         if (Result r = ep->fence(); r != tcaSuccess) return r;
         const CounterAddMsg m{self_, id, add};
         return ep->am_send(kAmCounterAdd, &m, sizeof m, deadline());
+    }
+    // One message where the write is one (on_write adds once the data is
+    // in): a broadcast segment and its count cost one send, not two.
+    Result pio_write_counter_add(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int id,
+                                 uint64_t add) override {
+        if (dst.node == self_ || size == 0 || size > kAmPioMax)
+            return Device::pio_write_counter_add(dst, off, src, size, id, add);
+        if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+        if (Result r = check_pio_write(dst, n_, off, src, size, 0, kPioFlags, 0); r != tcaSuccess) return r;
+        if (timing_.enabled) spin_for_ns(timing_.pio_ns(topo_.hops(self_, dst.node)));
+        return write(dst, off, static_cast<const unsigned char *>(src), size, 1, 0, size, true, deadline(), id, add);
     }
     void counter_claim(int index, uint32_t holder) override {
         counters_[index].store(0, std::memory_order_relaxed);
@@ -908,16 +926,20 @@ private:
         auto *self = static_cast<UcxDevice *>(arg);
         WriteMsg m;
         if (!read_header(header, length, &m) || m.size != size) return tcaErrorInvalidValue;
-        std::lock_guard g(self->reg_lock_);
-        unsigned char *into =
-            self->landing_locked(m.dst, m.off, m.size, m.src, (m.flags & kLastWordAfter) ? "PIO" : "DMA");
-        if (into == nullptr) return tcaErrorNotRegistered;
-        if (data == nullptr)
-            *to = into;  // a rendezvous (never a PIO write: those are sent eager)
-        else if (m.flags & kLastWordAfter)
-            copy_last_word_after(into, static_cast<const unsigned char *>(data), size);
-        else
-            std::memcpy(into, data, size);
+        if (m.counter >= 0 && data == nullptr) return tcaErrorInvalidValue;  // sent eager only (pio_message)
+        {
+            std::lock_guard g(self->reg_lock_);
+            unsigned char *into =
+                self->landing_locked(m.dst, m.off, m.size, m.src, (m.flags & kLastWordAfter) ? "PIO" : "DMA");
+            if (into == nullptr) return tcaErrorNotRegistered;
+            if (data == nullptr)
+                *to = into;  // a rendezvous (never a PIO write: those are sent eager)
+            else if (m.flags & kLastWordAfter)
+                copy_last_word_after(into, static_cast<const unsigned char *>(data), size);
+            else
+                std::memcpy(into, data, size);
+        }
+        if (m.counter >= 0) self->count_from(m.src, m.counter, m.add);
         return tcaSuccess;
     }
     // The receive of a tagged row: where it lands, checked as on_write.
@@ -935,12 +957,14 @@ private:
         if (length == sizeof(NodeMsg)) static_cast<UcxDevice *>(arg)->event();
     }
     static void on_counter_add(void *arg, const void *header, size_t length) {
-        auto *self = static_cast<UcxDevice *>(arg);
         CounterAddMsg m;
-        if (!read_header(header, length, &m)) return;
-        if (counter_id_valid(m.id) && self->add_local_counter(m.id, m.add) != tcaSuccess)
+        if (read_header(header, length, &m)) static_cast<UcxDevice *>(arg)->count_from(m.src, m.id, m.add);
+    }
+    // A counter add another node sent (alone or after a write).
+    void count_from(int src, int id, uint64_t add) {
+        if (counter_id_valid(id) && add_local_counter(id, add) != tcaSuccess)
             std::fprintf(stderr, "tca: node %d: a counter add from node %d to counter %d was refused (not held "
-                         "with that id, or past 2^48)\n", self->self_, m.src, owned_index(m.id));
+                         "with that id, or past 2^48)\n", self_, src, owned_index(id));
     }
     // A request the next serving progress pass answers (it may call UCX).
     template <class Msg>
@@ -1117,8 +1141,10 @@ private:
 
     // rows x width bytes from src (rows src_pitch apart) into dst+off (rows
     // dst_pitch apart).  last_word: the PIO store (its last 8 bytes after the rest).
+    // counter >= 0 (a PIO write of one message only): added to at the target after the data.
     Result write(const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t width, uint64_t rows,
-                 uint64_t src_pitch, uint64_t dst_pitch, bool last_word, Deadline d) {
+                 uint64_t src_pitch, uint64_t dst_pitch, bool last_word, Deadline d, int counter = -1,
+                 uint64_t add = 0) {
         if (width == 0 || rows == 0) return tcaSuccess;
         if (dst.node == self_) {
             unsigned char *base = nullptr;
@@ -1140,7 +1166,8 @@ private:
         const RemoteRegistration *reg = &it->second;
         const uint64_t remote = reg->va_of_zero + dst.addr + off;
         // (Under the key's lock too: the revoke's flush covers it.)
-        if (last_word && rows == 1 && width <= kAmPioMax) return pio_message(*ep, dst, off, src, width, d);
+        if (last_word && rows == 1 && width <= kAmPioMax) return pio_message(*ep, dst, off, src, width, d, counter, add);
+        if (counter >= 0) return tcaErrorInvalidValue;  // callers send such writes with their add apart
         if (rows == 1 && dma_by_am_) {
             // A larger PIO write: the body, then its last word as a small
             // PIO write once the body landed (a rendezvous send ends then;
@@ -1179,8 +1206,8 @@ private:
     // A PIO write of up to kAmPioMax bytes: one eager message, the last word
     // copied last at the target.
     Result pio_message(Endpoint &ep, const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t width,
-                       Deadline d) {
-        const WriteMsg m{dst, off, width, self_, kLastWordAfter};
+                       Deadline d, int counter = -1, uint64_t add = 0) {
+        const WriteMsg m{dst, off, width, self_, kLastWordAfter, counter, add};
         return ep.am_send_data(kAmWrite, &m, sizeof m, src, width, d, true);
     }
 
