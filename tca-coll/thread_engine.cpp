@@ -52,10 +52,14 @@ public:
             active_.push_back(e);
         }
         pending_.fetch_add(1, std::memory_order_seq_cst);
-        // While the application helps, the thread naps no longer than the
-        // help lasts and then looks: no wake-up (a futex call, a preempted
-        // application thread) per MPI_Start.
-        if (!helping_now() || long_nap_.load(std::memory_order_seq_cst)) tca_progress_wake();
+        // MPI_Start counts as help: the thread leaves the epoch to the
+        // application for kHelpedNs.  Doing it at once, it took the core of
+        // the application thread that had just started it and was about to
+        // compute (on a busy host the woken thread runs first).  The thread
+        // naps no longer than that, so it needs waking only from its long
+        // nap - not once per MPI_Start.
+        helped_ns_.store(now_ns(), std::memory_order_seq_cst);
+        if (long_nap_.load(std::memory_order_seq_cst)) tca_progress_wake();
     }
     // A pass on the calling thread (MPI_Test, MPI_Wait): an application that
     // waits for its broadcast moves it itself, as libnbc does, instead of
@@ -85,9 +89,12 @@ private:
     // updates raise it); otherwise it naps: through the help, or until an
     // add() wakes it.
     int64_t idle_us() {
-        const int64_t since = now_ns() - helped_ns_.load(std::memory_order_relaxed);
+        // Said before pending_ is read (add() does the reverse): either this
+        // sees its engine, or it sees the long nap and wakes us.
+        long_nap_.store(true, std::memory_order_seq_cst);
+        const int64_t since = now_ns() - helped_ns_.load(std::memory_order_seq_cst);
         const bool long_nap = since >= kHelpedNs && pending_.load(std::memory_order_seq_cst) == 0;
-        long_nap_.store(long_nap, std::memory_order_seq_cst);
+        if (!long_nap) long_nap_.store(false, std::memory_order_seq_cst);
         if (since < kHelpedNs) return (kHelpedNs - since) / 1000 + 1;
         return long_nap ? 100000 : 1000;
     }
@@ -107,7 +114,7 @@ private:
 
     std::mutex lock_;
     std::vector<ThreadEngine *> active_;  // started, not yet taken up by a pass (under lock_)
-    std::atomic<int64_t> helped_ns_{INT64_MIN / 2};  // the last help() (now_ns)
+    std::atomic<int64_t> helped_ns_{INT64_MIN / 2};  // the last help() or add() (now_ns)
     std::atomic<int> pending_{0};       // engines added and not finished
     std::atomic<bool> long_nap_{false};  // the thread's last idle_us() was the long one
     std::mutex pass_lock_;  // tried, never waited for: a busy pass is progress already
