@@ -31,11 +31,14 @@ int64_t now_ns() {
         .count();
 }
 
-// Advances every started ThreadEngine, as a client of the TCA session's one
-// progress thread (session/progress_engine.h): it exists while any engine
-// does.  Counter updates and kicks raise the device interrupt, which ends
-// the thread's sleep.  (At exit() without MPI_Finalize the session stops
-// the thread before libtca's static teardown unmaps the device.)
+// Advances every started ThreadEngine: on the thread that tests a request
+// (help()), and as a client of the TCA session's one progress thread
+// (session/progress_engine.h) once the application is away from MPI.  It
+// exists while any engine does.  Counter updates raise the device
+// interrupt, which ends the thread's sleep while it waits for them; while
+// the application helps, the thread naps through them.  (At exit() without
+// MPI_Finalize the session stops the thread before libtca's static teardown
+// unmaps the device.)
 class Executor {
 public:
     static std::shared_ptr<Executor> get() {

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 
 namespace tca::loopback {
@@ -33,6 +34,26 @@ void EventWord::wake_all() noexcept {
 void EventWord::nap(uint32_t snapshot, int64_t timeout_ns) noexcept {
     timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     futex(&seq, FUTEX_WAIT, snapshot, &ts);
+}
+
+bool EventWord::await_change(uint32_t seen, int64_t timeout_ns) noexcept {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::nanoseconds(timeout_ns);
+    for (;;) {
+        if (prepare() != seen) {
+            cancel();
+            return true;
+        }
+        const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock::now()).count();
+        if (left <= 0) {
+            cancel();
+            return false;
+        }
+        // Leaves the sleeper count itself.  It may return early: a producer
+        // that bumped the count before `seen` was read can deliver its
+        // wake-up only now.  That is no timeout: sleep on.
+        wait(seen, left);
+    }
 }
 
 void EventWord::wait(uint32_t snapshot, int64_t timeout_ns) noexcept {

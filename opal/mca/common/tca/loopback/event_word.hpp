@@ -33,6 +33,9 @@ struct alignas(64) EventWord {
     // ...sleep until seq != snapshot or timeout_ns passes, then leave.
     void wait(uint32_t snapshot, int64_t timeout_ns) noexcept;
     void cancel() noexcept { sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+    // prepare() .. wait() until seq is no longer `seen` (true) or timeout_ns
+    // passed (false): the device interrupt's tcaInterruptWait.
+    bool await_change(uint32_t seen, int64_t timeout_ns) noexcept;
 
     // For callers that snapshot the count now and sleep on it later (the
     // interrupt count): from here on every notify moves seq.

@@ -415,24 +415,7 @@ public:
         return nodes_.own().header()->app_event.watch();
     }
     Result interrupt_wait(uint32_t seen, int64_t timeout_ns) override {
-        using clock = std::chrono::steady_clock;
-        EventWord &ev = nodes_.own().header()->app_event;
-        const auto deadline = clock::now() + std::chrono::nanoseconds(timeout_ns);
-        for (;;) {
-            if (ev.prepare() != seen) {
-                ev.cancel();
-                return tcaSuccess;
-            }
-            const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock::now()).count();
-            if (left <= 0) {
-                ev.cancel();
-                return tcaErrorTimeout;
-            }
-            // Leaves the sleeper count itself.  It may return early: a producer
-            // that bumped the count before `seen` was read can deliver its
-            // wake-up only now.  That is no timeout: sleep on.
-            ev.wait(seen, left);
-        }
+        return nodes_.own().header()->app_event.await_change(seen, timeout_ns) ? tcaSuccess : tcaErrorTimeout;
     }
     std::string backing_path() const override { return "/dev/shm" + nodes_.segment_name(nodes_.self()); }
 

@@ -291,7 +291,8 @@ public:
                 while (!stop_.load(std::memory_order_acquire)) {
                     // While a client assists, until it may have stopped:
                     // each wake-up would take a busy core for nothing.
-                    const int64_t assisted_for = kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
+                    const int64_t assisted_for =
+                        kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
                     if (assisted_for > 0)
                         std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(assisted_for, 200'000)));
                     else if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0)
@@ -658,19 +659,7 @@ public:
     // leaves the driving thread spinning out its time slice.
     Result interrupt_wait(uint32_t seen, int64_t timeout_ns) override {
         if (!assisted()) progress();
-        const auto end = Clock::now() + std::chrono::nanoseconds(timeout_ns);
-        for (;;) {
-            if (events_.prepare() != seen) {
-                events_.cancel();
-                return tcaSuccess;
-            }
-            const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(end - Clock::now()).count();
-            if (left <= 0) {
-                events_.cancel();
-                return tcaErrorTimeout;
-            }
-            events_.wait(seen, left);  // leaves the sleeper count; may end early: sleep on
-        }
+        return events_.await_change(seen, timeout_ns) ? tcaSuccess : tcaErrorTimeout;
     }
 
     std::string backing_path() const override { return ""; }
@@ -1166,7 +1155,8 @@ private:
         const RemoteRegistration *reg = &it->second;
         const uint64_t remote = reg->va_of_zero + dst.addr + off;
         // (Under the key's lock too: the revoke's flush covers it.)
-        if (last_word && rows == 1 && width <= kAmPioMax) return pio_message(*ep, dst, off, src, width, d, counter, add);
+        if (last_word && rows == 1 && width <= kAmPioMax)
+            return pio_message(*ep, dst, off, src, width, d, counter, add);
         if (counter >= 0) return tcaErrorInvalidValue;  // callers send such writes with their add apart
         if (rows == 1 && dma_by_am_) {
             // A larger PIO write: the body, then its last word as a small
