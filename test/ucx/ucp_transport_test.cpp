@@ -272,6 +272,46 @@ TEST_P(UcpTransport, ADeadPeerFailsAPutInBoundedTime) {
     EXPECT_TRUE(WIFSIGNALED(st)) << "target status " << st;
 }
 
+// An endpoint to a worker that is gone (its process exited; or, as seen under
+// stress, the interface its address names went down): a named error from the
+// create or from the first operation, never a crash - a failed create once
+// closed an endpoint it never had.
+TEST_P(UcpTransport, AnEndpointToAGoneWorkerFailsByName) {
+    if (!reports_peer_failure(GetParam()))
+        GTEST_SKIP() << "UCX's shared-memory transports report no peer failure (the backend checks node state there)";
+    const int st = run_pair(GetParam(), [](int fd) {
+        std::unique_ptr<Context> ctx;
+        std::unique_ptr<Worker> worker;
+        std::string why;
+        CHILD_CHECK(Context::create(&ctx, &why) == tcaSuccess);
+        CHILD_CHECK(Worker::create(*ctx, &worker, &why) == tcaSuccess);
+        CHILD_CHECK(send_blob(fd, worker->address()));
+        return 0;  // gone: its sockets close with it
+    }, [&](int fd, pid_t child) {
+        std::vector<std::byte> gone;
+        ASSERT_TRUE(recv_blob(fd, &gone));
+        siginfo_t si{};
+        waitid(P_PID, child, &si, WEXITED | WNOWAIT);
+        std::unique_ptr<Context> ctx;
+        std::unique_ptr<Worker> worker;
+        std::string why;
+        ASSERT_EQ(Context::create(&ctx, &why), tcaSuccess) << why;
+        ASSERT_EQ(Worker::create(*ctx, &worker, &why), tcaSuccess) << why;
+        std::unique_ptr<Endpoint> ep;
+        const Result made = Endpoint::create(*worker, gone, true, &ep);
+        if (made != tcaSuccess) {
+            EXPECT_EQ(ep, nullptr);
+            return;
+        }
+        const uint64_t word = 1;
+        Result r = ep->am_send(21, &word, sizeof word, in_seconds(5));  // an id nobody handles: nobody is there
+        if (r == tcaSuccess) r = ep->flush(in_seconds(5));
+        EXPECT_NE(r, tcaSuccess) << "a message to a gone worker was delivered";
+        ep.reset();
+    });
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+}
+
 // Rows announced by an active message and sent tagged on a second endpoint
 // without failure reports (the ucx device's large DMA rows): each lands where
 // the target's handler says, whole once the synchronous send returned, eager

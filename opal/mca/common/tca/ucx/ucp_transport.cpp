@@ -269,6 +269,7 @@ void Endpoint::on_error(void *self, ucp_ep_h, ucs_status_t) noexcept {
 }
 
 Endpoint::~Endpoint() {
+    if (ep_ == nullptr) return;  // its create failed (a peer address nobody listens on)
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;  // a peer may be gone already: do not wait for it
