@@ -168,6 +168,7 @@ TEST(BcastEngine, InteriorBuffers) {
                 })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind);
             }
 }
+
 // MPI_Test and MPI_Wait do the thread engine's work on the calling thread
 // (test()); an application away from MPI leaves it to the progress thread,
 // which must take over once the help stops - also right after a test()
