@@ -291,10 +291,8 @@ public:
                 while (!stop_.load(std::memory_order_acquire)) {
                     // While a client assists, until it may have stopped:
                     // each wake-up would take a busy core for nothing.
-                    const int64_t assisted_for =
-                        kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
-                    if (assisted_for > 0)
-                        std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(assisted_for, 200'000)));
+                    if (const int64_t left = assisted_for(); left > 0)
+                        std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<int64_t>(left, 200'000)));
                     else if (waiters_.load(std::memory_order_acquire) > 0 || worker_->waiters() > 0)
                         std::this_thread::sleep_for(std::chrono::microseconds(200));
                     else if (!progress())
@@ -644,7 +642,11 @@ public:
         assisted_ns_.store(now_ns(), std::memory_order_relaxed);
         return progress();
     }
-    bool assisted() const noexcept { return now_ns() - assisted_ns_.load(std::memory_order_relaxed) < kAssistedNs; }
+    // How much longer a client counts as driving the worker (<= 0: not now).
+    int64_t assisted_for() const noexcept {
+        return kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
+    }
+    bool assisted() const noexcept { return assisted_for() > 0; }
 
     uint32_t interrupt_count() noexcept override {
         if (!assisted()) progress();
