@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench.sh - btl tca against Open MPI's own shared-memory transports, in one run.
-# Interleaved rounds of: tca, tca with its progress thread, vader (CMA single
-# copy), vader without single copy and pml ucx on UCX's shared-memory
+# Interleaved rounds of: tca, tca with its progress thread, tca on each path
+# into private memory (bounce, single copy), vader (CMA single copy), vader
+# without single copy and pml ucx on UCX's shared-memory
 # transports (where Debian's UCX runs); plus the raw device (tca_device_bench)
 # for the MPI-over-device overhead.  Prints min/median tables with, per size,
 # the best reference (the better median of vader(cma), vader(copy) and ucx),
@@ -119,9 +120,11 @@ for r in $(seq 1 "$repeats"); do
     run vader-nocopy mpirun --mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism none \
         $common ./tca_mpi_bench latency bw bibw plat
     run tca-thread scripts/tca-mpirun --mca btl_tca_progress_thread on $common ./tca_mpi_bench latency overlap
-    # The bounce path (hosts that refuse process_vm_writev), whose reference
-    # is vader without single copy.  Goal: <= 1.5x it at every size.
+    # Both paths into private memory, whichever libtca measured at start-up
+    # for "tca" (tca_info says which): the bounce path, whose reference is
+    # vader without single copy (goal: <= 1.5x it at every size), and single copy.
     run tca-bounce env TCA_SINGLE_COPY=0 scripts/tca-mpirun $common ./tca_mpi_bench latency bw
+    run tca-single env TCA_SINGLE_COPY=1 scripts/tca-mpirun $common ./tca_mpi_bench latency bw
     # shellcheck disable=SC2086
     [ -z "$ucx" ] || run ucx $ucx $common ./tca_mpi_bench latency bw bibw plat
     ./tca_device_bench -r 1 2>&1 | awk '$1 == "RESULT" && $2 == "pio_put_notify_8B_us" { print "device pio 8", $3 }' >>"$raw"
@@ -145,15 +148,15 @@ table() { # bench title unit better(lo|hi)
         $2 == b { s[$3] = 1; best[$1, $3] = (better == "lo") ? $4 : $6; med[$1, $3] = $5 }
         END {
             printf "\n%s (%s; best / median of the rounds; ref: the better median of vader(cma), vader(copy), ucx(sm))\n", title, unit
-            printf "%9s %19s %19s %19s %19s %19s %19s %12s %8s %12s %12s\n", "bytes", "tca", "tca+thread", "tca(bounce)", "vader(cma)", "vader(copy)", "ucx(sm)", "ref", "tca/ref", "goal", "bounce/copy"
+            printf "%9s %19s %19s %19s %19s %19s %19s %19s %12s %8s %12s %12s\n", "bytes", "tca", "tca+thread", "tca(bounce)", "tca(single)", "vader(cma)", "vader(copy)", "ucx(sm)", "ref", "tca/ref", "goal", "bounce/copy"
             n = 0; for (x in s) sz[++n] = x + 0
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
-            split("tca tca-thread tca-bounce vader vader-nocopy ucx", cfg, " ")
+            split("tca tca-thread tca-bounce tca-single vader vader-nocopy ucx", cfg, " ")
             split("vader vader-nocopy ucx", refs, " ")
             split("vader(cma) vader(copy) ucx(sm)", refname, " ")
             for (i = 1; i <= n; i++) {
                 x = sz[i]; printf "%9d", x
-                for (c = 1; c <= 6; c++)
+                for (c = 1; c <= 7; c++)
                     if ((cfg[c], x) in med) printf " %9.3f/%9.3f", best[cfg[c], x], med[cfg[c], x]; else printf " %19s", "-"
                 r = 0; rv = 0
                 for (c = 1; c <= 3; c++) if ((refs[c], x) in med) {

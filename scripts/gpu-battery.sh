@@ -49,7 +49,7 @@ for copy in single bounce; do
             step "MPI $c (GPU buffers, bounce)" "$case_s" env TCA_SINGLE_COPY=0 TCA_SHARED_HEAP=0 \
                 sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
         else
-            step "MPI $c (GPU buffers)" "$case_s" sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
+            step "MPI $c (GPU buffers)" "$case_s" env TCA_SINGLE_COPY=1 sh test/mpi/run_gpu_case.sh "test/mpi/cases/$c.mpi"
         fi
     done
 done

@@ -19,9 +19,9 @@
 #                      compete with each other as equals, other users' work
 #                      keeps priority
 #   STRESS_LOGS        where the output of failed runs is kept (default stress-logs)
-# Each pass runs every suite with TCA_SINGLE_COPY unset (single copy) and with
-# TCA_SINGLE_COPY=0 (bounce path).  Prints "N passed, N failed" and exits
-# non-zero on any failure.
+# Each pass runs every suite with TCA_SINGLE_COPY=1 (single copy) and with
+# TCA_SINGLE_COPY=0 (bounce path; unset, libtca measures which to take).
+# Prints "N passed, N failed" and exits non-zero on any failure.
 srcdir=${srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 runs=${STRESS_RUNS:-20}
 suites=${STRESS_SUITES:-device mpi}
@@ -94,7 +94,7 @@ n=1
 while [ "$n" -le "$runs" ]; do
     for copy in single bounce; do
         # (the shared heap off too, so tcaMalloc'd memory bounces as well)
-        if [ "$copy" = bounce ]; then export TCA_SINGLE_COPY=0 TCA_SHARED_HEAP=0; else unset TCA_SINGLE_COPY TCA_SHARED_HEAP; fi
+        if [ "$copy" = bounce ]; then export TCA_SINGLE_COPY=0 TCA_SHARED_HEAP=0; else export TCA_SINGLE_COPY=1; unset TCA_SHARED_HEAP; fi
         for suite in $suites; do
             case $suite in
                 device)

@@ -33,7 +33,7 @@ struct Mailbox {
     std::vector<unsigned char> dst = std::vector<unsigned char>(2 * kBounceSize + 4096, 0);
     BounceArea *b = nullptr;
     explicit Mailbox(const char *what)
-        : n(what), created(n.nodes.create_own(64 * 1024) == tcaSuccess), writer(n.nodes, false) {
+        : n(what), created(n.nodes.create_own(64 * 1024) == tcaSuccess), writer(n.nodes, CopyPath::Bounce) {
         RegistrationEntry &e = n.nodes.own().registrations()[3];
         e.base = reinterpret_cast<uint64_t>(dst.data());
         e.size = dst.size();

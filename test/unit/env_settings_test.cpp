@@ -62,7 +62,7 @@ TEST(EnvSettings, UnsetMeansDefaults) {
     EXPECT_EQ(s.internal_size, 8u << 20);
     EXPECT_TRUE(s.shared_heap);
     EXPECT_FALSE(s.s_links);
-    EXPECT_TRUE(s.single_copy);
+    EXPECT_EQ(s.single_copy, CopyPath::Auto);
     EXPECT_FALSE(s.timing.enabled);
     EXPECT_DOUBLE_EQ(s.timing.host_bandwidth_mb_s, TimingModel{}.host_bandwidth_mb_s);
 }
@@ -76,7 +76,6 @@ TEST(EnvSettings, Booleans) {
         {"TCA_TIMING", [](const DeviceSettings &s) { return s.timing.enabled; }},
         {"TCA_SHARED_HEAP", [](const DeviceSettings &s) { return s.shared_heap; }},
         {"TCA_S_LINKS", [](const DeviceSettings &s) { return s.s_links; }},
-        {"TCA_SINGLE_COPY", [](const DeviceSettings &s) { return s.single_copy; }},
     };
     const struct {
         const char *text;
@@ -96,6 +95,24 @@ TEST(EnvSettings, Booleans) {
         for (const char *t : refused) expect_refused(v.name, t);
         for (const char *t : kHostileAll) expect_refused(v.name, t);
     }
+}
+
+// TCA_SINGLE_COPY: a boolean (1: single copy, 0: the bounce path) or "auto",
+// the default, which measures at start-up (CopyProbe).
+TEST(EnvSettings, SingleCopyTakesABooleanOrAuto) {
+    const struct {
+        const char *text;
+        CopyPath path;
+    } valid[] = {{"1", CopyPath::Single}, {"on", CopyPath::Single}, {"TRUE", CopyPath::Single},
+                 {"0", CopyPath::Bounce}, {"off", CopyPath::Bounce}, {"No", CopyPath::Bounce},
+                 {"auto", CopyPath::Auto}, {"AUTO", CopyPath::Auto}, {"Auto", CopyPath::Auto}};
+    for (const auto &c : valid) {
+        const Read r = read_with("TCA_SINGLE_COPY", c.text);
+        EXPECT_EQ(r.result, tcaSuccess) << c.text << ": " << r.err;
+        EXPECT_EQ(r.s.single_copy, c.path) << c.text;
+    }
+    for (const char *t : {"2", "automatic", "au", "y", "0x"}) expect_refused("TCA_SINGLE_COPY", t);
+    for (const char *t : kHostileAll) expect_refused("TCA_SINGLE_COPY", t);
 }
 
 // The timing knobs (and the old name of the host bandwidth): reals within

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <strings.h>
 
 #include "tca_units.h"
 
@@ -90,6 +91,25 @@ Result env_bool(const char *name, bool fallback, bool *out) {
     return refuse(name, v, tca_parse_status_string(st), "1, on, yes, true or 0, off, no, false");
 }
 
+Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out) {
+    const char *v = std::getenv(name);
+    if (v == nullptr) {
+        *out = fallback;
+        return tcaSuccess;
+    }
+    if (strcasecmp(v, "auto") == 0) {
+        *out = CopyPath::Auto;
+        return tcaSuccess;
+    }
+    int b = 0;
+    const tca_parse_status st = tca_parse_bool(v, &b);
+    if (st == TCA_PARSE_OK) {
+        *out = b != 0 ? CopyPath::Single : CopyPath::Bounce;
+        return tcaSuccess;
+    }
+    return refuse(name, v, tca_parse_status_string(st), "1, on, yes, true, 0, off, no, false or auto");
+}
+
 Result timing_from_environment(TimingModel *out) {
     TimingModel m;
     if (Result r = env_bool("TCA_TIMING", m.enabled, &m.enabled); r != tcaSuccess) return r;
@@ -110,7 +130,7 @@ Result DeviceSettings::from_environment(DeviceSettings *out) {
     if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
     if (Result r = env_bool("TCA_SHARED_HEAP", s.shared_heap, &s.shared_heap); r != tcaSuccess) return r;
     if (Result r = env_bool("TCA_S_LINKS", s.s_links, &s.s_links); r != tcaSuccess) return r;
-    if (Result r = env_bool("TCA_SINGLE_COPY", s.single_copy, &s.single_copy); r != tcaSuccess) return r;
+    if (Result r = env_copy_path("TCA_SINGLE_COPY", s.single_copy, &s.single_copy); r != tcaSuccess) return r;
     if (Result r = env_number("TCA_STREAMING_MIN", kStreamingMin, &s.streaming_min); r != tcaSuccess) return r;
     if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
     if (Result r = timing_from_environment(&s.timing); r != tcaSuccess) return r;

@@ -31,7 +31,10 @@ Result env_number(const char *name, const EnvRange &range, uint64_t *out);
 // The same for a non-negative real (no inf, nan, sign or hex).
 Result env_real(const char *name, const RealRange &range, double *out);
 // The same for 0/1, on/off, yes/no, true/false (any case).
+enum class CopyPath { Auto, Single, Bounce };
 Result env_bool(const char *name, bool fallback, bool *out);
+// A boolean, or "auto" (any case): Auto.
+Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out);
 
 // TCA_TIMING and the model's parameters (TimingModel::parameters(), each
 // within its min..max; TCA_LINK_BANDWIDTH_MBS is the old name of
@@ -54,7 +57,9 @@ struct DeviceSettings {
     // it take process_vm_writev or the bounce path (their tests, locked-down hosts).
     bool shared_heap = true;
     bool s_links = false;     // TCA_S_LINKS: two rings joined by S links (even N >= 4)
-    bool single_copy = true;  // TCA_SINGLE_COPY=0: every put takes the bounce path
+    // TCA_SINGLE_COPY: how puts reach another process's private memory:
+    // 1 process_vm_writev, 0 the bounce path, auto (unset) measured at start-up (copy_probe.hpp).
+    CopyPath single_copy = CopyPath::Auto;
     uint64_t streaming_min = kStreamingMin.fallback;  // TCA_STREAMING_MIN (0: auto)
     WaitPolicy policy;        // TCA_SPIN_NS, TCA_TIMEOUT_MS
     TimingModel timing;       // TCA_TIMING and the model's parameters

@@ -15,6 +15,7 @@
 
 #include "gpu/cuda_runtime.hpp"
 #include "loopback/byte_copy.hpp"
+#include "loopback/copy_probe.hpp"
 
 namespace tca::loopback {
 
@@ -25,8 +26,13 @@ constexpr uint64_t kBouncePiece = 32 * 1024;  // the writer raises `filled` ever
 
 }  // namespace
 
-RemoteWriter::RemoteWriter(NodeSet &nodes, bool single_copy) : nodes_(nodes), arenas_(nodes) {
-    if (!single_copy) cma_refused_ = true;  // TCA_SINGLE_COPY=0: forced bounce (tests, locked-down hosts)
+RemoteWriter::RemoteWriter(NodeSet &nodes, CopyPath path) : nodes_(nodes), arenas_(nodes) {
+    if (path == CopyPath::Auto) {
+        const CopyProbe p = probe_copies();
+        path = single_copy_pays(p) ? CopyPath::Single : CopyPath::Bounce;
+        chosen_because_ = " (chosen at start-up: " + describe(p) + ")";
+    }
+    if (path == CopyPath::Bounce) cma_refused_ = true;  // also TCA_SINGLE_COPY=0 (tests, locked-down hosts)
 }
 
 RemoteWriter::~RemoteWriter() = default;

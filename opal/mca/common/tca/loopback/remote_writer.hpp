@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "loopback/env_settings.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/peer_arenas.hpp"
 #include "tca.h"
@@ -35,7 +36,7 @@ struct RowCopy {  // a contiguous (height 1) or block-stride transfer
 
 class RemoteWriter {
 public:
-    RemoteWriter(NodeSet &nodes, bool single_copy);
+    RemoteWriter(NodeSet &nodes, CopyPath path);
     ~RemoteWriter();
 
     // Is the handle's registration still alive on its owner?
@@ -53,8 +54,10 @@ public:
     }
 
     bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
-    const char *mechanism() const noexcept {
-        return single_copy() ? "process_vm_writev (single copy)" : "bounce through the target's engine thread";
+    // The path and, where it was measured at start-up, why.
+    std::string mechanism() const {
+        return std::string(single_copy() ? "process_vm_writev (single copy)" : "bounce through the target's engine thread") +
+               chosen_because_;
     }
     // Other nodes' arenas mapped so far: puts into them were plain stores.
     uint64_t arenas_mapped() const noexcept { return arenas_.mapped(); }
@@ -84,6 +87,7 @@ private:
     NodeSet &nodes_;
     PeerArenas arenas_;
     std::atomic<bool> cma_refused_{false};
+    std::string chosen_because_;  // TCA_SINGLE_COPY=auto: " (chosen at start-up: ...)"
     std::mutex service_lock_;
     // The bounce request of a peer we are copying out (service_lock_): a
     // snapshot of its checked fields and how far we got.
