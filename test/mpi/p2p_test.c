@@ -84,12 +84,14 @@ static void dzero(void *buf, size_t n) {
 
 /* ---- ping-pong over every size class and protocol boundary ---- */
 static void test_pingpong(void) {
-    /* eager limit 16384 by default and 4096 in the eager4k case (ob1 subtracts its
-     * 56-byte header union; match header 14 B, rndv 32 B), pipeline send length
-     * 64 KiB, DMA threshold 1 MiB, pipeline fragment 4 MiB; each +-1 byte */
+    /* eager limit 32768 by default (65536 on the ucx device) and
+     * 4096 in the eager4k case (ob1 subtracts its 56-byte header union; match
+     * header 14 B, rndv 32 B), pipeline send length 64 KiB, DMA threshold 1 MiB,
+     * pipeline fragment 4 MiB; each +-1 byte */
     static const size_t sizes[] = {0, 1, 2, 7, 8, 13, 56, 255, 256, 257, 1000, 4031, 4032, 4033, 4063, 4064,
                                    4065, 4079, 4080, 4081, 4082, 4095, 4096, 4097, 8191, 8192, 8193, 16327, 16328,
-                                   16329, 16351, 16352, 16353, 16369, 16370, 16371, 16383, 16384, 16385, 32767,
+                                   16329, 16351, 16352, 16353, 16369, 16370, 16371, 16383, 16384, 16385, 32711,
+                                   32712, 32713, 32735, 32736, 32737, 32753, 32754, 32755, 32767, 32768, 32769,
                                    65535, 65536, 65537, 131071, 131073, 1000003, 1048575, 1048576, 1048577,
                                    4194303, 4194304, 4194305, 12345679, 64 << 20};
     if (size < 2) return;
