@@ -144,8 +144,8 @@ struct DmaTaggedMsg {
 constexpr uint64_t kTaggedMin = 65536;
 // A DMA row up to this size that notifies its target carries the
 // notification in its own message, sent eager: one message where there were
-// two and a fence (published 8 B ping-pong one way: see start_channel).
-// Larger rows keep UCX's rendezvous and a notification behind them.
+// two (the published 8 B ping-pong without self-notification, one way: 10.9
+// -> 4.5 us).  Larger rows keep UCX's rendezvous and a notification behind them.
 constexpr uint64_t kNotifyInRowMax = 16384;
 
 // What a target counts once a write's one message has landed.
@@ -941,7 +941,7 @@ private:
         auto *self = static_cast<UcxDevice *>(arg);
         WriteMsg m;
         if (!read_header(header, length, &m) || m.size != size) return tcaErrorInvalidValue;
-        // Sent eager only (pio_message, notifying_row): a count follows the copy.
+        // Sent eager only (pio_message, write() with a notification): a count follows the copy.
         if ((m.counter >= 0 || m.notify_slot >= 0) && data == nullptr) return tcaErrorInvalidValue;
         {
             std::lock_guard g(self->reg_lock_);
@@ -1186,6 +1186,9 @@ private:
         if (then.counter >= 0) return tcaErrorInvalidValue;  // callers send such writes with their add apart
         if (then.notify_slot >= 0) {
             if (last_word || rows != 1 || !dma_by_am_ || width > kNotifyInRowMax) return tcaErrorInvalidValue;
+            // Behind this thread's earlier writes, as a separate notification
+            // is (notify_all).
+            if (Result r = ep->fence(); r != tcaSuccess) return r;
             WriteMsg m{dst, off, width, self_, 0u};
             m.notify_slot = then.notify_slot;
             m.notify_tag = then.notify_tag;
