@@ -55,8 +55,8 @@ std::string describe(const CopyProbe &p) {
     if (p.error != 0)
         std::snprintf(text, sizeof text, "process_vm_writev refused: %s", std::strerror(p.error));
     else
-        std::snprintf(text, sizeof text, "process_vm_writev %.1f us, memcpy %.1f us per %zu KiB", p.single_copy_us,
-                      p.memcpy_us, p.bytes / 1024);
+        std::snprintf(text, sizeof text, "CMA %.1f us, memcpy %.1f us / %zu KiB", p.single_copy_us, p.memcpy_us,
+                      p.bytes / 1024);
     return text;
 }
 

@@ -30,7 +30,7 @@ CopyProbe probe_copies(size_t bytes = 256 * 1024, int repeats = 5);
 constexpr double kSingleCopyMaxRatio = 2.0;
 bool single_copy_pays(const CopyProbe &p) noexcept;
 
-// "process_vm_writev 15.0 us, memcpy 2.0 us per 256 KiB" (or why it was refused).
+// "CMA 15.0 us, memcpy 2.0 us / 256 KiB" (or why process_vm_writev was refused).
 std::string describe(const CopyProbe &p);
 
 }  // namespace tca::loopback

@@ -300,7 +300,8 @@ public:
         if (Result r = sender_.admit(nodes_, dst.node, flags, slot); r != tcaSuccess) return r;
         if (timing_.enabled && !(flags & kPioUntimed))
             spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
-        const RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
+        RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
+        copy.by_pio = true;
         // Synchronous: a target that does not take a bounce copy within the
         // timeout (stopped) fails the write with tcaErrorTimeout.
         if (Result r = writer_.write(dst, copy, PutBound::from_first_wait(nodes_.policy().timeout_ns)); r != tcaSuccess)

@@ -32,6 +32,7 @@ struct RowCopy {  // a contiguous (height 1) or block-stride transfer
     uint64_t height;
     bool src_on_gpu;
     bool streaming = false;  // part of a run larger than the cache: non-temporal stores (byte_copy.hpp)
+    bool by_pio = false;     // a PIO write (its thread waits for it), not a DMA run
 };
 
 class RemoteWriter {
@@ -54,10 +55,13 @@ public:
     }
 
     bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
-    // The path and, where it was measured at start-up, why.
+    // The paths and, where they were measured at start-up, why (it must
+    // fit tcaBackendAttr::put_mechanism with the shared heap's words).
     std::string mechanism() const {
-        return std::string(single_copy() ? "process_vm_writev (single copy)" : "bounce through the target's engine thread") +
-               chosen_because_;
+        const char *path = !single_copy() ? "bounce through the target's engine thread"
+                           : pio_bounces_ ? "PIO writes bounced by the target, DMA by process_vm_writev"
+                                          : "process_vm_writev (single copy)";
+        return path + chosen_because_;
     }
     // Other nodes' arenas mapped so far: puts into them were plain stores.
     uint64_t arenas_mapped() const noexcept { return arenas_.mapped(); }
@@ -87,7 +91,8 @@ private:
     NodeSet &nodes_;
     PeerArenas arenas_;
     std::atomic<bool> cma_refused_{false};
-    std::string chosen_because_;  // TCA_SINGLE_COPY=auto: " (chosen at start-up: ...)"
+    std::string chosen_because_;  // TCA_SINGLE_COPY=auto: " (measured: ...)"
+    bool pio_bounces_ = false;    // TCA_SINGLE_COPY=auto found single copy dear: PIO writes bounce
     std::mutex service_lock_;
     // The bounce request of a peer we are copying out (service_lock_): a
     // snapshot of its checked fields and how far we got.
