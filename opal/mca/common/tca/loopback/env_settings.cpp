@@ -76,38 +76,37 @@ Result env_real(const char *name, const RealRange &range, double *out) {
     return refuse(name, v, why, format_real(range.min) + ".." + format_real(range.max) + ", a decimal number");
 }
 
+namespace {
+// A set value: a boolean, or refused with `allowed` named.
+Result read_bool(const char *name, const char *v, const char *allowed, bool *out) {
+    int b = 0;
+    const tca_parse_status st = tca_parse_bool(v, &b);
+    if (st != TCA_PARSE_OK) return refuse(name, v, tca_parse_status_string(st), allowed);
+    *out = b != 0;
+    return tcaSuccess;
+}
+}  // namespace
+
 Result env_bool(const char *name, bool fallback, bool *out) {
     const char *v = std::getenv(name);
     if (v == nullptr) {
         *out = fallback;
         return tcaSuccess;
     }
-    int b = 0;
-    const tca_parse_status st = tca_parse_bool(v, &b);
-    if (st == TCA_PARSE_OK) {
-        *out = b != 0;
-        return tcaSuccess;
-    }
-    return refuse(name, v, tca_parse_status_string(st), "1, on, yes, true or 0, off, no, false");
+    return read_bool(name, v, "1, on, yes, true or 0, off, no, false", out);
 }
 
 Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out) {
     const char *v = std::getenv(name);
-    if (v == nullptr) {
-        *out = fallback;
+    if (v == nullptr || strcasecmp(v, "auto") == 0) {
+        *out = v == nullptr ? fallback : CopyPath::Auto;
         return tcaSuccess;
     }
-    if (strcasecmp(v, "auto") == 0) {
-        *out = CopyPath::Auto;
-        return tcaSuccess;
-    }
-    int b = 0;
-    const tca_parse_status st = tca_parse_bool(v, &b);
-    if (st == TCA_PARSE_OK) {
-        *out = b != 0 ? CopyPath::Single : CopyPath::Bounce;
-        return tcaSuccess;
-    }
-    return refuse(name, v, tca_parse_status_string(st), "1, on, yes, true, 0, off, no, false or auto");
+    bool single = false;
+    if (Result r = read_bool(name, v, "1, on, yes, true, 0, off, no, false or auto", &single); r != tcaSuccess)
+        return r;
+    *out = single ? CopyPath::Single : CopyPath::Bounce;
+    return tcaSuccess;
 }
 
 Result timing_from_environment(TimingModel *out) {

@@ -31,9 +31,9 @@ Result env_number(const char *name, const EnvRange &range, uint64_t *out);
 // The same for a non-negative real (no inf, nan, sign or hex).
 Result env_real(const char *name, const RealRange &range, double *out);
 // The same for 0/1, on/off, yes/no, true/false (any case).
-enum class CopyPath { Auto, Single, Bounce };
 Result env_bool(const char *name, bool fallback, bool *out);
-// A boolean, or "auto" (any case): Auto.
+// TCA_SINGLE_COPY's values: a boolean (Single, Bounce) or "auto" (any case).
+enum class CopyPath { Auto, Single, Bounce };
 Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out);
 
 // TCA_TIMING and the model's parameters (TimingModel::parameters(), each
@@ -58,7 +58,8 @@ struct DeviceSettings {
     bool shared_heap = true;
     bool s_links = false;     // TCA_S_LINKS: two rings joined by S links (even N >= 4)
     // TCA_SINGLE_COPY: how puts reach another process's private memory:
-    // 1 process_vm_writev, 0 the bounce path, auto (unset) measured at start-up (copy_probe.hpp).
+    // 1 process_vm_writev, 0 the bounce path, auto (unset): PIO writes as
+    // measured at start-up (copy_probe.hpp), DMA runs by process_vm_writev.
     CopyPath single_copy = CopyPath::Auto;
     uint64_t streaming_min = kStreamingMin.fallback;  // TCA_STREAMING_MIN (0: auto)
     WaitPolicy policy;        // TCA_SPIN_NS, TCA_TIMEOUT_MS
