@@ -41,7 +41,10 @@ mpi_cases=
 set -f
 for p in ${STRESS_CASES:-*}; do
     set +f
-    mpi_cases="$mpi_cases $(ls "$srcdir"/test/mpi/cases/$p.mpi)"
+    for c in $(ls "$srcdir"/test/mpi/cases/$p.mpi); do
+        # A GPU case listed only for the GPU battery fails by design with host buffers.
+        head -n 1 "$c" | grep -q "GPU list only" || mpi_cases="$mpi_cases $c"
+    done
     set -f
 done
 set +f
@@ -62,14 +65,17 @@ while [ "$i" -lt "$load" ]; do
 done
 
 mkdir -p "$logs"
-passed=0 failed=0
-# run NAME COMMAND...: one test run, counted; the output of a failure is kept.
+passed=0 failed=0 skipped=0
+# run NAME COMMAND...: one test run, counted (exit 77: skipped, as automake
+# counts it - the GPU cases without a GPU); the output of a failure is kept.
 run() {
     name=$1
     shift
     log="$logs/$(echo "$name" | tr ' /=' '___').log"
-    if nice -n "$niceness" "$@" >"$log.tmp" 2>&1; then
-        passed=$((passed + 1))
+    nice -n "$niceness" "$@" >"$log.tmp" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ]; then
+        if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else skipped=$((skipped + 1)); fi
         rm -f "$log.tmp"
     else
         failed=$((failed + 1))
@@ -121,9 +127,9 @@ while [ "$n" -le "$runs" ]; do
             esac
         done
     done
-    echo "stress: run $n of $runs done: $passed passed, $failed failed so far"
+    echo "stress: run $n of $runs done: $passed passed, $failed failed, $skipped skipped so far"
     n=$((n + 1))
 done
 stop_load
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
