@@ -21,7 +21,7 @@
 #   STRESS_LOGS        where the output of failed runs is kept (default stress-logs)
 # Each pass runs every suite with TCA_SINGLE_COPY=1 (single copy) and with
 # TCA_SINGLE_COPY=0 (bounce path; unset, libtca measures which to take).
-# Prints "N passed, N failed" and exits non-zero on any failure.
+# Prints "N passed, N failed, N skipped" and exits non-zero on any failure.
 srcdir=${srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 runs=${STRESS_RUNS:-20}
 suites=${STRESS_SUITES:-device mpi}
