@@ -655,9 +655,10 @@ public:
     // tcaProgress: a client (btl tca's progress, on every MPI progress pass)
     // drives the worker; while it keeps doing so the progress thread naps.
     bool assist() override {
-        assisted_ns_.store(now_ns(), std::memory_order_relaxed);
+        mark_assisted();
         return progress();
     }
+    void mark_assisted() noexcept { assisted_ns_.store(now_ns(), std::memory_order_relaxed); }
     // How much longer a client counts as driving the worker (<= 0: not now).
     int64_t assisted_for() const noexcept {
         return kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
@@ -743,7 +744,7 @@ private:
             progress();
             if ((r = attempt()) != tcaErrorNotReady) return r;
             if ((spins & 255) == 0) {
-                assisted_ns_.store(now_ns(), std::memory_order_relaxed);
+                mark_assisted();
                 const auto now = Clock::now();
                 if (now >= end) return tcaErrorTimeout;
                 if (now - start > std::chrono::nanoseconds(policy_.spin_ns)) sched_yield();
@@ -1185,7 +1186,7 @@ private:
             return pio_message(*ep, dst, off, src, width, d, then);
         if (then.counter >= 0) return tcaErrorInvalidValue;  // callers send such writes with their add apart
         if (then.notify_slot >= 0) {
-            if (last_word || rows != 1 || !dma_by_am_ || width > kNotifyInRowMax) return tcaErrorInvalidValue;
+            if (last_word || !row_carries_notification(rows, width)) return tcaErrorInvalidValue;
             // Behind this thread's earlier writes, as a separate notification
             // is (notify_all).
             if (Result r = ep->fence(); r != tcaSuccess) return r;
@@ -1237,6 +1238,12 @@ private:
         return ep.am_send_data(kAmWrite, &m, sizeof m, src, width, d, true);
     }
 
+    // A row small enough to take its target's notification in its own
+    // (eager) message; write() checks its callers by the same rule.
+    bool row_carries_notification(uint64_t rows, uint64_t width) const noexcept {
+        return rows == 1 && dma_by_am_ && width > 0 && width <= kNotifyInRowMax;
+    }
+
     Result run_descriptor(const Descriptor &desc, Deadline d, std::vector<int> *written) {
         if (Result r = admit_local(desc.dst.node, desc.flags, desc.slot); r != tcaSuccess) return r;
         unsigned char *src = nullptr;
@@ -1244,8 +1251,8 @@ private:
         const uint64_t rows = desc.height, src_pitch = rows > 1 ? desc.src_pitch : desc.width;
         const uint64_t dst_pitch = rows > 1 ? desc.dst_pitch : desc.width;
         // A small row to another node takes its target's notification along.
-        const bool notify_in_row = (desc.flags & tcaDMANotify) && desc.dst.node != self_ && rows == 1 &&
-                                   dma_by_am_ && desc.width > 0 && desc.width <= kNotifyInRowMax;
+        const bool notify_in_row =
+            (desc.flags & tcaDMANotify) && desc.dst.node != self_ && row_carries_notification(rows, desc.width);
         CountAfter then;
         if (notify_in_row) {
             then.notify_slot = desc.slot;  // the id: the target checks it
@@ -1373,7 +1380,7 @@ private:
     std::vector<std::atomic<bool>> finished_;
     std::atomic<bool> stop_{false};
     std::atomic<int> waiters_{0};  // application threads inside wait_for
-    std::atomic<int64_t> assisted_ns_{0};  // the last tcaProgress (now_ns)
+    std::atomic<int64_t> assisted_ns_{0};  // the last tcaProgress or wait in libtca (now_ns)
     // A client that called tcaProgress this recently drives the worker.
     static constexpr int64_t kAssistedNs = 1'000'000;
     std::thread progress_thread_;
