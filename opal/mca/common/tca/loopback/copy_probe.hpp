@@ -1,11 +1,12 @@
 // copy_probe.hpp - which way PIO writes into another process's private memory
 // go, measured at start-up: single copy (process_vm_writev) or the bounce path
 // (the writer copies into the target's mailbox, the target's engine copies
-// out behind it, both at once; DMA runs keep single copy: RemoteWriter).  Which wins depends on the host, not on the
-// code: on one 2-core VM process_vm_writev of 256 KiB took 15 us against
-// 2 us for memcpy, and MPI latency through the bounce path was 0.33-0.4x
-// that of single copy from 256 KiB up; on hosts where pinning pages is cheap
-// single copy wins (vader defaults to it).
+// out behind it, both at once; DMA runs keep single copy: RemoteWriter).
+// Which wins depends on the host, not on the code: on one 2-core VM
+// process_vm_writev of 256 KiB took 15 us against 2 us for memcpy, and MPI
+// latency through the bounce path was 0.33-0.4x that of single copy from
+// 256 KiB up; on hosts where pinning pages is cheap single copy wins (vader
+// defaults to it).
 #pragma once
 
 #include <cstddef>
