@@ -87,31 +87,55 @@ public:
 
     // Payload area of the next slot (or of its local copy), or nullptr while the ring is full.
     unsigned char *reserve() noexcept {
-        if (sent_ - consumed_->load(std::memory_order_acquire) >= geo_.slots) return nullptr;
-        return ring_ != nullptr ? slot(sent_) + kHeaderBytes : staging_.get();
+        if (!has_room()) return nullptr;
+        return ring_ != nullptr ? slot(next_) + kHeaderBytes : staging_.get();
     }
     // Publish the reserved slot: the header word goes last.  Fails only
     // where the slot is written by PIO and the device refused (peer gone):
     // the message is then not sent.
     tcaResult commit(uint8_t tag, uint32_t size) noexcept {
-        const uint64_t word = encode_header(static_cast<uint32_t>(sent_ + 1), tag, size);
         if (ring_ != nullptr) {
-            header(sent_)->store(word, std::memory_order_release);
-        } else {
-            // [payload, padding, header] from the local copy, ending at the
-            // slot's end (geo_.header_last): the write's last word lands last.
-            const size_t padded = RingGeometry::padded(size);
-            std::memcpy(staging_.get() + padded, &word, sizeof word);
-            const size_t at = ring_off_ + geo_.offset(sent_) + geo_.stride - padded - kHeaderBytes;
-            if (tcaResult r = peer_.write(at, staging_.get(), padded + kHeaderBytes); r != tcaSuccess) return r;
+            publish(next_++, tag, size);
+            return tcaSuccess;
         }
-        ++sent_;
+        // [payload, padding, header] from the local copy, ending at the
+        // slot's end (geo_.header_last): the write's last word lands last.
+        const uint64_t word = encode_header(static_cast<uint32_t>(next_ + 1), tag, size);
+        const size_t padded = RingGeometry::padded(size);
+        std::memcpy(staging_.get() + padded, &word, sizeof word);
+        const size_t at = ring_off_ + geo_.offset(next_) + geo_.stride - padded - kHeaderBytes;
+        if (tcaResult r = peer_.write(at, staging_.get(), padded + kHeaderBytes); r != tcaSuccess) return r;
+        ++next_;
+        ++published_;
         return tcaSuccess;
     }
-    uint64_t sent() const noexcept { return sent_; }
+
+    // Take the next slot for a message that is written into it later and
+    // published by publish(*index, ...): a sender packs straight into the
+    // peer's ring, with no copy of its own.  Later messages may be committed
+    // meanwhile; the receiver reads in order, so it sees them once this one is
+    // published: every held slot must be published (an empty message of a
+    // tag the receiver skips, where the sender drops it).  Mapped rings only
+    // (a PIO write has one local copy of the slot): nullptr there, and while
+    // the ring is full.
+    unsigned char *hold(uint64_t *index) noexcept {
+        if (ring_ == nullptr || !has_room()) return nullptr;
+        *index = next_;
+        return slot(next_++) + kHeaderBytes;
+    }
+    void publish(uint64_t index, uint8_t tag, uint32_t size) noexcept {
+        header(index)->store(encode_header(static_cast<uint32_t>(index + 1), tag, size), std::memory_order_release);
+        ++published_;
+    }
+
+    // Slots taken (committed or held).
+    uint64_t sent() const noexcept { return next_; }
+    // Messages published: grows by one with each (the receiver's traffic mark).
+    uint64_t published() const noexcept { return published_; }
     const RingGeometry &geometry() const noexcept { return geo_; }
 
 private:
+    bool has_room() const noexcept { return next_ - consumed_->load(std::memory_order_acquire) < geo_.slots; }
     unsigned char *slot(uint64_t k) const noexcept { return ring_ + geo_.offset(k); }
     HeaderWord *header(uint64_t k) const noexcept { return reinterpret_cast<HeaderWord *>(slot(k)); }
 
@@ -121,7 +145,8 @@ private:
     std::unique_ptr<unsigned char[]> staging_;  // the slot's local copy, for PIO writes
     const std::atomic<uint64_t> *consumed_;
     RingGeometry geo_;
-    uint64_t sent_ = 0;
+    uint64_t next_ = 0;       // the next slot to take
+    uint64_t published_ = 0;
 };
 
 // Receiver side.  `ring` is local; the sender's `consumed` word is at

@@ -22,10 +22,15 @@ std::string bytes_text(uint64_t b) {
 
 std::string describe(const tca_btl_path_t &p) {
     std::string s = "sends up to " + bytes_text(p.eager_limit) +
-                    " through the rings (copied in by the sender, out by the receiver); larger ones by ob1's ";
-    s += p.get_for_host ? "RGET rendezvous (emulated get: the data owner puts)" : "rendezvous (RDMA put)";
-    s += " over puts (" + std::string(p.put_mechanism[0] != '\0' ? p.put_mechanism : "device puts") + ")";
-    s += "; puts ";
+                    " through the rings (copied in by the sender, out by the receiver); larger ones by ob1's "
+                    "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) ";
+    if (p.copy_max == UINT64_MAX) {
+        s += "at every size (measured: a copy into another process is dear here)";
+    } else {
+        s += "up to " + bytes_text(p.copy_max) + ", larger ones by its ";
+        s += p.get_for_host ? "RGET rendezvous (emulated get: the data owner puts)" : "rendezvous (RDMA put)";
+    }
+    s += "; puts (" + std::string(p.put_mechanism[0] != '\0' ? p.put_mechanism : "device puts") + "): ";
     s += p.put_dma_min == 0 ? std::string("all by PIO (no DMA puts)")
                             : "from " + bytes_text(p.put_dma_min) + " on the DMA engine, smaller by PIO";
     s += "; progress polls ";

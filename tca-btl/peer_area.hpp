@@ -113,8 +113,12 @@ public:
     // sees the new mark sees the message).
     tcaResult commit(uint8_t tag, uint32_t size) noexcept {
         if (tcaResult r = tx_.commit(tag, size); r != tcaSuccess) return r;
-        if (peer_polls_by_traffic_) return peer_.store<uint32_t>(my_mark_at_peer_, static_cast<uint32_t>(tx_.sent()));
-        return tcaSuccess;
+        return mark();
+    }
+    // The same for a slot taken by tx().hold().
+    tcaResult publish(uint64_t index, uint8_t tag, uint32_t size) noexcept {
+        tx_.publish(index, tag, size);
+        return mark();
     }
 
     // After a commit: must the peer's interrupt be raised?  Only a peer with a
@@ -139,6 +143,10 @@ public:
     static uint32_t credit_batch(const RingGeometry &g) noexcept { return g.slots > 1 ? g.slots / 2 : 1; }
 
 private:
+    tcaResult mark() noexcept {
+        if (!peer_polls_by_traffic_) return tcaSuccess;
+        return peer_.store<uint32_t>(my_mark_at_peer_, static_cast<uint32_t>(tx_.published()));
+    }
     // A device that cannot map the peer's area cannot map ours either: both
     // rings are written by PIO, their slots ending with the header.
     static RingGeometry ring_geometry(const AreaLayout &l, const RemoteArea &peer) noexcept {

@@ -68,6 +68,14 @@ int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *
     return p->ch.wants_interrupt() ? 1 : 0;
 }
 
+void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index) { return p->ch.tx().hold(index); }
+
+int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag, uint32_t size) {
+    // A mapped ring: the traffic mark is a plain store, it cannot fail.
+    (void) p->ch.publish(index, tag, size);
+    return p->ch.wants_interrupt() ? 1 : 0;
+}
+
 tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch, uint32_t slots,
                                      uint32_t max_payload, int written_by_pio) {
     if (own_area == nullptr || nodes < 1 || nodes > tca::btl::kMaxPeers || batch == 0 || !RingGeometry{slots, 64}.valid())

@@ -46,6 +46,13 @@ TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p);
  * 0 when not, -1 when the device refused a PIO write (*err: why; the
  * message is not sent). */
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *err);
+/* Take the next slot of a mapped ring for a message packed into it later
+ * (no copy of the sender's own), or NULL (ring full, or written by PIO).
+ * Messages committed meanwhile reach the peer after it: every held slot must
+ * be published, with a tag the peer skips where the message is dropped.
+ * publish returns as commit does (never -1: a mapped ring). */
+TCA_BTL_CORE_HIDDEN void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index);
+TCA_BTL_CORE_HIDDEN int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag, uint32_t size);
 
 /* ---- receiving: which rings a progress pass looks at ----
  * by_traffic: we read our traffic line (and say so in the modex): only rings
@@ -149,6 +156,7 @@ TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t
 /* ---- the data path by size, as one line for the verbose output ---- */
 typedef struct tca_btl_path {
     uint64_t eager_limit;          /* up to here: the rings */
+    uint64_t copy_max;             /* up to here: ob1's copy protocol through the rings (UINT64_MAX: all) */
     uint64_t put_dma_min;          /* puts from here on the DMA engine (0: none) */
     int get_for_host;              /* ob1 uses the emulated get (RGET) for host buffers */
     int poll_by_traffic;

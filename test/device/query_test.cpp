@@ -113,5 +113,29 @@ TEST(Query, TheRunningDeviceDescribesItself) {
     unsetenv("TCA_PIO_LATENCY_NS");
 }
 
+// btl tca sends every rendezvous by copy where the device says a copy into
+// another process is dear: only a measurement (TCA_SINGLE_COPY=auto) says so,
+// and then the put mechanism names the bounce path it chose.
+TEST(Query, SingleCopyIsDearOnlyWhereMeasuredSo) {
+    for (const char *env : {"TCA_SINGLE_COPY=1", "TCA_SINGLE_COPY=0", "TCA_SINGLE_COPY=auto"}) {
+        NodeOptions opt;
+        opt.env = env;
+        const bool measured = std::strcmp(env, "TCA_SINGLE_COPY=auto") == 0;
+        EXPECT_TRUE(run_nodes(
+            2,
+            [measured](int, Board &b) {
+                tcaBackendAttr a{};
+                NODE_OK(tcaQueryBackend(&a));
+                const bool bounced = std::strstr(a.put_mechanism, "bounce") != nullptr;
+                NODE_CHECK(a.single_copy_dear == (measured && bounced ? 1 : 0));
+                if (measured) NODE_CHECK(std::strstr(a.put_mechanism, "(measured: ") != nullptr);
+                b.barrier();
+                return 0;
+            },
+            opt))
+            << env;
+    }
+}
+
 }  // namespace
 }  // namespace tca::test

@@ -120,6 +120,95 @@ TEST(EagerRing, ManyLapsKeepOrderAndNeverReadStaleSlots) {
     }
 }
 
+// prepare_src packs into a held slot; messages committed meanwhile wait
+// behind it, in order, until it is published, and a held slot counts against
+// the credits like a sent one.
+TEST(EagerRing, HeldSlotKeepsItsPlaceInOrder) {
+    RingPair p(4, 64);
+    uint64_t held = 99;
+    unsigned char *slot = p.writer.hold(&held);
+    ASSERT_NE(slot, nullptr);
+    EXPECT_EQ(held, 0u);
+    unsigned char *next = p.writer.reserve();
+    ASSERT_NE(next, nullptr);
+    EXPECT_NE(next, slot);
+    std::memcpy(next, "second", 6);
+    ASSERT_EQ(p.writer.commit(2, 6), tcaSuccess);
+    MessageHeader h;
+    const unsigned char *data;
+    EXPECT_FALSE(p.reader.peek(&h, &data)) << "the held slot comes first";
+    std::memcpy(slot, "first", 5);
+    p.writer.publish(held, 1, 5);
+    EXPECT_EQ(p.writer.published(), 2u);
+    ASSERT_TRUE(p.reader.peek(&h, &data));
+    EXPECT_EQ(h.tag, 1);
+    EXPECT_EQ(std::memcmp(data, "first", 5), 0);
+    p.reader.release();
+    ASSERT_TRUE(p.reader.peek(&h, &data));
+    EXPECT_EQ(h.tag, 2);
+    EXPECT_EQ(std::memcmp(data, "second", 6), 0);
+    p.reader.release();
+    // Both consumed (a credit batch: half the ring): four slots free, and
+    // held ones take them as sent ones do.
+    EXPECT_EQ(p.credit.consumed.load(), 2u);
+    uint64_t a = 0, b = 0;
+    ASSERT_NE(p.writer.hold(&a), nullptr);
+    ASSERT_NE(p.writer.hold(&b), nullptr);
+    EXPECT_EQ(a, 2u);
+    EXPECT_EQ(b, 3u);
+    ASSERT_NE(p.writer.reserve(), nullptr);
+    ASSERT_EQ(p.writer.commit(3, 0), tcaSuccess);
+    ASSERT_NE(p.writer.hold(&b), nullptr);
+    EXPECT_EQ(p.writer.hold(&b), nullptr);
+    EXPECT_EQ(p.writer.reserve(), nullptr);
+}
+
+// A ring written by PIO has one local copy of its slot: nothing is held there.
+TEST(EagerRing, NoHeldSlotsWherePioWritesTheRing) {
+    const AreaLayout layout(2, RingGeometry::for_payload(4, 64));
+    std::vector<unsigned char> own(layout.bytes());
+    tcaHandle nowhere{};
+    PeerChannel ch(own.data(), RemoteArea::by_pio(nowhere), layout, 0, 1, false);
+    uint64_t index = 0;
+    EXPECT_EQ(ch.tx().hold(&index), nullptr);
+    EXPECT_NE(ch.tx().reserve(), nullptr);
+}
+
+// The traffic mark counts published messages, so a held slot published after
+// a later message still changes it, and the receiver polls again.
+TEST(PeerArea, PublishingAHeldSlotMarksTheRingAgain) {
+    const AreaLayout layout(2, RingGeometry::for_payload(4, 64));
+    std::vector<unsigned char> a(layout.bytes()), b(layout.bytes());
+    PeerChannel a_to_b(a.data(), b.data(), layout, 0, 1, false, true);
+    TrafficMarks marks(b.data(), layout, 2);
+    uint64_t held = 0;
+    ASSERT_NE(a_to_b.tx().hold(&held), nullptr);
+    ASSERT_NE(a_to_b.tx().reserve(), nullptr);
+    ASSERT_EQ(a_to_b.commit(0x41, 1), tcaSuccess);
+    EXPECT_EQ(marks.take(), 1u);
+    EXPECT_EQ(marks.take(), 0u);
+    ASSERT_EQ(a_to_b.publish(held, 0x41, 1), tcaSuccess);
+    EXPECT_EQ(marks.take(), 1u);
+}
+
+TEST(PathReport, SaysUpToWhereOb1CopiesThroughTheRings) {
+    tca_btl_path_t path{};
+    path.eager_limit = 32 * 1024;
+    path.copy_max = 96 * 1024;
+    path.peers = 1;
+    path.put_mechanism = "process_vm_writev (single copy)";
+    char text[1024];
+    ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
+    EXPECT_NE(std::strstr(text, "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) up to 96 KiB, "
+                                "larger ones by its rendezvous (RDMA put)"),
+              nullptr)
+        << text;
+    path.copy_max = UINT64_MAX;
+    ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
+    EXPECT_NE(std::strstr(text, "at every size (measured"), nullptr) << text;
+    EXPECT_EQ(std::strstr(text, "rendezvous"), nullptr) << text;
+}
+
 TEST(PeerArea, ChannelsOfTwoNodesMeet) {
     const int nodes = 3;
     const AreaLayout layout(nodes, RingGeometry::for_payload(4, 100));

@@ -29,6 +29,8 @@ BEGIN_C_DECLS
  * BTL-private tag range, like MCA_BTL_TAG_SMCUDA). */
 #define MCA_BTL_TCA_TAG_GET_REQ (MCA_BTL_TAG_BTL + 0x10)
 #define MCA_BTL_TCA_TAG_GET_DONE (MCA_BTL_TAG_BTL + 0x11)
+/* A slot a descriptor held (prepare_src) and ob1 freed unsent: skipped. */
+#define MCA_BTL_TCA_TAG_NOTHING (MCA_BTL_TAG_BTL + 0x12)
 
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key). */

@@ -22,6 +22,7 @@ static mca_btl_tca_frag_t *frag_get(struct mca_btl_base_endpoint_t *endpoint, ui
     frag->base.des_cbfunc = NULL;
     frag->base.des_cbdata = NULL;
     frag->segment.seg_addr.pval = frag->data;
+    frag->held = false;
     return frag;
 }
 
@@ -38,8 +39,25 @@ mca_btl_base_descriptor_t *mca_btl_tca_alloc(struct mca_btl_base_module_t *btl,
 
 int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des) {
     (void) btl;
+    mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) des;
+    if (OPAL_UNLIKELY(frag->held)) mca_btl_tca_frag_publish(frag, MCA_BTL_TCA_TAG_NOTHING);
     opal_free_list_return(&mca_btl_tca_component.frags, (opal_free_list_item_t *) des);
     return OPAL_SUCCESS;
+}
+
+/* Where ob1 packs: the next slot of the peer's ring, taken now and published
+ * by btl_send (no copy of our own: vader's fragments live in shared memory
+ * for the same reason), or our own buffer where the ring is full, messages
+ * wait in the queue before this one, or the device writes the ring by PIO. */
+static unsigned char *pack_target(mca_btl_tca_frag_t *frag, struct mca_btl_base_endpoint_t *endpoint) {
+    OPAL_THREAD_LOCK(&endpoint->lock);
+    unsigned char *slot = 0 == endpoint->pending_count
+                              ? (unsigned char *) tca_btl_tx_hold(endpoint->peer, &frag->slot) : NULL;
+    OPAL_THREAD_UNLOCK(&endpoint->lock);
+    if (NULL == slot) return frag->data;
+    frag->held = true;
+    frag->segment.seg_addr.pval = slot;
+    return slot;
 }
 
 /* Copy (pack) up to one slot of the user's data behind `reserve` header bytes. */
@@ -47,17 +65,17 @@ struct mca_btl_base_descriptor_t *mca_btl_tca_prepare_src(struct mca_btl_base_mo
                                                           struct mca_btl_base_endpoint_t *endpoint,
                                                           struct opal_convertor_t *convertor, uint8_t order,
                                                           size_t reserve, size_t *size, uint32_t flags) {
-    (void) btl;
     const size_t room = mca_btl_tca_component.slot_payload;
     if (OPAL_UNLIKELY(reserve > room)) return NULL;
     mca_btl_tca_frag_t *frag = frag_get(endpoint, order, flags);
     if (OPAL_UNLIKELY(NULL == frag)) return NULL;
     if (reserve + *size > room) *size = room - reserve;
+    unsigned char *target = pack_target(frag, endpoint);
     if (*size > 0) {
-        struct iovec iov = {.iov_base = frag->data + reserve, .iov_len = *size};
+        struct iovec iov = {.iov_base = target + reserve, .iov_len = *size};
         uint32_t iov_count = 1;
         if (OPAL_UNLIKELY(opal_convertor_pack(convertor, &iov, &iov_count, size) < 0)) {
-            opal_free_list_return(&mca_btl_tca_component.frags, (opal_free_list_item_t *) frag);
+            mca_btl_tca_free(btl, &frag->base);
             return NULL;
         }
     }

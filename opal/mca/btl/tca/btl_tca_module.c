@@ -117,6 +117,11 @@ static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_bt
      * (page rounding could leave it) and drops entries of freed GPU memory. */
     if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM) rcache_flags |= MCA_RCACHE_FLAGS_CUDA_GPU_MEM;
 #endif
+    /* ob1 chooses between RDMA and its copy protocol by whether it can
+     * register the whole message (mca_pml_ob1_rdma_btls asks for REMOTE_READ,
+     * nothing else does): a refusal up to btl_min_rdma_pipeline_size sends
+     * such messages by copy, as that parameter says, on the sender's side too. */
+    if (MCA_BTL_REG_FLAG_REMOTE_READ == flags && size <= m->super.btl_min_rdma_pipeline_size) return NULL;
     if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, rcache_flags, access,
                                                    (mca_rcache_base_registration_t **) &reg))
         return NULL;

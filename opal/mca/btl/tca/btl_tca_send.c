@@ -34,12 +34,28 @@ static inline void ring_write_failed(mca_btl_tca_endpoint_t *ep, tcaResult r) {
     if (OPAL_UNLIKELY(tcaSuccess != r)) mca_btl_tca_fatal(ep, "writing into a peer's ring", r);
 }
 
+void mca_btl_tca_frag_publish(mca_btl_tca_frag_t *frag, mca_btl_base_tag_t tag) {
+    mca_btl_tca_endpoint_t *ep = frag->endpoint;
+    const uint32_t size = MCA_BTL_TCA_TAG_NOTHING == tag ? 0 : (uint32_t) frag->segment.seg_len;
+    frag->held = false;
+    OPAL_THREAD_LOCK(&ep->lock);
+    const int doorbell = tca_btl_tx_publish(ep->peer, frag->slot, tag, size);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    if (doorbell > 0) ring_doorbell(ep);
+}
+
 int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                      struct mca_btl_base_descriptor_t *descriptor, mca_btl_base_tag_t tag) {
     mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) descriptor;
     bool doorbell = false;
     tcaResult failed = tcaSuccess;
     (void) btl;
+    if (frag->held) {
+        /* Packed into its slot already; messages queued meanwhile come after it. */
+        mca_btl_tca_frag_publish(frag, tag);
+        mca_btl_tca_frag_complete(frag, 0);
+        return 1;
+    }
     frag->endpoint = ep;
 
     OPAL_THREAD_LOCK(&ep->lock);

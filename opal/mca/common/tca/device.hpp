@@ -21,6 +21,9 @@ struct DeviceInfo {
     std::string job_key;
     std::string launch_source;
     std::string put_mechanism;  // how host-memory puts reach another process
+    // Measured at start-up (TCA_SINGLE_COPY=auto): a single copy into another
+    // process costs more than two memcpys, or is refused.
+    bool single_copy_dear = false;
     bool gpu_memory = true;     // tcaMemoryGPU is served (where CUDA is built in)
     uint64_t internal_size = 0;
     uint64_t internal_used = 0;

@@ -81,6 +81,7 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         copy_text(a.job_key, info.job_key);
         copy_text(a.launch_source, info.launch_source);
         copy_text(a.put_mechanism, info.put_mechanism);
+        a.single_copy_dear = info.single_copy_dear ? 1 : 0;
         a.spin_ns = info.spin_ns;
         a.timeout_ns = info.timeout_ns;
         auto &cuda = tca::gpu::CudaRuntime::instance();

@@ -97,6 +97,7 @@ public:
         i.launch_source = nodes_.info().source;
         i.put_mechanism = std::string(use_shared_heap_ ? "plain stores into tcaMalloc'd memory (shared heap); " : "") +
                           writer_.mechanism() + (use_shared_heap_ ? " for other memory" : "");
+        i.single_copy_dear = writer_.measured_dear();
         i.heap_arenas = shared_heap_.arenas();
         i.heap_bytes = shared_heap_.bytes_in_use();
         i.peer_arenas_mapped = writer_.arenas_mapped();

@@ -38,6 +38,7 @@ RemoteWriter::RemoteWriter(NodeSet &nodes, CopyPath path) : nodes_(nodes), arena
         chosen_because_ = " (measured: " + describe(p) + ")";
         if (p.error != 0) path = CopyPath::Bounce;
         else pio_bounces_ = !single_copy_pays(p);
+        measured_dear_ = p.error != 0 || pio_bounces_;
     }
     if (path == CopyPath::Bounce) cma_refused_ = true;  // also TCA_SINGLE_COPY=0 (tests, locked-down hosts)
 }

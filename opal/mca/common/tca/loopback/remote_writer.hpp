@@ -55,6 +55,8 @@ public:
     }
 
     bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
+    // TCA_SINGLE_COPY=auto found single copy dear (or refused): PIO writes bounce.
+    bool measured_dear() const noexcept { return measured_dear_; }
     // The paths and, where they were measured at start-up, why (it must
     // fit tcaBackendAttr::put_mechanism with the shared heap's words).
     std::string mechanism() const {
@@ -93,6 +95,7 @@ private:
     std::atomic<bool> cma_refused_{false};
     std::string chosen_because_;  // TCA_SINGLE_COPY=auto: " (measured: ...)"
     bool pio_bounces_ = false;    // TCA_SINGLE_COPY=auto found single copy dear: PIO writes bounce
+    bool measured_dear_ = false;  // ... or the kernel refused it
     std::mutex service_lock_;
     // The bounce request of a peer we are copying out (service_lock_): a
     // snapshot of its checked fields and how far we got.
