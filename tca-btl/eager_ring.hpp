@@ -128,6 +128,8 @@ public:
         ++published_;
     }
 
+    // Slots can be held: the ring is mapped, not written by PIO.
+    bool can_hold() const noexcept { return ring_ != nullptr; }
     // Slots taken (committed or held).
     uint64_t sent() const noexcept { return next_; }
     // Messages published: grows by one with each (the receiver's traffic mark).

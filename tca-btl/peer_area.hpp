@@ -106,6 +106,7 @@ public:
                       peer_polls_by_traffic) {}
 
     RingWriter &tx() noexcept { return tx_; }
+    const RingWriter &tx() const noexcept { return tx_; }
     RingReader &rx() noexcept { return rx_; }
 
     // Publish the reserved slot, then mark our ring in the peer's traffic

@@ -70,6 +70,8 @@ int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *
 
 void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index) { return p->ch.tx().hold(index); }
 
+int tca_btl_tx_can_hold(const tca_btl_peer_t *p) { return p->ch.tx().can_hold() ? 1 : 0; }
+
 int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag, uint32_t size) {
     // A mapped ring: the traffic mark is a plain store, it cannot fail.
     (void) p->ch.publish(index, tag, size);

@@ -52,6 +52,8 @@ TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32
  * be published, with a tag the peer skips where the message is dropped.
  * publish returns as commit does (never -1: a mapped ring). */
 TCA_BTL_CORE_HIDDEN void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index);
+/* 1 where slots can be held (a mapped ring): hold's NULL then means full. */
+TCA_BTL_CORE_HIDDEN int tca_btl_tx_can_hold(const tca_btl_peer_t *p);
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag, uint32_t size);
 
 /* ---- receiving: which rings a progress pass looks at ----

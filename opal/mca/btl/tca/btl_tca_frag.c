@@ -47,17 +47,31 @@ int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_
 
 /* Where ob1 packs: the next slot of the peer's ring, taken now and published
  * by btl_send (no copy of our own: vader's fragments live in shared memory
- * for the same reason), or our own buffer where the ring is full, messages
- * wait in the queue before this one, or the device writes the ring by PIO. */
-static unsigned char *pack_target(mca_btl_tca_frag_t *frag, struct mca_btl_base_endpoint_t *endpoint) {
+ * for the same reason), else our own buffer, which the queue copies into the
+ * ring once there is room (the ring is full, messages wait in the queue
+ * before this one, or the device writes the ring by PIO).
+ *
+ * Except for the later fragments of a message (ob1's scheduler asks without
+ * PRIORITY) where the ring is full: NULL, and ob1 parks the request and
+ * retries from its progress, packing once credits came back.  Queued, each
+ * of those fragments was copied twice on the sender: bidirectional bandwidth
+ * from 64 KiB gained a quarter without it (docs/results.md).  A message's
+ * first fragment (PRIORITY) still queues: ob1 restarts a message whose start
+ * failed (PENDING_START), the retry that lost messages of restarted
+ * persistent requests when sendi gave no descriptor (btl_tca_send.c). */
+static unsigned char *pack_target(mca_btl_tca_frag_t *frag, struct mca_btl_base_endpoint_t *endpoint,
+                                  uint32_t flags) {
     OPAL_THREAD_LOCK(&endpoint->lock);
     unsigned char *slot = 0 == endpoint->pending_count
                               ? (unsigned char *) tca_btl_tx_hold(endpoint->peer, &frag->slot) : NULL;
     OPAL_THREAD_UNLOCK(&endpoint->lock);
-    if (NULL == slot) return frag->data;
-    frag->held = true;
-    frag->segment.seg_addr.pval = slot;
-    return slot;
+    if (NULL != slot) {
+        frag->held = true;
+        frag->segment.seg_addr.pval = slot;
+        return slot;
+    }
+    if (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) && tca_btl_tx_can_hold(endpoint->peer)) return NULL;
+    return frag->data;
 }
 
 /* Copy (pack) up to one slot of the user's data behind `reserve` header bytes. */
@@ -70,7 +84,11 @@ struct mca_btl_base_descriptor_t *mca_btl_tca_prepare_src(struct mca_btl_base_mo
     mca_btl_tca_frag_t *frag = frag_get(endpoint, order, flags);
     if (OPAL_UNLIKELY(NULL == frag)) return NULL;
     if (reserve + *size > room) *size = room - reserve;
-    unsigned char *target = pack_target(frag, endpoint);
+    unsigned char *target = pack_target(frag, endpoint, flags);
+    if (NULL == target) {
+        opal_free_list_return(&mca_btl_tca_component.frags, (opal_free_list_item_t *) frag);
+        return NULL;
+    }
     if (*size > 0) {
         struct iovec iov = {.iov_base = target + reserve, .iov_len = *size};
         uint32_t iov_count = 1;
