@@ -9,13 +9,16 @@
 //     ready counter: the parent writes epoch k only after all its children
 //     said so, so it never overwrites a buffer a child still reads.
 //
-// Staged (plan.slots = K > 0: small messages):
-//   - a parent writes epoch k into slot k mod K of the child's staging area
+// Staged (plan.slots = K > 0: small messages, or every size where writing
+// into another process is dear):
+//   - blocks are numbered across epochs (epoch k, segment s: k * S + s); a
+//     parent writes block g into slot g mod K of the child's staging area
 //     (device memory) and adds 1 to the child's data counter;
-//   - a child copies the slot into its buffer once it is started for epoch k,
-//     then adds 1 to its credit counter at the parent (one counter per child,
-//     pre-loaded with K): a parent runs up to K epochs ahead and never waits a
-//     round trip per epoch.
+//   - a child forwards the slot to its own children, copies it into its
+//     buffer once it is started for that epoch, then adds 1 to its credit
+//     counter at the parent (one counter per child, pre-loaded with K): a
+//     parent runs up to K blocks ahead and never waits a round trip per
+//     epoch, and the child's copy-out overlaps the parent's next write.
 //
 // OffloadEngine builds the whole descriptor program at construction (triggered
 // descriptors wait on the counters); start() only kicks it.  ThreadEngine does

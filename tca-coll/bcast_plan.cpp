@@ -38,6 +38,35 @@ void binomial_tree(int n, Link link) {
     }
 }
 
+// Staging, once the roles are known (they decide what a block costs).
+void stage(BcastPlan &plan, const PlanParams &p) {
+    if (p.bytes == 0 || p.bytes > p.staging_bytes) return;
+    size_t costliest = 1;
+    for (const RankRole &r : plan.roles)
+        costliest = std::max(costliest, staged_descriptors_per_block(r.children.size(), r.parent < 0));
+    const size_t blocks = kMaxChainDescriptors / costliest;
+    auto stride = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+    if (plan.segments == 1) {  // a run covers `slots` epochs, one slot each
+        plan.slot_stride = stride(p.bytes);
+        plan.slots = std::min({kMaxStagingSlots, blocks, std::max<size_t>(1, p.staging_budget / plan.slot_stride)});
+        plan.epochs_per_run = plan.slots;
+        return;
+    }
+    // A chain: a run covers one epoch, so its segments must fit one program.
+    if (plan.segments > blocks) {
+        plan.segment_bytes = (p.bytes + blocks - 1) / blocks;
+        plan.segments = p.bytes / plan.segment_bytes + (p.bytes % plan.segment_bytes != 0 ? 1 : 0);
+    }
+    plan.slot_stride = stride(plan.segment_bytes);
+    plan.slots = 1;
+    for (size_t k = std::min(kMaxStagingSlots, plan.segments); k > 1; --k)
+        if (plan.segments % k == 0 && k * plan.slot_stride <= p.staging_budget) {
+            plan.slots = k;
+            break;
+        }
+    plan.epochs_per_run = 1;
+}
+
 }  // namespace
 
 BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring_size) {
@@ -62,15 +91,11 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     };
     if (plan.shape == Shape::Chain) {
         for (int v = 1; v < n; ++v) link(v - 1, v);
+        stage(plan, p);
         return plan;
     }
     binomial_tree(n, link);
-    if (p.bytes > 0 && p.bytes <= p.staging_bytes && plan.segments == 1) {
-        size_t widest = 0;
-        for (const RankRole &r : plan.roles) widest = std::max(widest, r.children.size());
-        plan.slots = std::min(kMaxStagingSlots, kMaxChainDescriptors / (widest + 4));
-        plan.slot_stride = (p.bytes + 63) / 64 * 64;
-    }
+    stage(plan, p);
     return plan;
 }
 

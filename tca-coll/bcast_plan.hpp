@@ -5,9 +5,12 @@
 //
 // Small messages use a binomial tree; large ones a pipelined chain.  Messages
 // up to staging_bytes are staged: each non-root keeps `slots` landing slots in
-// device memory, so a parent may run up to `slots` epochs ahead of a child
+// device memory, so a parent may run up to `slots` segments ahead of a child
 // instead of waiting every epoch for "child started" (a round trip per epoch,
-// the price of writing straight into the child's buffer).  Both shapes are
+// the price of writing straight into the child's buffer), and the child copies
+// each segment out with its own core while its parent writes the next (where
+// writing into another process's memory is dear, two copies on two cores beat
+// one on a single core).  Both shapes are
 // laid over the TCA ring: ranks are visited in ring order starting at the
 // root's node, so a chain link is one hop and tree links stay short.
 #pragma once
@@ -28,13 +31,22 @@ struct PlanParams {
     size_t segment_bytes = 64 * 1024;      // pipeline segment (chains)
     size_t chain_threshold = 64 * 1024;    // at or above: pipelined chain
     size_t max_segments = 0;               // 0: no limit; else segments grow to stay within it
-    size_t staging_bytes = 0;              // at most this (and not empty, not a chain): staged
+    size_t staging_bytes = 0;              // at most this (and not empty): staged
+    size_t staging_budget = 2 * 1024 * 1024;  // a staged non-root's slots take at most this (but one slot at least)
 };
 
-// Landing slots of a staged plan: as many as fit the 255-descriptor chain of
-// the rank with the most children (each epoch costs it children + 4
-// descriptors), at most kMaxStagingSlots.
-inline constexpr size_t kMaxStagingSlots = 16;
+// Landing slots of a staged plan: as many blocks (epochs, or segments of a
+// chain) as fit every rank's 255-descriptor chain and the staging budget, at
+// most kMaxStagingSlots.  More slots let a parent run further ahead: with 4
+// ranks on 2 cores, 16 slots took 0.85 us per 1 KiB broadcast, 42 took 0.71,
+// and 128 (thread engine) no less than 42.
+inline constexpr size_t kMaxStagingSlots = 48;
+// Descriptors one block of a staged plan costs a rank at most (the offload
+// engine's program: a gate, a write per child, "done"; non-roots also copy
+// out and return a credit).
+inline constexpr size_t staged_descriptors_per_block(size_t children, bool root) {
+    return children + (root ? 2 : 4);
+}
 
 struct RankRole {
     int parent = -1;            // communicator rank; -1 at the root
@@ -46,10 +58,16 @@ struct BcastPlan {
     size_t bytes = 0;
     size_t segment_bytes = 0;  // every segment but possibly the last
     size_t segments = 0;       // 0 for an empty message
-    size_t slots = 0;          // staged: landing slots per non-root (0: not staged)
+    // Staged plans: one run of a rank's program covers epochs_per_run epochs
+    // of `segments` blocks each; block b of a run lands in slot b mod slots
+    // (slots divides the blocks of a run, so every run uses the slots alike).
+    // One-segment plans: epochs_per_run == slots; chains: 1 epoch per run.
+    size_t slots = 0;          // landing slots per non-root (0: not staged)
     size_t slot_stride = 0;    // bytes between slots (cache-line aligned)
+    size_t epochs_per_run = 0;
     std::vector<RankRole> roles;  // by communicator rank
 
+    size_t blocks_per_run() const noexcept { return epochs_per_run * segments; }
     size_t segment_offset(size_t s) const noexcept { return s * segment_bytes; }
     size_t segment_length(size_t s) const noexcept {
         return s + 1 < segments ? segment_bytes : bytes - (segments ? (segments - 1) * segment_bytes : 0);

@@ -37,7 +37,7 @@ bool credits_settled(const EngineSetup &s, uint64_t epochs) {
     if (s.plan->slots == 0) return true;  // direct plans return no credits
     for (const Counter &c : s.credits) {
         uint64_t moved = 0;
-        if (counter_moved(c, &moved) != tcaSuccess || moved < s.plan->slots + epochs) return false;
+        if (counter_moved(c, &moved) != tcaSuccess || moved < s.plan->slots + epochs * s.plan->segments) return false;
     }
     return true;
 }

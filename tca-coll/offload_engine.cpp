@@ -9,15 +9,19 @@
 //   leaf:     no program; done when data >= segments*(k+1).
 // MPI_Start only signals the parent and starts the channel.
 //
-// Staged protocol: one run of the program covers plan.slots = K epochs, one
-// block of descriptors per slot i:
-//   root:     gate on go >= i+1; write the buffer into every child's slot i
-//             (each write waits for that child's credit >= i+1); add 1 to done;
-//   non-root: gate on data >= i+1; forward slot i to every child likewise;
-//             copy slot i into the buffer once go >= i+1; add 1 to our
-//             credit counter at the parent; add 1 to done.
-// Thresholds move by K per run.  MPI_Start adds 1 to go (a local store) and,
-// every K epochs, starts the next run; completion is done >= k+1.
+// Staged protocol: one run of the program covers E = plan.epochs_per_run
+// epochs of S segments, one block of descriptors per segment; block b uses
+// slot b mod K (one-segment plans: E = K; chains: E = 1, K divides S):
+//   root:     (first segment of an epoch e) gate on go >= e+1; write the
+//             segment into every child's slot (each write waits for that
+//             child's credit >= b+1);
+//   non-root: gate on data >= b+1; forward the slot to every child likewise;
+//             copy the slot into the buffer once go >= e+1; add 1 to our
+//             credit counter at the parent;
+//   both:     (last segment of an epoch) add 1 to done.
+// Thresholds move by S*E (blocks) or E (epochs) per run.  MPI_Start adds 1 to
+// go (a local store) and, every E epochs, starts the next run; completion is
+// done >= k+1.
 #include <memory>
 
 #include "bcast_engine.hpp"
@@ -120,41 +124,45 @@ private:
     }
 
     // ---- staged protocol ----
+    // Block b of a run: segment b mod S of the run's epoch b / S, in slot
+    // b mod K of the child.  Data and credit thresholds count blocks (B per
+    // run), go and done count epochs (E per run).
     tcaResult build_staged() {
         const BcastPlan &p = *s_.plan;
-        const uint64_t k = p.slots;
+        const uint64_t blocks = p.blocks_per_run(), epochs = p.epochs_per_run;
         tcaHandle mine = s_.buffer_handle, staging = s_.staging_handle, scratch = s_.scratch_handle;
         tcaResult r = tcaSuccess;
-        for (uint64_t i = 0; i < k; ++i) {
-            const off_t slot = static_cast<off_t>(i * p.slot_stride);
-            if ((r = root_ ? gate(s_.go.index, s_.go.base + i + 1, k) : gate(s_.data.index, s_.data.base + i + 1, k)) !=
-                tcaSuccess)
+        for (uint64_t b = 0; b < blocks; ++b) {
+            const uint64_t epoch = b / p.segments, seg = b % p.segments;
+            const off_t slot = static_cast<off_t>(b % p.slots * p.slot_stride);
+            const off_t at = static_cast<off_t>(s_.buffer_offset + p.segment_offset(seg));
+            const size_t len = p.segment_length(seg);
+            const bool last = seg + 1 == p.segments;
+            if (root_ ? seg == 0 && (r = gate(s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess
+                      : (r = gate(s_.data.index, s_.data.base + b + 1, blocks)) != tcaSuccess)
                 return r;
             for (size_t c = 0; c < s_.children.size(); ++c) {
                 Neighbour child = s_.children[c];
-                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, root_ ? &mine : &staging,
-                                          root_ ? static_cast<off_t>(s_.buffer_offset) : slot, p.bytes,
+                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, root_ ? &mine : &staging, root_ ? at : slot, len,
                                           tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
                     (r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess ||
-                    (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + i + 1, k)) != tcaSuccess)
+                    (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + b + 1, blocks)) != tcaSuccess)
                     return r;
             }
-            if (root_) {  // the buffer has been read: the epoch is done here
-                if ((r = gate(-1, 0, 0)) != tcaSuccess || (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess)
+            if (!root_) {
+                Neighbour parent = s_.parent;
+                const int credit = parent.credit_counter + index_at_parent(p, s_.rank);
+                if ((r = tcaDescSetMemcpy(desc_, &mine, at, &staging, slot, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                    (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess ||
+                    (r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1,
+                                          tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                    (r = tcaDescSetCounterAdd(desc_, credit, 1)) != tcaSuccess)
                     return r;
-                continue;
             }
-            Neighbour parent = s_.parent;
-            const int credit = parent.credit_counter + index_at_parent(p, s_.rank);
-            // Done only after the credit has gone: a request freed right
-            // after its last epoch owes its parent nothing.
-            if ((r = tcaDescSetMemcpy(desc_, &mine, static_cast<off_t>(s_.buffer_offset), &staging, slot, p.bytes,
-                                      tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
-                (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + i + 1, k)) != tcaSuccess ||
-                (r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1, tcaDMAUseInternal,
-                                      0, 0)) != tcaSuccess ||
-                (r = tcaDescSetCounterAdd(desc_, credit, 1)) != tcaSuccess || (r = gate(-1, 0, 0)) != tcaSuccess ||
-                (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess)
+            // The epoch is done here once its last block has gone (the root:
+            // its buffer has been read; a child: after its credit, so a
+            // request freed right after its last epoch owes its parent nothing).
+            if (last && ((r = gate(-1, 0, 0)) != tcaSuccess || (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess))
                 return r;
         }
         return tcaSuccess;
@@ -162,9 +170,9 @@ private:
 
     tcaResult start_staged() {
         if (const tcaResult r = tcaCounterAdd(s_.go.index, 1); r != tcaSuccess) return r;
-        if (!desc_ || (epoch_ - 1) % s_.plan->slots != 0) return tcaSuccess;
-        // A new run of K epochs.  The last run's final descriptors (no
-        // triggers left) may still be executing: the start queues behind them.
+        if (!desc_ || (epoch_ - 1) % s_.plan->epochs_per_run != 0) return tcaSuccess;
+        // A new run.  The last run's final descriptors (no triggers left) may
+        // still be executing: the start queues behind them.
         return tcaStartDMADesc(s_.channel);
     }
 

@@ -6,6 +6,7 @@
 #include "tca_coll_core.h"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <vector>
@@ -27,6 +28,7 @@ struct tca_coll_bcast {
     int engine_kind = -1;
     std::unique_ptr<BcastEngine> engine;
     bool registered = false;
+    bool stages_all = false;  // every size staged (params.stage_all, host memory)
     int first_counter = -1, num_counters = 0;
     std::vector<int> nodes;  // device node of every communicator rank
     std::chrono::steady_clock::time_point next_liveness_check{};
@@ -61,7 +63,9 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     // Only chains have more than one segment, and a chain link has one child:
     // its program is one descriptor per segment (plus the gate).
     const size_t segment = b->setup.gpu.on_gpu || p->gpu_anywhere ? p->gpu_segment_bytes : p->segment_bytes;
-    PlanParams pp{p->root, p->bytes, segment, p->chain_threshold, offload_max_segments(1), p->staging_bytes};
+    b->stages_all = p->stage_all && !b->setup.gpu.on_gpu && !p->gpu_anywhere;
+    PlanParams pp{p->root, p->bytes, segment, p->chain_threshold, offload_max_segments(1),
+                  b->stages_all ? SIZE_MAX : p->staging_bytes};
     b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
 
     b->wanted_engine = p->engine;
@@ -130,6 +134,9 @@ int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i) {
 }
 int tca_coll_bcast_engine(const tca_coll_bcast_t *b) { return b->engine_kind; }
 int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b) { return b->setup.gpu.on_gpu ? 1 : 0; }
+size_t tca_coll_bcast_slots(const tca_coll_bcast_t *b) { return b->plan.slots; }
+size_t tca_coll_bcast_slot_bytes(const tca_coll_bcast_t *b) { return b->plan.slots > 0 ? b->plan.slot_stride : 0; }
+int tca_coll_bcast_stages_all(const tca_coll_bcast_t *b) { return b->stages_all ? 1 : 0; }
 
 tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
                                  const tca_coll_peer_info_t *children) {

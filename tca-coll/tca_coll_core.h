@@ -43,6 +43,9 @@ typedef struct tca_coll_bcast_params {
     size_t gpu_segment_bytes;
     int gpu_anywhere;
     size_t staging_bytes; /* messages up to this size are staged (0: never) */
+    /* 1: host buffers of every size are staged (chains in segments through
+     * the slots); GPU buffers (here or, gpu_anywhere, elsewhere) keep staging_bytes. */
+    int stage_all;
     int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread where no channel can be acquired) */
     /* 1 (CUDA-aware Open MPI): the buffer may be GPU memory; asked of CUDA and
      * registered as tcaMemoryGPU (its allocation, buffer at an offset). */
@@ -59,6 +62,11 @@ TCA_COLL_HIDDEN int tca_coll_bcast_num_children(const tca_coll_bcast_t *b);
 TCA_COLL_HIDDEN int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i);
 TCA_COLL_HIDDEN int tca_coll_bcast_engine(const tca_coll_bcast_t *b); /* after connect */
 TCA_COLL_HIDDEN int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b);  /* the buffer is GPU memory */
+/* Landing slots per child (0: not staged: parents write into the buffers),
+ * the bytes of each, and whether stage_all took effect here. */
+TCA_COLL_HIDDEN size_t tca_coll_bcast_slots(const tca_coll_bcast_t *b);
+TCA_COLL_HIDDEN size_t tca_coll_bcast_slot_bytes(const tca_coll_bcast_t *b);
+TCA_COLL_HIDDEN int tca_coll_bcast_stages_all(const tca_coll_bcast_t *b);
 /* With the neighbours' infos (parent's ignored at the root): build the engine. */
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
                                                  const tca_coll_peer_info_t *children);

@@ -184,26 +184,31 @@ private:
         return true;
     }
 
-    // Epoch k = epoch_ - 1 uses slot k mod K; credits were pre-loaded with K.
+    // Block g = (epoch_ - 1) * S + segment uses slot g mod K; credits were
+    // pre-loaded with K.
     bool advance_staged() {
         const BcastPlan &p = *s_.plan;
-        const off_t slot = static_cast<off_t>((epoch_ - 1) % p.slots * p.slot_stride);
-        if (!root_ && !ready_seen_) {  // "landed" for the staged protocol
-            if (!reached(s_.data, epoch_)) return !ok();
-            ready_seen_ = true;
+        for (; next_segment_ < p.segments; ++next_segment_, next_child_ = 0, ready_seen_ = false) {
+            const uint64_t block = (epoch_ - 1) * p.segments + next_segment_;
+            const off_t slot = static_cast<off_t>(block % p.slots * p.slot_stride);
+            const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
+            if (!root_ && !ready_seen_) {  // "landed" for the staged protocol
+                if (!reached(s_.data, block + 1)) return !ok();
+                ready_seen_ = true;
+            }
+            const unsigned char *src = root_ ? nullptr : s_.staging + slot;
+            if (root_ && !check(readable(s_.buffer + off, len, &src))) return true;
+            for (; next_child_ < s_.children.size(); ++next_child_) {
+                if (!reached(s_.credits[next_child_], block + 1)) return !ok();
+                tcaHandle dst = s_.children[next_child_].buffer;
+                if (!check(tcaPioWriteCounterAdd(&dst, slot, src, len, s_.children[next_child_].data_counter, 1)))
+                    return true;
+            }
+            if (root_) continue;
+            tcaHandle mine = s_.buffer_handle;  // PIO into our own buffer: also right for GPU memory
+            if (!check(tcaPioWrite(&mine, static_cast<off_t>(s_.buffer_offset + off), src, len, 0, 0, 0))) return true;
+            if (!check(tcaCounterAddRemote(s_.parent.node, credit_at_parent_, 1))) return true;
         }
-        const unsigned char *src = root_ ? nullptr : s_.staging + slot;
-        if (root_ && !check(readable(s_.buffer, p.bytes, &src))) return true;
-        for (; next_child_ < s_.children.size(); ++next_child_) {
-            if (!reached(s_.credits[next_child_], epoch_)) return !ok();
-            tcaHandle dst = s_.children[next_child_].buffer;
-            if (!check(tcaPioWriteCounterAdd(&dst, slot, src, p.bytes, s_.children[next_child_].data_counter, 1)))
-                return true;
-        }
-        if (root_) return true;
-        tcaHandle mine = s_.buffer_handle;  // PIO into our own buffer: also right for GPU memory
-        if (!check(tcaPioWrite(&mine, static_cast<off_t>(s_.buffer_offset), src, p.bytes, 0, 0, 0))) return true;
-        check(tcaCounterAddRemote(s_.parent.node, credit_at_parent_, 1));
         return true;
     }
 

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -35,8 +36,8 @@ size_t interior_offset(int node, bool interior) { return interior ? 24 + 40 * st
 // away: the application leaves each epoch to the progress thread (it computes
 // between MPI_Start and MPI_Wait): the data must arrive before it tests.
 int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0,
-              bool interior = false, bool away = false) {
-    PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging};
+              bool interior = false, bool away = false, size_t staging_budget = 2u << 20) {
+    PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging, staging_budget};
     pp.max_segments = offload_max_segments(4);
     std::vector<int> nodes(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) nodes[static_cast<size_t>(i)] = i;
@@ -149,11 +150,27 @@ TEST(BcastEngine, OffloadEveryShape) { sweep(Engine::Offload, 0); }
 TEST(BcastEngine, ThreadEveryShape) { sweep(Engine::Thread, 0); }
 TEST(BcastEngine, OffloadStaged) { sweep(Engine::Offload, 4096); }
 TEST(BcastEngine, ThreadStaged) { sweep(Engine::Thread, 4096); }
+// Every size staged (where writing into another process is dear): chains in
+// pipelined segments through slots, one-segment trees of up to 1 MiB.
+TEST(BcastEngine, OffloadStagedEverySize) { sweep(Engine::Offload, SIZE_MAX); }
+TEST(BcastEngine, ThreadStagedEverySize) { sweep(Engine::Thread, SIZE_MAX); }
+// A staging budget of one slot: every segment waits for the child's credit
+// of the one before (a chain of 5 segments), or every epoch for the last.
+TEST(BcastEngine, StagedThroughOneSlot) {
+    for (const Engine kind : {Engine::Offload, Engine::Thread, Engine::Mixed})
+        for (size_t bytes : {size_t{5 * 65536 - 9}, size_t{1000}})
+            EXPECT_TRUE(run_nodes(4, [&](int node, Board &b) {
+                return run_bcast(node, b, 4, 1, bytes, kind, 23, SIZE_MAX, false, false, 1);
+            })) << "bytes " << bytes << " engine " << static_cast<int>(kind);
+}
 TEST(BcastEngine, MixedEnginesInterOperate) {
     EXPECT_TRUE(run_nodes(5, [](int node, Board &b) { return run_bcast(node, b, 5, 0, 300000, Engine::Mixed, 50); }));
     EXPECT_TRUE(run_nodes(4, [](int node, Board &b) { return run_bcast(node, b, 4, 3, 100, Engine::Mixed, 500); }));
     EXPECT_TRUE(
         run_nodes(8, [](int node, Board &b) { return run_bcast(node, b, 8, 5, 1024, Engine::Mixed, 501, 1024); }));
+    EXPECT_TRUE(run_nodes(5, [](int node, Board &b) {
+        return run_bcast(node, b, 5, 2, 300000, Engine::Mixed, 50, SIZE_MAX);  // a staged chain
+    }));
 }
 // A buffer in the middle of its registration (GPU buffers: base + offset of
 // the CUDA allocation), offsets differing between ranks: chains, trees and
@@ -162,10 +179,10 @@ TEST(BcastEngine, InteriorBuffers) {
     for (const Engine kind : {Engine::Offload, Engine::Thread})
         for (int n : {2, 4, 5, 8})
             for (size_t bytes : {size_t{100}, size_t{3 * 65536 + 5}}) {
-                const size_t staging = bytes < 1000 ? 4096 : 0;
-                EXPECT_TRUE(run_nodes(n, [&](int node, Board &b) {
-                    return run_bcast(node, b, n, n - 1, bytes, kind, 30, staging, true);
-                })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind);
+                for (const size_t staging : {bytes < 1000 ? size_t{4096} : size_t{0}, SIZE_MAX})
+                    EXPECT_TRUE(run_nodes(n, [&](int node, Board &b) {
+                        return run_bcast(node, b, n, n - 1, bytes, kind, 30, staging, true);
+                    })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind) << " staging " << staging;
             }
 }
 

@@ -3,8 +3,10 @@
 // (one hop per link), segments covering the message exactly.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <numeric>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "bcast_plan.hpp"
@@ -124,20 +126,19 @@ TEST(BcastPlan, TwoRanksIsOneLink) {
     }
 }
 
-// Staging: only small, non-empty tree plans; slots fit the widest rank's
-// chain (children + 4 descriptors per slot, 255 in all), at most the cap;
-// slots cache-line aligned and large enough for the message.
+// Staging: only small, non-empty tree plans; slots fit every rank's chain
+// (root: children + 2 descriptors per slot, others children + 4; 255 in all),
+// at most the cap; slots cache-line aligned and large enough for the message.
 TEST(BcastPlan, SmallMessagesAreStagedWithinTheChainLimit) {
     for (int n : {2, 4, 8, 64, 256}) {
         const auto nodes = identity(n);
         for (size_t bytes : {size_t{1}, size_t{1000}, size_t{8192}}) {
             const BcastPlan plan = plan_bcast({0, bytes, 65536, 65536, 0, 8192}, nodes, n);
             expect_spanning_tree(plan, 0);
-            size_t widest = 0;
-            for (const RankRole &r : plan.roles) widest = std::max(widest, r.children.size());
             ASSERT_GT(plan.slots, 0u) << "n " << n << " bytes " << bytes;
             EXPECT_LE(plan.slots, kMaxStagingSlots);
-            EXPECT_LE(plan.slots * (widest + 4), 255u) << "n " << n;
+            for (const RankRole &r : plan.roles)
+                EXPECT_LE(plan.slots * (r.children.size() + (r.parent < 0 ? 2 : 4)), 255u) << "n " << n;
             EXPECT_GE(plan.slot_stride, bytes);
             EXPECT_EQ(plan.slot_stride % 64, 0u);
         }
@@ -145,8 +146,46 @@ TEST(BcastPlan, SmallMessagesAreStagedWithinTheChainLimit) {
     const auto nodes = identity(4);
     EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);  // above staging_bytes
     EXPECT_EQ(plan_bcast({0, 0, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);     // empty
-    EXPECT_EQ(plan_bcast({0, 4096, 65536, 2048, 0, 8192}, nodes, 4).slots, 0u);   // a chain
     EXPECT_EQ(plan_bcast({0, 100, 65536, 65536, 0, 0}, nodes, 4).slots, 0u);      // staging off
+    const BcastPlan one_segment_chain = plan_bcast({0, 4096, 65536, 2048, 0, 8192}, nodes, 4);
+    EXPECT_EQ(one_segment_chain.shape, Shape::Chain);
+    EXPECT_EQ(one_segment_chain.slots, kMaxStagingSlots);
+    EXPECT_EQ(one_segment_chain.epochs_per_run, one_segment_chain.slots);  // one slot per epoch
+}
+
+// Staged chains (every size staged): a run is one epoch whose segments fit
+// every rank's program (a chain link costs at most 5 descriptors per
+// segment); the slots divide the segments (every run uses them alike), fit
+// the budget unless one slot alone does not, and hold a whole segment.
+TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
+    for (int n : {3, 4, 8, 16})
+        for (size_t bytes : {size_t{256} << 10, size_t{1} << 20, (size_t{4} << 20) + 3, size_t{64} << 20})
+            for (size_t budget : {size_t{1}, size_t{256} << 10, size_t{2} << 20}) {
+                PlanParams p{0, bytes, 64 * 1024, 256 * 1024, 254, SIZE_MAX, budget};
+                const BcastPlan plan = plan_bcast(p, identity(n), n);
+                SCOPED_TRACE("n " + std::to_string(n) + " bytes " + std::to_string(bytes) + " budget " +
+                             std::to_string(budget));
+                ASSERT_EQ(plan.shape, Shape::Chain);
+                expect_spanning_tree(plan, 0);
+                EXPECT_EQ(plan.epochs_per_run, 1u);
+                EXPECT_LE(plan.segments * 5, 255u);
+                EXPECT_GE(plan.segment_bytes, size_t{64} << 10);  // never smaller than asked
+                EXPECT_EQ(plan.segment_offset(plan.segments - 1) + plan.segment_length(plan.segments - 1), bytes);
+                ASSERT_GE(plan.slots, 1u);
+                EXPECT_EQ(plan.segments % plan.slots, 0u);
+                EXPECT_GE(plan.slot_stride, plan.segment_bytes);
+                EXPECT_EQ(plan.slot_stride % 64, 0u);
+                if (plan.slots > 1) EXPECT_LE(plan.slots * plan.slot_stride, budget);
+            }
+    // 4 MiB in 64 KiB segments would be 64: cut into 51 at most; 16 slots of ~80 KiB fit 2 MiB.
+    const BcastPlan four = plan_bcast({0, size_t{4} << 20, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
+    EXPECT_LE(four.segments, 51u);
+    EXPECT_GT(four.slots, 8u);
+    // A one-segment tree of 1 MiB: as many slots as 2 MiB holds.
+    const BcastPlan tree = plan_bcast({0, size_t{1} << 20, size_t{1} << 20, SIZE_MAX, 0, SIZE_MAX}, identity(4), 4);
+    EXPECT_EQ(tree.shape, Shape::BinomialTree);
+    EXPECT_EQ(tree.slots, 2u);
+    EXPECT_EQ(tree.epochs_per_run, 2u);
 }
 
 // coll_tca_segment_size=-1 reaches the planner as SIZE_MAX: the message must

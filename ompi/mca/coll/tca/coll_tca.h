@@ -28,6 +28,8 @@ typedef struct mca_coll_tca_component_t {
     size_t chain_threshold; /* at or above: pipelined chain, below: tree */
     size_t min_bytes;       /* below: libnbc */
     size_t staging_bytes;   /* up to: staged through landing slots (parents run ahead) */
+    int stage_all;          /* coll_tca_stage_all: 1, 0, -1 (where single copy is dear) */
+    int single_copy_dear;   /* the device measured a copy into another process as dearer than two */
     /* requests the progress function looks after */
     opal_mutex_t lock;
     opal_list_t active;

@@ -39,7 +39,17 @@ enum { EXCHANGING, IDLE, RUNNING };
 /* The agreement of bcast_init: MPI_MIN of each entry over the communicator.
  * HOST_ONLY / GPU_ONLY: 1 where every rank's buffer is host / GPU memory
  * (both 0: mixed, and every rank then cuts segments for GPU buffers). */
-enum { VOTE_CONTIGUOUS, VOTE_RESOURCES, VOTE_PARAMS, VOTE_PARAMS_NEG, VOTE_HOST_ONLY, VOTE_GPU_ONLY, VOTE_COUNT };
+enum {
+    VOTE_CONTIGUOUS,
+    VOTE_RESOURCES,
+    VOTE_PARAMS,
+    VOTE_PARAMS_NEG,
+    VOTE_HOST_ONLY,
+    VOTE_GPU_ONLY,
+    VOTE_STAGE_ALL,     /* every size staged here (MIN: everywhere) */
+    VOTE_STAGE_ALL_NEG, /* its negation (MIN: -(anywhere)) */
+    VOTE_COUNT
+};
 
 typedef struct mca_coll_tca_request_t {
     ompi_request_t super;
@@ -191,7 +201,11 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     /* Segments are cut for the kind of memory (GPU copies cost more each);
      * a broadcast with host buffers at some ranks and GPU buffers at others
      * is agreed on in a second round, cut for GPU memory everywhere. */
-    for (int gpu_anywhere = 0;; gpu_anywhere = 1) {
+    /* Staging every size is each rank's own choice (measured per process):
+     * where ranks differ, a second round plans without it everywhere. */
+    int gpu_anywhere = 0, stage_all = 1 == mca_coll_tca_component.stage_all ||
+                                      (-1 == mca_coll_tca_component.stage_all && mca_coll_tca_component.single_copy_dear);
+    for (;;) {
         tcaResult err = tcaSuccess;
         if (contiguous) {
             const tca_coll_bcast_params_t p = {
@@ -200,7 +214,8 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
                 .segment_bytes = mca_coll_tca_component.segment_bytes,
                 .gpu_segment_bytes = mca_coll_tca_component.gpu_segment_bytes, .gpu_anywhere = gpu_anywhere,
                 .chain_threshold = mca_coll_tca_component.chain_threshold,
-                .staging_bytes = mca_coll_tca_component.staging_bytes, .engine = mca_coll_tca_component.engine,
+                .staging_bytes = mca_coll_tca_component.staging_bytes, .stage_all = stage_all,
+                .engine = mca_coll_tca_component.engine,
 #if OPAL_CUDA_SUPPORT
                 /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
                  * asks CUDA and registers them as GPU memory (moved GPU to GPU). */
@@ -223,15 +238,18 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
             }
         }
         const int digest = params_digest(), on_gpu = NULL != core && tca_coll_bcast_on_gpu(core);
+        const int stages = NULL != core ? tca_coll_bcast_stages_all(core) : stage_all && !gpu_anywhere;
         /* A rank without a core votes neither way on the memory: RESOURCES refuses. */
         int vote[VOTE_COUNT] = {contiguous, !contiguous || NULL != core, digest, -digest,
-                                NULL == core || !on_gpu, NULL == core || on_gpu},
+                                NULL == core || !on_gpu, NULL == core || on_gpu, stages, -stages},
             all[VOTE_COUNT];
         int rc = comm->c_coll->coll_allreduce(vote, all, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
                                               comm->c_coll->coll_allreduce_module);
         char reason[160];
         const int mixed = OMPI_SUCCESS == rc && !all[VOTE_HOST_ONLY] && !all[VOTE_GPU_ONLY] && !gpu_anywhere;
-        if (OMPI_SUCCESS != rc || mixed || NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
+        const int mixed_staging = OMPI_SUCCESS == rc && all[VOTE_STAGE_ALL] != -all[VOTE_STAGE_ALL_NEG];
+        if (OMPI_SUCCESS != rc || mixed || mixed_staging ||
+            NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
             if (NULL != core) tca_coll_bcast_free(core); /* nobody else knows its counters yet */
             core = NULL;
             free(children);
@@ -239,16 +257,25 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
             children = NULL;
             exchange = NULL;
             if (OMPI_SUCCESS != rc) return rc;
-            if (mixed) continue;
+            if (mixed || mixed_staging) {
+                gpu_anywhere |= mixed;
+                stage_all &= !mixed_staging;
+                continue;
+            }
             return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
         }
         break;
     }
+    char path[128] = "direct (into the children's buffers)";
+    if (tca_coll_bcast_slots(core) > 0)
+        snprintf(path, sizeof(path), "staged through %zu slot%s of %zu bytes per child%s", tca_coll_bcast_slots(core),
+                 tca_coll_bcast_slots(core) > 1 ? "s" : "", tca_coll_bcast_slot_bytes(core),
+                 tca_coll_bcast_stages_all(core) ? " (every size staged)" : "");
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
-                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer",
+                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer, %s",
                         comm->c_name, bytes, root,
                         TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread",
-                        tca_coll_bcast_on_gpu(core) ? "GPU" : "host");
+                        tca_coll_bcast_on_gpu(core) ? "GPU" : "host", path);
 
     mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
     if (NULL == r) {

@@ -88,6 +88,17 @@ static int tca_register(void) {
                                            "start each one. 0 disables staging.",
                                            MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
                                            MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.staging_bytes);
+    mca_coll_tca_component.stage_all = -1;
+    (void) mca_base_component_var_register(c, "stage_all",
+                                           "Stage host broadcasts of every size, large ones in pipelined segments: "
+                                           "a parent writes into its children's landing slots and each child copies "
+                                           "out with its own core while the parent writes the next segment. 1: "
+                                           "always; 0: only up to coll_tca_staging_size; -1 (default): where the "
+                                           "device measured a copy into another process as dearer than two copies "
+                                           "(TCA_SINGLE_COPY=auto; tca_info says so). Where ranks differ, none "
+                                           "stages. GPU buffers are staged only up to coll_tca_staging_size.",
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
+                                           &mca_coll_tca_component.stage_all);
     mca_coll_tca_component.min_bytes = 1;
     (void) mca_base_component_var_register(c, "min_bytes",
                                            "Persistent broadcasts smaller than this go to libnbc.",
@@ -116,6 +127,7 @@ bool mca_coll_tca_params_valid(void) {
                             "0..1T bytes (k, M, G suffixes allowed)") && ok;
     ok = tca_mca_check_size(f, "coll_tca_staging_size", c->staging_bytes, 0, UINT64_C(16) << 20,
                             "0 (no staging) .. 16M bytes (k, M suffixes allowed)") && ok;
+    ok = tca_mca_check_int(f, "coll_tca_stage_all", c->stage_all, -1, 1, "-1 (where single copy is dear), 0 or 1") && ok;
     ok = tca_mca_check_size(f, "coll_tca_min_bytes", c->min_bytes, 0, TCA_MCA_MAX_BYTES,
                             "0..1T bytes (k, M, G suffixes allowed)") && ok;
     return ok;
@@ -152,7 +164,9 @@ static void join_session(void) {
     const int rc = mca_common_tca_session_join("coll tca", ompi_coll_base_framework.framework_output,
                                                btl_tca_subcluster_size(), &place, &device_result, why, sizeof(why));
     if (OPAL_SUCCESS == rc) {
+        tcaBackendAttr backend;
         c->session_joined = 1;
+        c->single_copy_dear = tcaSuccess == tcaQueryBackend(&backend) && backend.single_copy_dear;
     } else if (OPAL_ERR_BAD_PARAM == rc) {
         tca_show_help("help-coll-tca.txt", "session-conflict", why);
     } else if (OPAL_ERR_NOT_AVAILABLE != rc) {
@@ -166,6 +180,7 @@ static int tca_open(void) {
     OBJ_CONSTRUCT(&mca_coll_tca_component.freed, opal_list_t);
     mca_coll_tca_component.progress_registered = 0;
     mca_coll_tca_component.session_joined = 0;
+    mca_coll_tca_component.single_copy_dear = 0;
     join_session();
     return OMPI_SUCCESS;
 }
