@@ -74,7 +74,11 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     const int n = static_cast<int>(node_of.size());
     plan.bytes = p.bytes;
     plan.roles.assign(static_cast<size_t>(n), RankRole{});
-    plan.shape = p.bytes >= p.chain_threshold && n > 2 ? Shape::Chain : Shape::BinomialTree;
+    // Two ranks are one link either way, and a direct write into the child's
+    // buffer gains nothing from segments; a staged one does: the child
+    // copies segment s out while its parent writes s + 1.
+    const bool staged = p.bytes > 0 && p.bytes <= p.staging_bytes;
+    plan.shape = p.bytes >= p.chain_threshold && (n > 2 || staged) ? Shape::Chain : Shape::BinomialTree;
     plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes) : std::max<size_t>(1, p.bytes);
     if (p.max_segments > 0)  // e.g. a descriptor chain holds at most 255 entries
         plan.segment_bytes = std::max(plan.segment_bytes, (p.bytes + p.max_segments - 1) / p.max_segments);

@@ -123,7 +123,13 @@ TEST(BcastPlan, TwoRanksIsOneLink) {
         const BcastPlan plan = plan_bcast({1, bytes, 65536, 65536}, nodes, 2);
         EXPECT_EQ(plan.roles[1].children, std::vector<int>{0});
         EXPECT_EQ(plan.roles[0].parent, 1);
+        EXPECT_EQ(plan.segments, 1u);  // written straight into the child's buffer: nothing to pipeline
     }
+    // Staged, the link is pipelined: the child copies a segment out while the parent writes the next.
+    const BcastPlan staged = plan_bcast({1, size_t{4} << 20, 131072, 262144, 254, SIZE_MAX}, nodes, 2);
+    EXPECT_EQ(staged.shape, Shape::Chain);
+    EXPECT_EQ(staged.segments, 32u);
+    EXPECT_EQ(staged.slots, 16u);
 }
 
 // Staging: only small, non-empty tree plans; slots fit every rank's chain
