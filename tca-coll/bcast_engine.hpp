@@ -15,10 +15,12 @@
 //     parent writes block g into slot g mod K of the child's staging area
 //     (device memory) and adds 1 to the child's data counter;
 //   - a child forwards the slot to its own children, copies it into its
-//     buffer once it is started for that epoch, then adds 1 to its credit
-//     counter at the parent (one counter per child, pre-loaded with K): a
-//     parent runs up to K blocks ahead and never waits a round trip per
-//     epoch, and the child's copy-out overlaps the parent's next write.
+//     buffer once it is started for that epoch, then returns the slot as a
+//     credit: it adds to its credit counter at the parent (one counter per
+//     child, pre-loaded with K) in batches of plan.credit_batch blocks, and
+//     what it still owes once its request is freed.  A parent runs up to
+//     K blocks ahead and never waits a round trip per epoch, and the
+//     child's copy-out overlaps the parent's next write.
 //
 // OffloadEngine builds the whole descriptor program at construction (triggered
 // descriptors wait on the counters); start() only kicks it.  ThreadEngine does
@@ -102,8 +104,13 @@ public:
 
 // Staged plans: has every child returned the credit of every epoch so far?
 // Until then a child may still write into our scratch and counters, so a
-// request must not give them back before.
+// request must not give them back before.  (Children return the last
+// credits of a batch when they free their request: return_owed_credits.)
 bool credits_settled(const EngineSetup &s, uint64_t epochs);
+
+// Staged plans, a child whose request is freed after `epochs` epochs, each
+// one done: sends its parent the credits of a batch it has not completed.
+tcaResult return_owed_credits(const EngineSetup &s, uint64_t epochs);
 
 // Largest number of segments a chain program may have for this many children.
 size_t offload_max_segments(size_t children);

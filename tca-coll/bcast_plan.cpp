@@ -50,6 +50,11 @@ void stage(BcastPlan &plan, const PlanParams &p) {
         plan.slot_stride = stride(p.bytes);
         plan.slots = std::min({kMaxStagingSlots, blocks, std::max<size_t>(1, p.staging_budget / plan.slot_stride)});
         plan.epochs_per_run = plan.slots;
+        for (size_t b = plan.slots / 4; b > 1; --b)
+            if (plan.slots % b == 0) {
+                plan.credit_batch = b;
+                break;
+            }
         return;
     }
     // A chain: a run covers one epoch, so its segments must fit one program.

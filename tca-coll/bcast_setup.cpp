@@ -42,6 +42,14 @@ bool credits_settled(const EngineSetup &s, uint64_t epochs) {
     return true;
 }
 
+tcaResult return_owed_credits(const EngineSetup &s, uint64_t epochs) {
+    const BcastPlan &p = *s.plan;
+    if (p.slots == 0 || p.roles[static_cast<size_t>(s.rank)].parent < 0) return tcaSuccess;
+    const uint64_t owed = epochs * p.segments % p.credit_batch;
+    if (owed == 0) return tcaSuccess;
+    return tcaCounterAddRemote(s.parent.node, s.parent.credit_counter + index_at_parent(p, s.rank), owed);
+}
+
 bool offload_needs_channel(const BcastPlan &plan, int rank) {
     const RankRole &role = plan.roles[static_cast<size_t>(rank)];
     if (plan.segments == 0) return false;

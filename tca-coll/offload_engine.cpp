@@ -16,8 +16,9 @@
 //             segment into every child's slot (each write waits for that
 //             child's credit >= b+1);
 //   non-root: gate on data >= b+1; forward the slot to every child likewise;
-//             copy the slot into the buffer once go >= e+1; add 1 to our
-//             credit counter at the parent;
+//             copy the slot into the buffer once go >= e+1; after every
+//             plan.credit_batch-th block, add that many to our credit
+//             counter at the parent (the rest when the request is freed);
 //   both:     (last segment of an epoch) add 1 to done.
 // Thresholds move by S*E (blocks) or E (epochs) per run.  MPI_Start adds 1 to
 // go (a local store) and, every E epochs, starts the next run; completion is
@@ -149,20 +150,31 @@ private:
                     (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + b + 1, blocks)) != tcaSuccess)
                     return r;
             }
+            // The epoch is done once its last block has gone (the root: its
+            // buffer has been read; a child: its credits are sent, so a request
+            // freed right after its last epoch owes its parent only what
+            // return_owed_credits sends).  A child's copy-out lands in its own
+            // memory: "done" rides on it where no credit follows.
+            bool done_added = false;
             if (!root_) {
                 Neighbour parent = s_.parent;
                 const int credit = parent.credit_counter + index_at_parent(p, s_.rank);
+                const bool credits_due = p.credits_due_after(b);
                 if ((r = tcaDescSetMemcpy(desc_, &mine, at, &staging, slot, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
-                    (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess ||
-                    (r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1,
-                                          tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
-                    (r = tcaDescSetCounterAdd(desc_, credit, 1)) != tcaSuccess)
+                    (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess)
+                    return r;
+                if (last && !credits_due) {
+                    if ((r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess) return r;
+                    done_added = true;
+                }
+                if (credits_due &&
+                    ((r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1,
+                                           tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                     (r = tcaDescSetCounterAdd(desc_, credit, p.credit_batch)) != tcaSuccess))
                     return r;
             }
-            // The epoch is done here once its last block has gone (the root:
-            // its buffer has been read; a child: after its credit, so a
-            // request freed right after its last epoch owes its parent nothing).
-            if (last && ((r = gate(-1, 0, 0)) != tcaSuccess || (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess))
+            if (last && !done_added &&
+                ((r = gate(-1, 0, 0)) != tcaSuccess || (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess))
                 return r;
         }
         return tcaSuccess;

@@ -205,6 +205,12 @@ int tca_coll_bcast_settled(const tca_coll_bcast_t *b) {
     return credits_settled(b->setup, epochs) ? 1 : 0;
 }
 
+void tca_coll_bcast_retire(tca_coll_bcast_t *b) {
+    // A request that failed (a peer gone) owes nothing: its parent failed too.
+    if (!b->engine || b->engine->test() != tcaSuccess) return;
+    (void) return_owed_credits(b->setup, b->engine->epochs());
+}
+
 void tca_coll_bcast_free(tca_coll_bcast_t *b) { delete b; }
 
 }  // extern "C"

@@ -73,6 +73,11 @@ TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b);
 /* tcaSuccess: this rank's part of the epoch is done; tcaErrorNotReady: not yet. */
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_test(tca_coll_bcast_t *b);
+/* The application freed the request (MPI_Request_free: it is not active, or
+ * its last epoch is done): a child returns the credits it still owes its
+ * parent (staged plans return them in batches), so that the parent's request
+ * settles.  Not at MPI_Finalize's forced release: the parent may be gone. */
+TCA_COLL_HIDDEN void tca_coll_bcast_retire(tca_coll_bcast_t *b);
 /* 1 when nothing can still land in this request's counters and memory (the
  * children's last credits are in): then tca_coll_bcast_free may give them
  * back to the device.  Never waits. */

@@ -207,7 +207,9 @@ private:
             if (root_) continue;
             tcaHandle mine = s_.buffer_handle;  // PIO into our own buffer: also right for GPU memory
             if (!check(tcaPioWrite(&mine, static_cast<off_t>(s_.buffer_offset + off), src, len, 0, 0, 0))) return true;
-            if (!check(tcaCounterAddRemote(s_.parent.node, credit_at_parent_, 1))) return true;
+            if (p.credits_due_after(block) &&
+                !check(tcaCounterAddRemote(s_.parent.node, credit_at_parent_, p.credit_batch)))
+                return true;
         }
         return true;
     }

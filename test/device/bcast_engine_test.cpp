@@ -110,6 +110,23 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
             std::fprintf(stderr, "node %d: byte %zu before the interior buffer overwritten\n", node, i);
             return 1;
         }
+    // Staged: the children's credits came in whole batches (a child's epoch
+    // is done once they are sent), the rest follows when they free the request.
+    board.barrier();
+    const uint64_t blocks = static_cast<uint64_t>(epochs) * plan.segments;
+    for (const Counter &c : s.credits) {
+        if (plan.slots == 0) break;  // direct plans return no credits
+        uint64_t moved = 0;
+        NODE_OK(counter_moved(c, &moved));
+        if (moved != plan.slots + blocks / plan.credit_batch * plan.credit_batch) {
+            std::fprintf(stderr, "node %d: credits moved %llu after %llu blocks (slots %zu, batches of %zu)\n", node,
+                         static_cast<unsigned long long>(moved), static_cast<unsigned long long>(blocks), plan.slots,
+                         plan.credit_batch);
+            return 1;
+        }
+    }
+    board.barrier();  // every parent has looked
+    NODE_OK(return_owed_credits(s, static_cast<uint64_t>(epochs)));
     board.barrier();  // nobody frees memory a parent may still write
     if (!credits_settled(s, static_cast<uint64_t>(epochs))) {
         std::fprintf(stderr, "node %d: credits missing after the last epoch\n", node);

@@ -181,7 +181,9 @@ TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
                 EXPECT_EQ(plan.segments % plan.slots, 0u);
                 EXPECT_GE(plan.slot_stride, plan.segment_bytes);
                 EXPECT_EQ(plan.slot_stride % 64, 0u);
-                if (plan.slots > 1) EXPECT_LE(plan.slots * plan.slot_stride, budget);
+                if (plan.slots > 1) {
+                    EXPECT_LE(plan.slots * plan.slot_stride, budget);
+                }
             }
     // 4 MiB in 64 KiB segments would be 64: cut into 51 at most; 16 slots of ~80 KiB fit 2 MiB.
     const BcastPlan four = plan_bcast({0, size_t{4} << 20, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
@@ -192,6 +194,33 @@ TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
     EXPECT_EQ(tree.shape, Shape::BinomialTree);
     EXPECT_EQ(tree.slots, 2u);
     EXPECT_EQ(tree.epochs_per_run, 2u);
+}
+
+// Children return credits in batches that divide a run (so every run ends on
+// a batch) and leave a parent at least three quarters of its slots to run
+// ahead; chains, whose credits are few next to their data, return each one.
+TEST(BcastPlan, CreditsComeInBatchesThatDivideARun) {
+    for (int n : {2, 3, 4, 8, 16})
+        for (size_t bytes : {size_t{1}, size_t{1024}, size_t{8192}, size_t{300000}, size_t{4} << 20})
+            for (size_t budget : {size_t{1}, size_t{64} << 10, size_t{2} << 20}) {
+                const BcastPlan plan =
+                    plan_bcast({0, bytes, 64 * 1024, 256 * 1024, 254, SIZE_MAX, budget}, identity(n), n);
+                SCOPED_TRACE("n " + std::to_string(n) + " bytes " + std::to_string(bytes) + " budget " +
+                             std::to_string(budget));
+                ASSERT_GT(plan.slots, 0u);
+                ASSERT_GE(plan.credit_batch, 1u);
+                EXPECT_EQ(plan.blocks_per_run() % plan.credit_batch, 0u);
+                EXPECT_LE(plan.credit_batch * 4, std::max<size_t>(plan.slots, 4));
+                if (plan.segments > 1) {
+                    EXPECT_EQ(plan.credit_batch, 1u);
+                }
+                for (uint64_t b = 0; b < 3 * plan.blocks_per_run(); ++b)
+                    EXPECT_EQ(plan.credits_due_after(b), (b + 1) % plan.credit_batch == 0);
+            }
+    // 1 KiB at np 4: 48 slots, batches of 12.
+    const BcastPlan small = plan_bcast({0, 1024, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
+    EXPECT_EQ(small.slots, kMaxStagingSlots);
+    EXPECT_EQ(small.credit_batch, 12u);
 }
 
 // coll_tca_segment_size=-1 reaches the planner as SIZE_MAX: the message must

@@ -420,6 +420,8 @@ static int request_free(ompi_request_t **request) {
             break;
         }
     }
+    /* Our parent's request waits for the credits we still owe. */
+    if (NULL != r->core) tca_coll_bcast_retire(r->core);
     /* Parked, never waited for: a late child may still return credits, or the
      * one-time exchange still run; progress gives everything back after. */
     opal_list_append(&c->freed, &r->super.super.super);
