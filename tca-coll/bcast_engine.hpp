@@ -119,5 +119,8 @@ bool offload_needs_channel(const BcastPlan &plan, int rank);
 
 tcaResult make_offload_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out);
 tcaResult make_thread_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out);
+// MPI_Finalize: thread engines no longer run on the session's progress thread
+// (requests never freed keep theirs; the code that runs them is unloaded next).
+void leave_progress_thread();
 
 }  // namespace tca::coll

@@ -211,6 +211,8 @@ void tca_coll_bcast_retire(tca_coll_bcast_t *b) {
     (void) return_owed_credits(b->setup, b->engine->epochs());
 }
 
+void tca_coll_finalize(void) { leave_progress_thread(); }
+
 void tca_coll_bcast_free(tca_coll_bcast_t *b) { delete b; }
 
 }  // extern "C"

@@ -82,6 +82,10 @@ TCA_COLL_HIDDEN void tca_coll_bcast_retire(tca_coll_bcast_t *b);
  * children's last credits are in): then tca_coll_bcast_free may give them
  * back to the device.  Never waits. */
 TCA_COLL_HIDDEN int tca_coll_bcast_settled(const tca_coll_bcast_t *b);
+/* MPI_Finalize, after the freed requests are released: the session's
+ * progress thread stops running thread engines, also those of requests the
+ * application never freed (their code is unloaded next). */
+TCA_COLL_HIDDEN void tca_coll_finalize(void);
 /* Releases at once: counters, channel, registrations and memory. */
 TCA_COLL_HIDDEN void tca_coll_bcast_free(tca_coll_bcast_t *b);
 

@@ -48,7 +48,21 @@ public:
         if (!e) r.current = e = std::shared_ptr<Executor>(new Executor());
         return e;
     }
-    ~Executor() { tca_progress_leave(client_); }  // no pass of ours runs after this
+    ~Executor() { leave(); }
+    // MPI_Finalize: the session's progress thread stops calling us, also
+    // where requests the application never freed keep their engines, and so
+    // this executor, alive - Open MPI unloads coll tca's code next, and the
+    // thread called into it (a SIGSEGV at exit).  A later get() starts anew.
+    static void leave_session() {
+        std::shared_ptr<Executor> e;
+        {
+            Registry &r = registry();
+            std::lock_guard g(r.lock);
+            e = r.current.lock();
+            r.current.reset();
+        }
+        if (e) e->leave();
+    }
     void add(ThreadEngine *e) {
         {
             std::lock_guard g(lock_);
@@ -75,12 +89,17 @@ public:
     }
 
 private:
+    // No pass of ours runs after this.
+    void leave() {
+        if (tca_progress_client_t *c = client_.exchange(nullptr, std::memory_order_acq_rel)) tca_progress_leave(c);
+    }
     Executor() {
         const tca_progress_hooks_t hooks{[](void *self) { return static_cast<Executor *>(self)->thread_pass(); },
                                          [](void *self) { return static_cast<Executor *>(self)->idle_us(); }, this,
                                          [](void *self) { return static_cast<Executor *>(self)->listens(); }};
-        client_ = tca_progress_join(&hooks);
-        if (client_ == nullptr) throw std::bad_alloc();
+        tca_progress_client_t *c = tca_progress_join(&hooks);
+        if (c == nullptr) throw std::bad_alloc();
+        client_.store(c, std::memory_order_release);
     }
     int pass();  // one thread at a time (pass_lock_): the progress thread or a helper
     // The progress thread's pass: none while the application helps (it
@@ -122,7 +141,7 @@ private:
     std::atomic<bool> long_nap_{false};  // the thread's last idle_us() was the long one
     std::mutex pass_lock_;  // tried, never waited for: a busy pass is progress already
     std::vector<ThreadEngine *> work_;  // under pass_lock_
-    tca_progress_client_t *client_ = nullptr;
+    std::atomic<tca_progress_client_t *> client_{nullptr};
 };
 
 class ThreadEngine final : public BcastEngine {
@@ -278,6 +297,8 @@ int Executor::pass() {
 }
 
 }  // namespace
+
+void leave_progress_thread() { Executor::leave_session(); }
 
 tcaResult make_thread_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out) {
     if (setup.plan == nullptr || out == nullptr) return tcaErrorInvalidValue;

@@ -291,6 +291,34 @@ static void test_free_late(void) {
     }
 }
 
+/* Requests the application never frees (every rank but the root, which
+ * frees its own): staged, tree and chain, 13 epochs each, data checked, then
+ * MPI_Finalize.  The root's freed requests wait for credits its children
+ * never return; the children's engines stay alive - and coll tca's code is
+ * unloaded at finalize, so nothing may still run it (the progress thread did:
+ * SIGSEGV at exit with the thread engine). */
+static void test_never_freed(void) {
+    static const int lens[3] = {1000, 64 * 1024, 300 * 1024}; /* staged, tree, chain */
+    MPI_Request reqs[3];
+    unsigned char *bufs[3];
+    for (int i = 0; i < 3; i++) {
+        bufs[i] = malloc((size_t) lens[i]);
+        BCAST_INIT(bufs[i], lens[i], MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[i]);
+    }
+    for (int e = 0; e < 13; e++)
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < lens[i]; j++) bufs[i][j] = wrank == 0 ? pat((size_t) j, (unsigned) (e * 3 + i)) : 0xEE;
+            MPI_Start(&reqs[i]);
+            MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+            for (int j = 0; j < lens[i]; j++)
+                if (bufs[i][j] != pat((size_t) j, (unsigned) (e * 3 + i)))
+                    FAIL("never freed: request %d epoch %d byte %d", i, e, j);
+        }
+    if (wrank == 0)
+        for (int i = 0; i < 3; i++) MPI_Request_free(&reqs[i]);
+    /* the buffers of live requests stay allocated: a request may still name them */
+}
+
 /* The same type signature, different layouts: MPI_INT x n at the root, a
  * vector of n ints at stride 2 elsewhere (and the other way round).  Every
  * rank must take the same path; the data must arrive at every rank. */
@@ -530,6 +558,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(name, "free_active")) test_free_active();
     else if (!strcmp(name, "many_live")) test_many_live();
     else if (!strcmp(name, "free_late")) test_free_late();
+    else if (!strcmp(name, "never_freed")) test_never_freed();
     else if (!strcmp(name, "mixed_layout")) test_mixed_layout();
     else if (!strcmp(name, "dma_share")) test_dma_share();
     else if (!strcmp(name, "prepared_then_full")) test_prepared_then_full();

@@ -189,6 +189,7 @@ static int tca_close(void) {
     if (mca_coll_tca_component.progress_registered) opal_progress_unregister(mca_coll_tca_progress);
     mca_coll_tca_component.progress_registered = 0;
     mca_coll_tca_release_freed(1); /* MPI_Finalize: every peer is done with them */
+    tca_coll_finalize();           /* requests never freed: their engines stay idle */
     if (mca_coll_tca_component.session_joined) mca_common_tca_session_leave();
     mca_coll_tca_component.session_joined = 0;
     OBJ_DESTRUCT(&mca_coll_tca_component.freed);
