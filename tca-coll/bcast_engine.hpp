@@ -89,6 +89,8 @@ tcaResult init_counters(EngineSetup &s);
 // Where this rank sits among its parent's children (its credit counter there
 // is parent.credit_counter + this).
 int index_at_parent(const BcastPlan &plan, int rank);
+// Staged plans, a non-root: the index of its credit counter at its parent.
+int credit_counter_at_parent(const EngineSetup &s);
 
 class BcastEngine {
 public:

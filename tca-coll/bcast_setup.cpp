@@ -47,7 +47,11 @@ tcaResult return_owed_credits(const EngineSetup &s, uint64_t epochs) {
     if (p.slots == 0 || p.roles[static_cast<size_t>(s.rank)].parent < 0) return tcaSuccess;
     const uint64_t owed = epochs * p.segments % p.credit_batch;
     if (owed == 0) return tcaSuccess;
-    return tcaCounterAddRemote(s.parent.node, s.parent.credit_counter + index_at_parent(p, s.rank), owed);
+    return tcaCounterAddRemote(s.parent.node, credit_counter_at_parent(s), owed);
+}
+
+int credit_counter_at_parent(const EngineSetup &s) {
+    return s.parent.credit_counter + index_at_parent(*s.plan, s.rank);
 }
 
 bool offload_needs_channel(const BcastPlan &plan, int rank) {

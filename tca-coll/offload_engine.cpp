@@ -158,7 +158,7 @@ private:
             bool done_added = false;
             if (!root_) {
                 Neighbour parent = s_.parent;
-                const int credit = parent.credit_counter + index_at_parent(p, s_.rank);
+                const int credit = credit_counter_at_parent(s_);
                 const bool credits_due = p.credits_due_after(b);
                 if ((r = tcaDescSetMemcpy(desc_, &mine, at, &staging, slot, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
                     (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess)

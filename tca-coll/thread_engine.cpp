@@ -149,7 +149,7 @@ public:
     explicit ThreadEngine(const EngineSetup &s)
         : s_(s),
           root_(s.plan->roles[static_cast<size_t>(s.rank)].parent < 0),
-          credit_at_parent_(root_ ? -1 : s.parent.credit_counter + index_at_parent(*s.plan, s.rank)),
+          credit_at_parent_(root_ ? -1 : credit_counter_at_parent(s)),
           exec_(Executor::get()) {}
 
     tcaResult start() override {
