@@ -70,7 +70,7 @@ struct EngineSetup {
     // registered as its whole CUDA allocation (IPC handles name allocations).
     uint64_t buffer_offset = 0;
     GpuBuffer gpu;  // gpu.on_gpu: the CPU cannot read `buffer` (the thread engine copies out first)
-    unsigned char *staging = nullptr;  // staged non-roots: plan.slots slots, plan.slot_stride apart
+    unsigned char *staging = nullptr;  // plan.slots slots, plan.slot_stride apart, where has_staging_area
     tcaHandle staging_handle{};
     tcaHandle scratch_handle{};  // kScratchBytes
     Counter data, ready;         // this rank's counters, both protocols

@@ -127,4 +127,10 @@ int BcastPlan::total_hops(const std::function<int(int, int)> &hops) const {
     return sum;
 }
 
+bool has_staging_area(const BcastPlan &plan, int rank, bool buffer_dear_to_read) {
+    if (plan.slots == 0) return false;
+    const RankRole &role = plan.roles[static_cast<size_t>(rank)];
+    return role.parent >= 0 || (buffer_dear_to_read && role.children.size() >= 2);
+}
+
 }  // namespace tca::coll

@@ -14,7 +14,8 @@
 // slot b mod K (one-segment plans: E = K; chains: E = 1, K divides S):
 //   root:     (first segment of an epoch e) gate on go >= e+1; write the
 //             segment into every child's slot (each write waits for that
-//             child's credit >= b+1);
+//             child's credit >= b+1), from its own slot b mod K where it has
+//             one (has_staging_area: a GPU buffer, read once per block);
 //   non-root: gate on data >= b+1; forward the slot to every child likewise;
 //             copy the slot into the buffer once go >= e+1; after every
 //             plan.credit_batch-th block, add that many to our credit
@@ -142,10 +143,17 @@ private:
             if (root_ ? seg == 0 && (r = gate(s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess
                       : (r = gate(s_.data.index, s_.data.base + b + 1, blocks)) != tcaSuccess)
                 return r;
+            // A root with a staging area reads its buffer once per block.  The
+            // program runs in order, so the forwards of block b are done
+            // before block b + K overwrites the slot.
+            const bool from_slot = !root_ || s_.staging != nullptr;
+            if (root_ && from_slot &&
+                (r = tcaDescSetMemcpy(desc_, &staging, slot, &mine, at, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess)
+                return r;
             for (size_t c = 0; c < s_.children.size(); ++c) {
                 Neighbour child = s_.children[c];
-                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, root_ ? &mine : &staging, root_ ? at : slot, len,
-                                          tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, from_slot ? &staging : &mine,
+                                          from_slot ? slot : at, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
                     (r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess ||
                     (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + b + 1, blocks)) != tcaSuccess)
                     return r;

@@ -94,7 +94,7 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
         return nullptr;
     }
     s.scratch_handle = b->scratch.handle();
-    if (b->plan.slots > 0 && b->plan.roles[static_cast<size_t>(p->rank)].parent >= 0) {
+    if (has_staging_area(b->plan, p->rank, s.gpu.on_gpu)) {
         if ((*err = b->staging.allocate(b->plan.slots * b->plan.slot_stride)) != tcaSuccess) {
             delete b;
             return nullptr;

@@ -35,8 +35,10 @@ size_t interior_offset(int node, bool interior) { return interior ? 24 + 40 * st
 
 // away: the application leaves each epoch to the progress thread (it computes
 // between MPI_Start and MPI_Wait): the data must arrive before it tests.
+// root_stages: the root's buffer counts as dear to read (GPU memory): a
+// staged root with two children or more forwards from its own slots.
 int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0,
-              bool interior = false, bool away = false, size_t staging_budget = 2u << 20) {
+              bool interior = false, bool away = false, size_t staging_budget = 2u << 20, bool root_stages = false) {
     PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging, staging_budget};
     pp.max_segments = offload_max_segments(4);
     std::vector<int> nodes(static_cast<size_t>(n));
@@ -63,7 +65,7 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     NODE_OK(scratch.allocate(kScratchBytes));
     s.scratch_handle = scratch.handle();
     NODE_OK(tcaCreateHandle(&s.buffer_handle, whole.data(), at + bytes + 1, tcaMemoryCPU));
-    if (plan.slots > 0 && role.parent >= 0) {
+    if (has_staging_area(plan, node, root_stages)) {
         NODE_OK(staging_area.allocate(plan.slots * plan.slot_stride));
         s.staging = staging_area.data();
         s.staging_handle = staging_area.handle();
@@ -212,6 +214,20 @@ TEST(BcastEngine, ThreadEngineRunsWhileTheApplicationIsAway) {
         EXPECT_TRUE(run_nodes(3, [&](int node, Board &b) {
             return run_bcast(node, b, 3, 0, bytes, Engine::Thread, 5, 4096, false, true);
         })) << "bytes " << bytes;
+}
+
+// GPU roots read their buffer once per block, into their own slot; here a
+// host buffer stands in (the program is the same).  Interior buffers: the
+// read into the slot must add the root's offset.
+TEST(BcastEngine, RootWithStagingAreaForwardsFromItsSlots) {
+    for (const Engine kind : {Engine::Offload, Engine::Mixed})
+        for (int n : {3, 5, 8})
+            for (size_t bytes : {size_t{1}, size_t{1000}, size_t{4096}})
+                for (const bool interior : {false, true})
+                    EXPECT_TRUE(run_nodes(n, [&](int node, Board &b) {
+                        return run_bcast(node, b, n, 0, bytes, kind, 203, 4096, interior, false, 2u << 20, true);
+                    })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind)
+                        << " interior " << interior;
 }
 
 TEST(BcastEngine, EmptyMessage) {

@@ -237,3 +237,23 @@ TEST(BcastPlan, HugeSegmentSizeStillCoversTheMessage) {
         EXPECT_EQ(plan.segment_length(0), p.bytes) << seg;
     }
 }
+
+// Parents write into their children's staging areas; a root has one only
+// where its buffer is dear to read (GPU memory) and feeds two children or
+// more (it reads the buffer once per block, then forwards from its slots).
+TEST(BcastPlan, StagingAreasForEveryChildAndForGpuRootsWithChildren) {
+    const BcastPlan four = plan_bcast({0, 1024, 65536, 65536, 0, 8192}, identity(4), 4);
+    ASSERT_GT(four.slots, 0u);
+    ASSERT_GE(four.roles[0].children.size(), 2u);
+    for (int r = 1; r < 4; ++r) {
+        EXPECT_TRUE(has_staging_area(four, r, false));
+        EXPECT_TRUE(has_staging_area(four, r, true));
+    }
+    EXPECT_FALSE(has_staging_area(four, 0, false));
+    EXPECT_TRUE(has_staging_area(four, 0, true));
+    const BcastPlan two = plan_bcast({0, 1024, 65536, 65536, 0, 8192}, identity(2), 2);  // one child
+    EXPECT_FALSE(has_staging_area(two, 0, true));
+    EXPECT_TRUE(has_staging_area(two, 1, false));
+    const BcastPlan direct = plan_bcast({0, 8193, 65536, 65536, 0, 8192}, identity(4), 4);
+    for (int r = 0; r < 4; ++r) EXPECT_FALSE(has_staging_area(direct, r, true));
+}
