@@ -39,13 +39,19 @@ sh "$cluster" up $hosts_needed >/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 hosts="$net.1:1,$net.2:1"
 [ "${TCA_BENCH_ONE_HOST:-0}" = 1 ] && hosts="$net.1:2"
-# No binding: each host's daemon binds its first rank to core 0 (it believes
-# it has the machine to itself), so two hosts' ranks would share one core
-# and every message would wait for the scheduler's tick (4 ms here).
+# Each host's daemon believes it has the machine to itself.  So: no binding
+# (it binds its first rank to core 0: two hosts' ranks would share one core
+# and every message would wait for the scheduler's tick, 4 ms here), and
+# where the ranks of all hosts outnumber the cores, mpi_yield_when_idle as
+# --oversubscribe sets it on one host (else a waiting rank spins out its time
+# slice before the rank it waits for runs: 440 us per 8 B broadcast at np 4
+# on 2 cores instead of 19).
+yield4=
+[ 4 -gt "$(nproc)" ] && yield4="--mca mpi_yield_when_idle 1"
 launch="--host $hosts --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 -np 2 --bind-to none"
 hosts4="$net.1:1,$net.2:1,$net.3:1,$net.4:1"
 [ "${TCA_BENCH_ONE_HOST:-0}" = 1 ] && hosts4="$net.1:4"
-launch4="--host $hosts4 --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 -np 4 --bind-to none"
+launch4="--host $hosts4 --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 -np 4 --bind-to none $yield4"
 ucx_env="-x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0"
 # TCP over veth is ~100x slower than shared memory: a tenth of mpi_bench's iterations.
 export TCA_BENCH_ITER_DIVISOR=${TCA_BENCH_ITER_DIVISOR:-10}
