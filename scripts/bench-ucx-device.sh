@@ -3,8 +3,8 @@
 # device (host_pingpong.c, TCA_DEVICE=ucx) against the raw UCX put ping-pong
 # it is measured by (tca_ucx_put_pingpong: a put, a fence, the last word,
 # spinning on memory), both over UCX_TLS=tcp, 2 ranks on this host, each
-# bound to a core, rounds interleaved.  One host, because this VM's veth link
-# between namespace hosts has a 4 ms floor that hides everything else.
+# bound to a core, rounds interleaved.  One host, over its loopback interface
+# (across namespace hosts: scripts/bench-multihost.sh).
 # Prints min / median one-way us per size and the ratio of the medians (the
 # issue's goal: <= 1.5).  TCA_BENCH_ITERS: host_pingpong's iterations per size
 # (default 1000; the raw ping-pong, run with argument 10, times 200 / 50 / 5
