@@ -3,8 +3,9 @@
 # device (host_pingpong.c, TCA_DEVICE=ucx) against the raw UCX put ping-pong
 # it is measured by (tca_ucx_put_pingpong: a put, a fence, the last word,
 # spinning on memory), both over UCX_TLS=tcp, 2 ranks on this host, each
-# bound to a core, rounds interleaved.  One host, over its loopback interface
-# (across namespace hosts: scripts/bench-multihost.sh).
+# bound to a core, rounds interleaved.  One host, over its loopback interface;
+# TCA_BENCH_ACROSS=1: one rank on each of 2 namespace hosts over their veth
+# link (scripts/netns-cluster.sh; root).
 # Prints min / median one-way us per size and the ratio of the medians (the
 # issue's goal: <= 1.5).  TCA_BENCH_ITERS: host_pingpong's iterations per size
 # (default 1000; the raw ping-pong, run with argument 10, times 200 / 50 / 5
@@ -26,18 +27,29 @@ trap 'rm -rf "$out"' EXIT INT TERM
 "$MPICC" -std=c99 -O3 -I"$TCA_API_INCDIR" "$srcdir/test/tca-api/host_pingpong.c" -o "$out/host_pingpong" \
     -L"$TCA_API_LIBDIR" -ltca -ltcacomm
 common="--bind-to ${TCA_BENCH_BIND:-core} -np 2 -x UCX_TLS=tcp -x UCX_NET_DEVICES=lo"
+where="2 ranks on one host" vader=vader
+if [ "${TCA_BENCH_ACROSS:-0}" = 1 ]; then
+    cluster="$srcdir/scripts/netns-cluster.sh"
+    why=$(sh "$cluster" can 2>&1) || { echo "bench-ucx-device: cannot make namespaces: $why" >&2; exit 77; }
+    sh "$cluster" up 2 >/dev/null
+    net=$(sh "$cluster" addr 1 | cut -d. -f1-3)
+    # Unbound, as bench-multihost.sh says why; MPI's own traffic over btl tcp.
+    common="--host $net.1:1,$net.2:1 --mca plm_rsh_agent $srcdir/scripts/netns-rsh --mca oob_tcp_if_include $net.0/24
+        --bind-to none -np 2 -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 --mca btl_tcp_if_include $net.0/24"
+    where="2 namespace hosts" vader=tcp
+fi
 r=1
 while [ "$r" -le "$rounds" ]; do
     echo "ucx device round $r of $rounds ..." >&2
     # shellcheck disable=SC2086
-    timeout 300 mpirun $common --mca pml ob1 --mca btl self,vader ./tca_ucx_put_pingpong 10 |
+    timeout 300 mpirun $common --mca pml ob1 --mca btl self,$vader ./tca_ucx_put_pingpong 10 |
         sed -n 's/^RESULT ucxput /ucxput /p' >>"$out/all"
     # shellcheck disable=SC2086
-    timeout 300 mpirun $common --mca pml ob1 --mca btl self,vader -x TCA_DEVICE=ucx -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" \
+    timeout 300 mpirun $common --mca pml ob1 --mca btl self,$vader -x TCA_DEVICE=ucx -x LD_LIBRARY_PATH="$TCA_API_LIBDIR" \
         "$out/host_pingpong" "$iters" | awk '$2 == "B" && $5 == "one" { print "tca", $1, $3 }' >>"$out/all"
     r=$((r + 1))
 done
-echo "one-way latency, us, 2 ranks on one host over UCX tcp, $rounds rounds: min / median"
+echo "one-way latency, us, $where over UCX tcp, $rounds rounds: min / median"
 awk '
 { v[$1, $2, ++n[$1, $2]] = $3; sizes[$2] = 1 }
 function med(c, s,   k, i, j, t, a) { k = n[c, s]; for (i = 1; i <= k; i++) a[i] = v[c, s, i];
