@@ -12,6 +12,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -211,12 +212,17 @@ private:
             const uint64_t block = (epoch_ - 1) * p.segments + next_segment_;
             const off_t slot = static_cast<off_t>(block % p.slots * p.slot_stride);
             const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
-            if (!root_ && !ready_seen_) {  // "landed" for the staged protocol
-                if (!reached(s_.data, block + 1)) return !ok();
+            if (!ready_seen_) {  // the block is in hand: landed in our slot, or read into it (a root)
+                if (!root_ && !reached(s_.data, block + 1)) return !ok();
+                if (root_ && s_.staging != nullptr && !check(copy_out(s_.staging + slot, s_.buffer + off, len)))
+                    return true;
                 ready_seen_ = true;
             }
-            const unsigned char *src = root_ ? nullptr : s_.staging + slot;
-            if (root_ && !check(readable(s_.buffer + off, len, &src))) return true;
+            // A root with slots (a GPU buffer feeding two children or more,
+            // has_staging_area) read the block once into its slot, as the
+            // offload engine does; any other root writes from its buffer.
+            const unsigned char *src = s_.staging != nullptr ? s_.staging + slot : nullptr;
+            if (src == nullptr && !check(readable(s_.buffer + off, len, &src))) return true;
             for (; next_child_ < s_.children.size(); ++next_child_) {
                 if (!reached(s_.credits[next_child_], block + 1)) return !ok();
                 tcaHandle dst = s_.children[next_child_].buffer;
@@ -242,6 +248,13 @@ private:
         bounce_.resize(len);
         *out = bounce_.data();
         return gpu_copy_to_host(s_.gpu, bounce_.data(), p, len);
+    }
+
+    // Into host memory we own: the root's slot.
+    tcaResult copy_out(unsigned char *dst, const unsigned char *src, size_t len) {
+        if (s_.gpu.on_gpu) return len == 0 ? tcaSuccess : gpu_copy_to_host(s_.gpu, dst, src, len);
+        std::memcpy(dst, src, len);  // a host buffer standing in for GPU memory (the engine tests)
+        return tcaSuccess;
     }
 
     // Has counter c moved by at least `by` since it was taken?  (False on error too.)

@@ -216,11 +216,12 @@ TEST(BcastEngine, ThreadEngineRunsWhileTheApplicationIsAway) {
         })) << "bytes " << bytes;
 }
 
-// GPU roots read their buffer once per block, into their own slot; here a
+// GPU roots read their buffer once per block, into their own slot (both
+// engines; mixed: the odd nodes run the thread engine); here a
 // host buffer stands in (the program is the same).  Interior buffers: the
 // read into the slot must add the root's offset.
 TEST(BcastEngine, RootWithStagingAreaForwardsFromItsSlots) {
-    for (const Engine kind : {Engine::Offload, Engine::Mixed})
+    for (const Engine kind : {Engine::Offload, Engine::Thread, Engine::Mixed})
         for (int n : {3, 5, 8})
             for (size_t bytes : {size_t{1}, size_t{1000}, size_t{4096}})
                 for (const bool interior : {false, true})
