@@ -22,7 +22,6 @@ set -eu
 rounds=${1:-3}
 srcdir=${srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 cluster="$srcdir/scripts/netns-cluster.sh"
-agent="$srcdir/scripts/netns-rsh"
 net=${TCA_NETNS_NET:-10.213.77}
 prefix=${TCA_NETNS_PREFIX:-tcah}
 bcast=${TCA_BENCH_BCAST:-0}
@@ -39,19 +38,11 @@ sh "$cluster" up $hosts_needed >/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 hosts="$net.1:1,$net.2:1"
 [ "${TCA_BENCH_ONE_HOST:-0}" = 1 ] && hosts="$net.1:2"
-# Each host's daemon believes it has the machine to itself.  So: no binding
-# (it binds its first rank to core 0: two hosts' ranks would share one core
-# and every message would wait for the scheduler's tick, 4 ms here), and
-# where the ranks of all hosts outnumber the cores, mpi_yield_when_idle as
-# --oversubscribe sets it on one host (else a waiting rank spins out its time
-# slice before the rank it waits for runs: 440 us per 8 B broadcast at np 4
-# on 2 cores instead of 19).
-yield4=
-[ 4 -gt "$(nproc)" ] && yield4="--mca mpi_yield_when_idle 1"
-launch="--host $hosts --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 -np 2 --bind-to none"
+# Unbound, and yielding where the ranks outnumber the cores: netns-cluster.sh says why.
+launch="--host $hosts $(sh "$cluster" launch-args 2) -np 2"
 hosts4="$net.1:1,$net.2:1,$net.3:1,$net.4:1"
 [ "${TCA_BENCH_ONE_HOST:-0}" = 1 ] && hosts4="$net.1:4"
-launch4="--host $hosts4 --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 -np 4 --bind-to none $yield4"
+launch4="--host $hosts4 $(sh "$cluster" launch-args 4) -np 4"
 ucx_env="-x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0"
 # TCP over veth is ~100x slower than shared memory: a tenth of mpi_bench's iterations.
 export TCA_BENCH_ITER_DIVISOR=${TCA_BENCH_ITER_DIVISOR:-10}
@@ -62,13 +53,13 @@ tag() { sed -n "s/^RESULT \(latency\|bw\) /\1 $1 /p"; }
 r=1
 while [ "$r" -le "$rounds" ]; do
     # shellcheck disable=SC2086
-    timeout 300 mpirun $launch $ucx_env --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $net.0/24 \
+    timeout 300 mpirun $launch $ucx_env --mca pml ob1 --mca btl tcp,self \
         ./tca_ucx_put_pingpong | sed -n 's/^RESULT ucxput /latency ucxput /p' >>"$out/all"
     # shellcheck disable=SC2086
     timeout 300 mpirun $launch $ucx_env --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         ./tca_mpi_bench latency bw | tag pml-ucx >>"$out/all"
     # shellcheck disable=SC2086
-    timeout 300 mpirun $launch --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $net.0/24 \
+    timeout 300 mpirun $launch --mca pml ob1 --mca btl tcp,self \
         ./tca_mpi_bench latency bw | tag ob1-tcp >>"$out/all"
     # shellcheck disable=SC2086
     timeout 300 sh "$srcdir/scripts/tca-mpirun" $launch $ucx_env -x TCA_DEVICE=ucx --mca pml ob1 --mca btl tca,self \

@@ -33,10 +33,9 @@ if [ "${TCA_BENCH_ACROSS:-0}" = 1 ]; then
     why=$(sh "$cluster" can 2>&1) || { echo "bench-ucx-device: cannot make namespaces: $why" >&2; exit 77; }
     sh "$cluster" up 2 >/dev/null
     net=$(sh "$cluster" addr 1 | cut -d. -f1-3)
-    agent=$(cd "$srcdir/scripts" && pwd)/netns-rsh
-    # Unbound, as bench-multihost.sh says why; MPI's own traffic over btl tcp.
-    common="--host $net.1:1,$net.2:1 --mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 --bind-to none"
-    common="$common -np 2 -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 --mca btl_tcp_if_include $net.0/24"
+    # Unbound (netns-cluster.sh says why); MPI's own traffic over btl tcp.
+    common="--host $net.1:1,$net.2:1 $(sh "$cluster" launch-args 2)"
+    common="$common -np 2 -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0"
     where="2 namespace hosts" vader=tcp
 fi
 r=1

@@ -9,6 +9,7 @@
 #   netns-cluster.sh exec I CMD...   run CMD on host I
 #   netns-cluster.sh addr I    host I's address
 #   netns-cluster.sh status    the hosts that exist
+#   netns-cluster.sh launch-args [RANKS]   mpirun options for these hosts
 #
 # Hosts are named tcah1..tcahN and live on 10.213.77.0/24 (the bridge in the
 # root namespace is .254): a range of the project's own, so traffic stays
@@ -94,6 +95,25 @@ up() {
     echo "netns-cluster: $n hosts up ($net.1 .. $net.$n, bridge $bridge)"
 }
 
+# mpirun's options for a job on these hosts: the daemons' and btl tcp's
+# traffic only on the cluster subnet, and placement.  Every host's daemon
+# believes it has the machine to itself: left to bind, it binds its first rank
+# to core 0, so the ranks of all hosts share one core and each message waits
+# for the scheduler's tick (4 ms on a 2-core VM) - hence --bind-to none.  And
+# no host is oversubscribed in its own eyes, so a waiting rank spins out its
+# time slice before the rank it waits for (on another host, same cores) runs
+# (an 8 B broadcast at np 4 on 2 cores: 440 us instead of 19) - hence
+# mpi_yield_when_idle, as --oversubscribe sets it on one host, where RANKS
+# (all hosts together) outnumber the cores; without RANKS always (the tests,
+# which also run beside a load).
+launch_args() {
+    agent=$(cd "$(dirname "$0")" && pwd)/netns-rsh
+    printf '%s' "--mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 --mca btl_tcp_if_include $net.0/24"
+    printf ' %s' "--bind-to none"
+    if [ -z "${1:-}" ] || [ "$1" -gt "$(nproc)" ]; then printf ' %s' "--mca mpi_yield_when_idle 1"; fi
+    echo
+}
+
 host_exec() {
     i=$1; shift
     h=$prefix$i
@@ -110,5 +130,6 @@ case $cmd in
     addr) echo "$net.${1:?host}" ;;
     can) why=$(can_make) && echo yes || { echo "$why"; exit 1; } ;;
     status) ls "$state" 2>/dev/null | sed -n 's/\.mnt$//p' ;;
-    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+    launch-args) launch_args "${1:-}" ;;
+    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac

@@ -19,7 +19,6 @@
 srcdir=${srcdir:-.}
 top=$(pwd)
 cluster="$srcdir/scripts/netns-cluster.sh"
-agent=$(cd "$srcdir/scripts" && pwd)/netns-rsh
 net=${TCA_NETNS_NET:-10.213.77}
 prefix=${TCA_NETNS_PREFIX:-tcah}
 hosts=4
@@ -40,15 +39,8 @@ sh "$cluster" up $hosts || { echo "FAIL: could not create the cluster"; exit 1; 
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export TCA_COMPONENT_DIR="$top/.libs"
-# The daemons' and btl tcp's traffic only on the cluster subnet.  Every
-# host's daemon believes it has the machine to itself: unbound, it would bind
-# its first rank to core 0, so the ranks of all hosts would share one core
-# and each message would wait for the scheduler's tick (4 ms on a 2-core
-# VM); and since no host is oversubscribed in its own eyes, waiting ranks
-# would spin without yielding to the ranks of the other hosts on the same
-# cores (--oversubscribe sets mpi_yield_when_idle on one host).
-launch="--mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 --mca btl_tcp_if_include $net.0/24 --bind-to none"
-launch="$launch --mca mpi_yield_when_idle 1"
+# Unbound, waiting ranks yield: netns-cluster.sh says why.
+launch=$(sh "$cluster" launch-args)
 host_list() {  # host_list HOSTS SLOTS
     l= i=1
     while [ $i -le "$1" ]; do l="$l${l:+,}$net.$i:$2"; i=$((i + 1)); done
