@@ -134,6 +134,8 @@ int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i) {
 }
 int tca_coll_bcast_engine(const tca_coll_bcast_t *b) { return b->engine_kind; }
 int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b) { return b->setup.gpu.on_gpu ? 1 : 0; }
+size_t tca_coll_bcast_segments(const tca_coll_bcast_t *b) { return b->plan.segments; }
+size_t tca_coll_bcast_segment_bytes(const tca_coll_bcast_t *b) { return b->plan.segment_bytes; }
 size_t tca_coll_bcast_slots(const tca_coll_bcast_t *b) { return b->plan.slots; }
 size_t tca_coll_bcast_slot_bytes(const tca_coll_bcast_t *b) { return b->plan.slots > 0 ? b->plan.slot_stride : 0; }
 int tca_coll_bcast_stages_all(const tca_coll_bcast_t *b) { return b->stages_all ? 1 : 0; }

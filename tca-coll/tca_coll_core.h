@@ -62,6 +62,8 @@ TCA_COLL_HIDDEN int tca_coll_bcast_num_children(const tca_coll_bcast_t *b);
 TCA_COLL_HIDDEN int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i);
 TCA_COLL_HIDDEN int tca_coll_bcast_engine(const tca_coll_bcast_t *b); /* after connect */
 TCA_COLL_HIDDEN int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b);  /* the buffer is GPU memory */
+TCA_COLL_HIDDEN size_t tca_coll_bcast_segments(const tca_coll_bcast_t *b);      /* pipeline segments */
+TCA_COLL_HIDDEN size_t tca_coll_bcast_segment_bytes(const tca_coll_bcast_t *b);  /* each but maybe the last */
 /* Landing slots per child (0: not staged: parents write into the buffers),
  * the bytes of each, and whether stage_all took effect here. */
 TCA_COLL_HIDDEN size_t tca_coll_bcast_slots(const tca_coll_bcast_t *b);

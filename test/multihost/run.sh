@@ -197,8 +197,13 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     n_thread=$(grep -c "coll:tca: persistent broadcast.*: tca, thread engine" "$out")
     echo "broadcasts on coll tca's thread engine: $n_thread" >>"$out"
     [ "$n_thread" -gt 0 ] || s=1
+    # Chains cut in coll_tca_ucx_segment_size (60 KiB) segments, never segment_size's 128 KiB.
+    n_ucx_cut=$(grep -c "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out")
+    n_host_cut=$(grep -c "coll:tca: persistent broadcast.* segments of 131072 bytes" "$out")
+    echo "broadcasts cut in 60 KiB segments: $n_ucx_cut, in 128 KiB: $n_host_cut" >>"$out"
+    [ "$n_ucx_cut" -gt 0 ] && [ "$n_host_cut" = 0 ] || s=1
     clean_hosts || s=1
-    result "coll tca on the ucx device: persistent broadcasts over 4 hosts (every root, 0 B - 64 MiB), thread engine" $s
+    result "coll tca on the ucx device: persistent broadcasts over 4 hosts (every root, 0 B - 64 MiB), thread engine, 60 KiB segments" $s
 
     # The launcher keeps the job alive: btl tca's own check must end the wait.
     # shellcheck disable=SC2086

@@ -49,11 +49,13 @@ run "sub-clusters of 2 with tcp beyond" 120 \
     '[ $rc = 0 ] && grep -q "^allpairs: passed" "$out" && [ "$(tca_pairs)" = 4 ] &&
      [ "$(grep -c "Using tcp btl for send" "$out")" = 8 ] && grep -q "node 1 of 2 in sub-cluster 1" "$out"' \
     --mca btl tca,self,tcp --mca btl_tcp_if_include lo --mca btl_tca_subcluster_size 2 --mca btl_base_verbose 100 -np 4 ./tca_p2p_test allpairs
-run "coll tca: persistent broadcasts on the thread engine (every root, 0 B - 64 MiB)" 240 \
+run "coll tca: persistent broadcasts on the thread engine (every root, 0 B - 64 MiB), 60 KiB segments" 240 \
     '[ $rc = 0 ] && grep -q "^basic: passed" "$out" &&
      [ "$(grep -c "coll tca: on the ucx device the thread engine runs the broadcasts" "$out")" = 3 ] &&
      grep -q "coll:tca: persistent broadcast.*: tca, thread engine" "$out" &&
-     ! grep -q "coll:tca: persistent broadcast.*: tca, offload engine" "$out"' \
+     ! grep -q "coll:tca: persistent broadcast.*: tca, offload engine" "$out" &&
+     grep -q "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" &&
+     ! grep -q "coll:tca: persistent broadcast.* segments of 131072 bytes" "$out"' \
     --mca coll_base_verbose 10 -np 3 ./tca_bcast_test basic
 run "coll tca: epochs on 4 ranks" 180 '[ $rc = 0 ] && grep -q "^epochs: passed" "$out"' -np 4 ./tca_bcast_test epochs
 run "coll tca: requests freed while active" 180 '[ $rc = 0 ] && grep -q "^free_active: passed" "$out"' \

@@ -25,6 +25,7 @@ typedef struct mca_coll_tca_component_t {
     int engine;             /* TCA_COLL_ENGINE_* */
     size_t segment_bytes;   /* pipeline segment of chains */
     size_t gpu_segment_bytes; /* the same where a rank's buffer is GPU memory */
+    size_t ucx_segment_bytes; /* the same (host buffers) on the ucx device */
     size_t chain_threshold; /* at or above: pipelined chain, below: tree */
     size_t min_bytes;       /* below: libnbc */
     size_t staging_bytes;   /* up to: staged through landing slots (parents run ahead) */

@@ -29,6 +29,7 @@
 #include "ompi/mca/pml/pml.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
+#include "common_tca_session.h"
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
 
@@ -102,7 +103,8 @@ static int fail(const char *what, tcaResult r) {
  * segments), folded into 30 bits; voted as (d, -d) so MIN tells equality. */
 static int params_digest(void) {
     const mca_coll_tca_component_t *c = &mca_coll_tca_component;
-    const uint64_t v[] = {c->segment_bytes, c->gpu_segment_bytes, c->chain_threshold, c->staging_bytes};
+    const uint64_t v[] = {c->segment_bytes, c->gpu_segment_bytes, c->ucx_segment_bytes, c->chain_threshold,
+                          c->staging_bytes};
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) h = (h ^ v[i]) * 1099511628211ull;
     return (int) ((h ^ (h >> 32)) & 0x3fffffff);
@@ -113,7 +115,7 @@ static int params_digest(void) {
 static const char *refusal(const int *mine, const int *all, tcaResult local_error, char *why, size_t len) {
     if (!all[VOTE_CONTIGUOUS]) return mine[VOTE_CONTIGUOUS] ? "non-contiguous datatype at another rank" : "non-contiguous datatype";
     if (all[VOTE_PARAMS] != -all[VOTE_PARAMS_NEG])
-        return "coll_tca segment/gpu_segment/chain/staging sizes differ between ranks";
+        return "coll_tca segment/gpu_segment/ucx_segment/chain/staging sizes differ between ranks";
     if (!all[VOTE_RESOURCES]) {
         if (mine[VOTE_RESOURCES]) return "no device resources at another rank";
         snprintf(why, len, "no device resources here: %s", tcaGetErrorString(local_error));
@@ -211,7 +213,8 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
             const tca_coll_bcast_params_t p = {
                 .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
                 .buffer = (char *) buff + true_lb, .bytes = bytes,
-                .segment_bytes = mca_coll_tca_component.segment_bytes,
+                .segment_bytes = mca_common_tca_session_across_hosts() ? mca_coll_tca_component.ucx_segment_bytes
+                                                                       : mca_coll_tca_component.segment_bytes,
                 .gpu_segment_bytes = mca_coll_tca_component.gpu_segment_bytes, .gpu_anywhere = gpu_anywhere,
                 .chain_threshold = mca_coll_tca_component.chain_threshold,
                 .staging_bytes = mca_coll_tca_component.staging_bytes, .stage_all = stage_all,
@@ -272,10 +275,12 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
                  tca_coll_bcast_slots(core) > 1 ? "s" : "", tca_coll_bcast_slot_bytes(core),
                  tca_coll_bcast_stages_all(core) ? " (every size staged)" : "");
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
-                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer, %s",
+                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer, %s, "
+                        "%zu segment%s of %zu bytes",
                         comm->c_name, bytes, root,
                         TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread",
-                        tca_coll_bcast_on_gpu(core) ? "GPU" : "host", path);
+                        tca_coll_bcast_on_gpu(core) ? "GPU" : "host", path, tca_coll_bcast_segments(core),
+                        tca_coll_bcast_segments(core) == 1 ? "" : "s", tca_coll_bcast_segment_bytes(core));
 
     mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
     if (NULL == r) {
