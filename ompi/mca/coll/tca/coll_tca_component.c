@@ -36,6 +36,15 @@ static mca_base_var_enum_value_t engines[] = {
     {0, NULL},
 };
 
+/* A size in bytes that every rank must share (the vote at bcast_init checks
+ * the ones that shape the plan); its default is stored first. */
+static void register_shared_size(const char *name, int level, size_t dflt, const char *help, size_t *storage) {
+    *storage = dflt;
+    (void) mca_base_component_var_register(&mca_coll_tca_component.super.collm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                                           storage);
+}
+
 static int tca_register(void) {
     mca_base_component_t *c = &mca_coll_tca_component.super.collm_version;
     mca_base_var_enum_t *e = NULL;
@@ -58,49 +67,39 @@ static int tca_register(void) {
                                            MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
                                            MCA_BASE_VAR_SCOPE_READONLY, &mca_coll_tca_component.engine);
     OBJ_RELEASE(e);
-    mca_coll_tca_component.segment_bytes = 128 * 1024;
-    (void) mca_base_component_var_register(c, "segment_size",
-                                           "Pipeline segment of large broadcasts (bytes); grows if the program "
-                                           "would exceed the device's 255-descriptor chains.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.segment_bytes);
+    register_shared_size("segment_size", OPAL_INFO_LVL_5, 128 * 1024,
+                         "Pipeline segment of large broadcasts (bytes); grows if the program "
+                         "would exceed the device's 255-descriptor chains.",
+                         &mca_coll_tca_component.segment_bytes);
     /* Each GPU copy has a fixed cost of its own (a CUDA copy and a wait; on a
      * GPU shared by processes without MPS a switch between their contexts,
      * ~150 us on an H200): measured at np 4, a 1 MiB broadcast took 3.3 ms
      * in 128 KiB segments and 0.44 ms in one. */
-    mca_coll_tca_component.gpu_segment_bytes = 4 * 1024 * 1024;
-    (void) mca_base_component_var_register(c, "gpu_segment_size",
-                                           "Pipeline segment of broadcasts of GPU buffers (bytes; used on every "
-                                           "rank when any rank's buffer is GPU memory); grows like segment_size.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.gpu_segment_bytes);
+    register_shared_size("gpu_segment_size", OPAL_INFO_LVL_5, 4 * 1024 * 1024,
+                         "Pipeline segment of broadcasts of GPU buffers (bytes; used on every "
+                         "rank when any rank's buffer is GPU memory); grows like segment_size.",
+                         &mca_coll_tca_component.gpu_segment_bytes);
     /* Each segment is one message on the ucx device; over UCX tcp one that
      * fits a fragment (UCX_TCP_SEG_SIZE, 64 KiB) with its headers goes whole,
      * a larger one in two.  Measured over 4 namespace hosts, np 4, medians of
      * 3: 1 MiB 475 us in 60 KiB segments, 1037 in 64 KiB, 1181 in 128 KiB
      * (libnbc over pml ucx 1327). */
-    mca_coll_tca_component.ucx_segment_bytes = 60 * 1024;
-    (void) mca_base_component_var_register(c, "ucx_segment_size",
-                                           "Pipeline segment of broadcasts of host buffers on the ucx device "
-                                           "(TCA_DEVICE=ucx, a job across hosts; segment_size elsewhere): one "
-                                           "message each, best just under UCX's fragment size (UCX_TCP_SEG_SIZE, "
-                                           "64 KiB, less headers); grows like segment_size.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.ucx_segment_bytes);
-    mca_coll_tca_component.chain_threshold = 256 * 1024;
-    (void) mca_base_component_var_register(c, "chain_threshold",
-                                           "Messages of at least this many bytes use a pipelined chain along the "
-                                           "TCA ring, smaller ones a binomial tree laid over the ring.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.chain_threshold);
-    mca_coll_tca_component.staging_bytes = 8 * 1024;
-    (void) mca_base_component_var_register(c, "staging_size",
-                                           "Broadcasts up to this many bytes are staged: every non-root keeps up to 16 "
-                                           "landing slots in the device's internal memory (host memory when full), "
-                                           "so a parent runs epochs ahead of a child instead of waiting for it to "
-                                           "start each one. 0 disables staging.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.staging_bytes);
+    register_shared_size("ucx_segment_size", OPAL_INFO_LVL_5, 60 * 1024,
+                         "Pipeline segment of broadcasts of host buffers on the ucx device "
+                         "(TCA_DEVICE=ucx, a job across hosts; segment_size elsewhere): one "
+                         "message each, best just under UCX's fragment size (UCX_TCP_SEG_SIZE, "
+                         "64 KiB, less headers); grows like segment_size.",
+                         &mca_coll_tca_component.ucx_segment_bytes);
+    register_shared_size("chain_threshold", OPAL_INFO_LVL_5, 256 * 1024,
+                         "Messages of at least this many bytes use a pipelined chain along the "
+                         "TCA ring, smaller ones a binomial tree laid over the ring.",
+                         &mca_coll_tca_component.chain_threshold);
+    register_shared_size("staging_size", OPAL_INFO_LVL_5, 8 * 1024,
+                         "Broadcasts up to this many bytes are staged: every non-root keeps up to 16 "
+                         "landing slots in the device's internal memory (host memory when full), "
+                         "so a parent runs epochs ahead of a child instead of waiting for it to "
+                         "start each one. 0 disables staging.",
+                         &mca_coll_tca_component.staging_bytes);
     mca_coll_tca_component.stage_all = -1;
     (void) mca_base_component_var_register(c, "stage_all",
                                            "Stage host broadcasts of every size, large ones in pipelined segments: "
@@ -112,11 +111,9 @@ static int tca_register(void) {
                                            "stages. GPU buffers are staged only up to coll_tca_staging_size.",
                                            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
                                            &mca_coll_tca_component.stage_all);
-    mca_coll_tca_component.min_bytes = 1;
-    (void) mca_base_component_var_register(c, "min_bytes",
-                                           "Persistent broadcasts smaller than this go to libnbc.",
-                                           MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                           MCA_BASE_VAR_SCOPE_ALL_EQ, &mca_coll_tca_component.min_bytes);
+    register_shared_size("min_bytes", OPAL_INFO_LVL_6, 1,
+                         "Persistent broadcasts smaller than this go to libnbc.",
+                         &mca_coll_tca_component.min_bytes);
     return OMPI_SUCCESS;
 }
 
