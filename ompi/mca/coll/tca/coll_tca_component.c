@@ -95,8 +95,9 @@ static int tca_register(void) {
                          "TCA ring, smaller ones a binomial tree laid over the ring.",
                          &mca_coll_tca_component.chain_threshold);
     register_shared_size("staging_size", OPAL_INFO_LVL_5, 8 * 1024,
-                         "Broadcasts up to this many bytes are staged: every non-root keeps up to 16 "
-                         "landing slots in the device's internal memory (host memory when full), "
+                         "Broadcasts up to this many bytes are staged: every non-root keeps up to 48 "
+                         "landing slots (at most 2 MiB of them) in the device's internal memory (host "
+                         "memory when full), "
                          "so a parent runs epochs ahead of a child instead of waiting for it to "
                          "start each one. 0 disables staging.",
                          &mca_coll_tca_component.staging_bytes);
