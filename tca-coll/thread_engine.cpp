@@ -157,7 +157,8 @@ public:
         ++epoch_;
         next_segment_ = 0;
         next_child_ = 0;
-        ready_seen_ = false;
+        children_ready_ = false;
+        block_in_hand_ = false;
         error_.store(tcaSuccess, std::memory_order_relaxed);
         done_.store(false, std::memory_order_relaxed);
         if (!root_ && s_.plan->segments > 0 && s_.plan->slots == 0)
@@ -184,9 +185,9 @@ private:
     bool advance_direct() {
         const BcastPlan &p = *s_.plan;
         const size_t nch = s_.children.size();
-        if (nch > 0 && !ready_seen_) {
+        if (nch > 0 && !children_ready_) {
             if (!reached(s_.ready, nch * epoch_)) return !ok();
-            ready_seen_ = true;
+            children_ready_ = true;
         }
         while (next_segment_ < p.segments) {
             if (!root_ && !reached(s_.data, (epoch_ - 1) * p.segments + next_segment_ + 1)) return !ok();
@@ -208,21 +209,24 @@ private:
     // pre-loaded with K.
     bool advance_staged() {
         const BcastPlan &p = *s_.plan;
-        for (; next_segment_ < p.segments; ++next_segment_, next_child_ = 0, ready_seen_ = false) {
+        for (; next_segment_ < p.segments; ++next_segment_, next_child_ = 0, block_in_hand_ = false) {
             const uint64_t block = (epoch_ - 1) * p.segments + next_segment_;
             const off_t slot = static_cast<off_t>(block % p.slots * p.slot_stride);
             const size_t off = p.segment_offset(next_segment_), len = p.segment_length(next_segment_);
-            if (!ready_seen_) {  // the block is in hand: landed in our slot, or read into it (a root)
+            // Once per block, however often we come back for credits: a
+            // non-root's block lands in its slot; a root with slots (a GPU
+            // buffer feeding two children or more, has_staging_area) reads
+            // it into its slot, as the offload engine does; any other root
+            // writes from its buffer (a GPU one read into bounce_).
+            if (!block_in_hand_) {
                 if (!root_ && !reached(s_.data, block + 1)) return !ok();
                 if (root_ && s_.staging != nullptr && !check(copy_out(s_.staging + slot, s_.buffer + off, len)))
                     return true;
-                ready_seen_ = true;
+                if (root_ && s_.staging == nullptr && !check(readable(s_.buffer + off, len, &root_src_)))
+                    return true;
+                block_in_hand_ = true;
             }
-            // A root with slots (a GPU buffer feeding two children or more,
-            // has_staging_area) read the block once into its slot, as the
-            // offload engine does; any other root writes from its buffer.
-            const unsigned char *src = s_.staging != nullptr ? s_.staging + slot : nullptr;
-            if (src == nullptr && !check(readable(s_.buffer + off, len, &src))) return true;
+            const unsigned char *src = s_.staging != nullptr ? s_.staging + slot : root_src_;
             for (; next_child_ < s_.children.size(); ++next_child_) {
                 if (!reached(s_.credits[next_child_], block + 1)) return !ok();
                 tcaHandle dst = s_.children[next_child_].buffer;
@@ -244,13 +248,13 @@ private:
     // engine runs only where no DMA channel was free).
     tcaResult readable(const unsigned char *p, size_t len, const unsigned char **out) {
         *out = p;
-        if (!s_.gpu.on_gpu || len == 0) return tcaSuccess;
+        if (!s_.gpu.on_gpu) return tcaSuccess;
         bounce_.resize(len);
         *out = bounce_.data();
-        return gpu_copy_to_host(s_.gpu, bounce_.data(), p, len);
+        return copy_out(bounce_.data(), p, len);
     }
 
-    // Into host memory we own: the root's slot.
+    // Into host memory we own: the root's slot or bounce_.
     tcaResult copy_out(unsigned char *dst, const unsigned char *src, size_t len) {
         if (s_.gpu.on_gpu) return len == 0 ? tcaSuccess : gpu_copy_to_host(s_.gpu, dst, src, len);
         std::memcpy(dst, src, len);  // a host buffer standing in for GPU memory (the engine tests)
@@ -281,7 +285,9 @@ private:
     uint64_t epoch_ = 0;
     size_t next_segment_ = 0;
     size_t next_child_ = 0;
-    bool ready_seen_ = false;
+    bool children_ready_ = false;  // direct plans: this epoch's "ready" from every child is in
+    bool block_in_hand_ = false;   // staged plans: block next_segment_ can be written from
+    const unsigned char *root_src_ = nullptr;  // staged root without slots: where that block is
     std::vector<unsigned char> bounce_;  // GPU buffers: the bytes PIO writes
     std::atomic<tcaResult> error_{tcaSuccess};
     std::atomic<bool> done_{true};
