@@ -256,8 +256,8 @@ private:
 
     // Into host memory we own: the root's slot or bounce_.
     tcaResult copy_out(unsigned char *dst, const unsigned char *src, size_t len) {
-        if (s_.gpu.on_gpu) return len == 0 ? tcaSuccess : gpu_copy_to_host(s_.gpu, dst, src, len);
-        std::memcpy(dst, src, len);  // a host buffer standing in for GPU memory (the engine tests)
+        if (s_.gpu.on_gpu) return len == 0 ? tcaSuccess : s_.gpu.copy_to_host(s_.gpu, dst, src, len);
+        std::memcpy(dst, src, len);  // host memory (has_staging_area gives a host root no slots)
         return tcaSuccess;
     }
 

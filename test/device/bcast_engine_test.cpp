@@ -7,8 +7,10 @@
 // changes the data every epoch; every node checks it.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -28,6 +30,14 @@ enum class Engine { Offload, Thread, Mixed };
 // Counter indices of the test's single request (any free ones will do).
 constexpr int kData = 10, kReady = 11, kGo = 12, kDone = 13, kCredits = 20;
 
+// Reads of a buffer standing in for GPU memory (each node is a process).
+std::atomic<uint64_t> gpu_reads{0};
+tcaResult counted_copy(const GpuBuffer &, void *dst, const void *src, size_t n) {
+    gpu_reads.fetch_add(1, std::memory_order_relaxed);
+    std::memcpy(dst, src, n);
+    return tcaSuccess;
+}
+
 // interior: every node's buffer sits at its own offset inside a larger
 // registration (how a GPU buffer is registered: its CUDA allocation, the
 // buffer at base + offset), so every write must add the target's offset.
@@ -35,10 +45,12 @@ size_t interior_offset(int node, bool interior) { return interior ? 24 + 40 * st
 
 // away: the application leaves each epoch to the progress thread (it computes
 // between MPI_Start and MPI_Wait): the data must arrive before it tests.
-// root_stages: the root's buffer counts as dear to read (GPU memory): a
-// staged root with two children or more forwards from its own slots.
+// root_on_gpu: the root's buffer stands in for GPU memory, which the thread
+// engine cannot read with the CPU: it reads it through GpuBuffer's copy,
+// here a counted memcpy, and must read each block once (into its slots where
+// it has them: a staged root with two children or more, has_staging_area).
 int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind, int epochs, size_t staging = 0,
-              bool interior = false, bool away = false, size_t staging_budget = 2u << 20, bool root_stages = false) {
+              bool interior = false, bool away = false, size_t staging_budget = 2u << 20, bool root_on_gpu = false) {
     PlanParams pp{root, bytes, 64 * 1024, 64 * 1024, 0, staging, staging_budget};
     pp.max_segments = offload_max_segments(4);
     std::vector<int> nodes(static_cast<size_t>(n));
@@ -61,11 +73,15 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     s.done.index = kDone;
     for (size_t c = 0; c < role.children.size(); ++c) s.credits.push_back(Counter{kCredits + static_cast<int>(c), 0});
     s.channel = 2;
+    if (root_on_gpu && node == root) {
+        s.gpu.on_gpu = true;
+        s.gpu.copy_to_host = counted_copy;
+    }
     NODE_OK(init_counters(s));
     NODE_OK(scratch.allocate(kScratchBytes));
     s.scratch_handle = scratch.handle();
     NODE_OK(tcaCreateHandle(&s.buffer_handle, whole.data(), at + bytes + 1, tcaMemoryCPU));
-    if (has_staging_area(plan, node, root_stages)) {
+    if (has_staging_area(plan, node, s.gpu.on_gpu)) {
         NODE_OK(staging_area.allocate(plan.slots * plan.slot_stride));
         s.staging = staging_area.data();
         s.staging_handle = staging_area.handle();
@@ -106,6 +122,13 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
             return 1;
         }
     }
+    const uint64_t reads = gpu_reads.exchange(0), blocks = static_cast<uint64_t>(epochs) * plan.segments;
+    if (s.gpu.on_gpu && !offload && n > 1 && reads != blocks) {  // the offload engine's descriptors read it
+        std::fprintf(stderr, "node %d: read its GPU buffer %llu times for %llu blocks (n %d bytes %zu slots %zu)\n",
+                     node, static_cast<unsigned long long>(reads), static_cast<unsigned long long>(blocks), n, bytes,
+                     plan.slots);
+        return 1;
+    }
     // Nothing outside the buffer was written (the bytes before it at its offset).
     for (size_t i = 0; i < at; ++i)
         if (whole[i] != 0xEE) {
@@ -115,7 +138,6 @@ int run_bcast(int node, Board &board, int n, int root, size_t bytes, Engine kind
     // Staged: the children's credits came in whole batches (a child's epoch
     // is done once they are sent), the rest follows when they free the request.
     board.barrier();
-    const uint64_t blocks = static_cast<uint64_t>(epochs) * plan.segments;
     for (const Counter &c : s.credits) {
         if (plan.slots == 0) break;  // direct plans return no credits
         uint64_t moved = 0;
@@ -216,10 +238,10 @@ TEST(BcastEngine, ThreadEngineRunsWhileTheApplicationIsAway) {
         })) << "bytes " << bytes;
 }
 
-// GPU roots read their buffer once per block, into their own slot (both
-// engines; mixed: the odd nodes run the thread engine); here a
-// host buffer stands in (the program is the same).  Interior buffers: the
-// read into the slot must add the root's offset.
+// GPU roots with two children or more read their buffer once per block,
+// into their own slot (both engines; mixed: the odd nodes run the thread
+// engine); here a host buffer stands in (the program is the same).  Interior
+// buffers: the read into the slot must add the root's offset.
 TEST(BcastEngine, RootWithStagingAreaForwardsFromItsSlots) {
     for (const Engine kind : {Engine::Offload, Engine::Thread, Engine::Mixed})
         for (int n : {3, 5, 8})
@@ -229,6 +251,24 @@ TEST(BcastEngine, RootWithStagingAreaForwardsFromItsSlots) {
                         return run_bcast(node, b, n, 0, bytes, kind, 203, 4096, interior, false, 2u << 20, true);
                     })) << "n " << n << " bytes " << bytes << " engine " << static_cast<int>(kind)
                         << " interior " << interior;
+}
+
+// A GPU root on the thread engine (where no DMA channel was free) reads each
+// block once, however often it comes back for its children's credits: one
+// child (no slots of its own: it writes from a bounce buffer), several, one
+// slot (a credit wait every block), chains, and direct plans.
+TEST(BcastEngine, ThreadEngineReadsAGpuRootOncePerBlock) {
+    struct Case {
+        int n;
+        size_t bytes, staging, budget;
+    };
+    for (const Case c : {Case{2, 1000, 4096, 2u << 20}, Case{2, 1000, 4096, 1}, Case{3, 1000, 4096, 1},
+                         Case{2, 5 * 65536 - 9, SIZE_MAX, 1}, Case{4, 5 * 65536 - 9, SIZE_MAX, 2u << 20},
+                         Case{2, 3 * 65536 + 5, 0, 2u << 20}, Case{5, 3 * 65536 + 5, 0, 2u << 20}})
+        EXPECT_TRUE(run_nodes(c.n, [&](int node, Board &b) {
+            return run_bcast(node, b, c.n, 0, c.bytes, Engine::Thread, 23, c.staging, c.n > 2, false, c.budget,
+                             true);
+        })) << "n " << c.n << " bytes " << c.bytes << " staging " << c.staging << " budget " << c.budget;
 }
 
 TEST(BcastEngine, EmptyMessage) {
