@@ -33,6 +33,10 @@ struct PlanParams {
     size_t max_segments = 0;               // 0: no limit; else segments grow to stay within it
     size_t staging_bytes = 0;              // at most this (and not empty): staged
     size_t staging_budget = 2 * 1024 * 1024;  // a staged non-root's slots take at most this (but one slot at least)
+    // Two ranks get a chain of segments too (from chain_threshold up): where
+    // the device sends one large write as a synchronous rendezvous (the ucx
+    // device above 256 KiB), segments in flight pipeline the link.
+    bool pipeline_pairs = false;
 };
 
 // Landing slots of a staged plan: as many blocks (epochs, or segments of a

@@ -66,6 +66,7 @@ tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_
     b->stages_all = p->stage_all && !b->setup.gpu.on_gpu && !p->gpu_anywhere;
     PlanParams pp{p->root, p->bytes, segment, p->chain_threshold, offload_max_segments(1),
                   b->stages_all ? SIZE_MAX : p->staging_bytes};
+    pp.pipeline_pairs = p->pipeline_pairs != 0;
     b->plan = plan_bcast(pp, std::span<const int>(p->node_of, static_cast<size_t>(p->size)), ring > 0 ? ring : 1);
 
     b->wanted_engine = p->engine;

@@ -46,6 +46,9 @@ typedef struct tca_coll_bcast_params {
     /* 1: host buffers of every size are staged (chains in segments through
      * the slots); GPU buffers (here or, gpu_anywhere, elsewhere) keep staging_bytes. */
     int stage_all;
+    /* 1: two ranks also get a chain of segments from chain_threshold up (the
+     * ucx device sends one large write as a synchronous rendezvous). */
+    int pipeline_pairs;
     int engine; /* TCA_COLL_ENGINE_* (offload falls back to thread where no channel can be acquired) */
     /* 1 (CUDA-aware Open MPI): the buffer may be GPU memory; asked of CUDA and
      * registered as tcaMemoryGPU (its allocation, buffer at an offset). */

@@ -205,6 +205,20 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     clean_hosts || s=1
     result "coll tca on the ucx device: persistent broadcasts over 4 hosts (every root, 0 B - 64 MiB), thread engine, 60 KiB segments" $s
 
+    # Two ranks on two hosts: from the chain threshold (256 KiB) up the one
+    # link is pipelined in segments (a larger write would be one synchronous
+    # rendezvous), never one write.
+    # shellcheck disable=SC2086
+    mpirun_on 240 2 1 --mca coll_base_verbose 10 $on_ucx -np 2 ./tca_bcast_test basic
+    s=0; [ $rc = 0 ] && grep -q "^basic: passed" "$out" || s=1
+    grep -q "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" || s=1
+    n_whole=$(sed -n 's/.*coll:tca: persistent broadcast on [^(]*(\([0-9]*\) bytes.*: tca, .* 1 segment of .*/\1/p' "$out" |
+        awk '$1 >= 262144' | wc -l)
+    echo "broadcasts of 256 KiB or more in one segment: $n_whole" >>"$out"
+    [ "$n_whole" = 0 ] || s=1
+    clean_hosts || s=1
+    result "coll tca on the ucx device: persistent broadcasts between 2 hosts, large ones in 60 KiB segments" $s
+
     # The launcher keeps the job alive: btl tca's own check must end the wait.
     # shellcheck disable=SC2086
     mpirun_on 90 2 1 --enable-recovery --mca btl tca,self $on_ucx -np 2 ./tca_p2p_test kill

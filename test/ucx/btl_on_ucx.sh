@@ -57,6 +57,17 @@ run "coll tca: persistent broadcasts on the thread engine (every root, 0 B - 64 
      grep -q "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" &&
      ! grep -q "coll:tca: persistent broadcast.* segments of 131072 bytes" "$out"' \
     --mca coll_base_verbose 10 -np 3 ./tca_bcast_test basic
+# Two ranks too: the ucx device sends a write above 256 KiB as one
+# synchronous rendezvous, so from the chain threshold (256 KiB) up the link
+# is pipelined in segments, never one write.
+whole_large() {  # broadcasts of 256 KiB or more sent as one segment
+    sed -n 's/.*coll:tca: persistent broadcast on [^(]*(\([0-9]*\) bytes.*: tca, .* 1 segment of .*/\1/p' "$out" |
+        awk '$1 >= 262144' | wc -l
+}
+run "coll tca: persistent broadcasts between 2 ranks, large ones in 60 KiB segments" 240 \
+    '[ $rc = 0 ] && grep -q "^basic: passed" "$out" &&
+     grep -q "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" && [ "$(whole_large)" = 0 ]' \
+    --mca coll_base_verbose 10 -np 2 ./tca_bcast_test basic
 run "coll tca: epochs on 4 ranks" 180 '[ $rc = 0 ] && grep -q "^epochs: passed" "$out"' -np 4 ./tca_bcast_test epochs
 run "coll tca: requests freed while active" 180 '[ $rc = 0 ] && grep -q "^free_active: passed" "$out"' \
     -np 4 ./tca_bcast_test free_active

@@ -130,6 +130,18 @@ TEST(BcastPlan, TwoRanksIsOneLink) {
     EXPECT_EQ(staged.shape, Shape::Chain);
     EXPECT_EQ(staged.segments, 32u);
     EXPECT_EQ(staged.slots, 16u);
+    // So is a direct one where the device sends a large write as one
+    // rendezvous (the ucx device): from the chain threshold up.
+    PlanParams pp{1, size_t{4} << 20, 61440, 262144};
+    pp.pipeline_pairs = true;
+    const BcastPlan piped = plan_bcast(pp, nodes, 2);
+    EXPECT_EQ(piped.shape, Shape::Chain);
+    EXPECT_EQ(piped.roles[1].children, std::vector<int>{0});
+    EXPECT_EQ(piped.segments, 69u);  // 68 of 61440 bytes, the last 16384
+    EXPECT_EQ(piped.segment_length(68), (size_t{4} << 20) - 68 * 61440);
+    EXPECT_EQ(piped.slots, 0u);
+    pp.bytes = 262143;
+    EXPECT_EQ(plan_bcast(pp, nodes, 2).segments, 1u);
 }
 
 // Staging: only small, non-empty tree plans; slots fit every rank's chain

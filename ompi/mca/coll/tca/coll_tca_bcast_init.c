@@ -218,6 +218,7 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
                 .gpu_segment_bytes = mca_coll_tca_component.gpu_segment_bytes, .gpu_anywhere = gpu_anywhere,
                 .chain_threshold = mca_coll_tca_component.chain_threshold,
                 .staging_bytes = mca_coll_tca_component.staging_bytes, .stage_all = stage_all,
+                .pipeline_pairs = mca_common_tca_session_across_hosts(),
                 .engine = mca_coll_tca_component.engine,
 #if OPAL_CUDA_SUPPORT
                 /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
