@@ -14,8 +14,8 @@
 # TCA_BENCH_ONE_HOST=1 puts both ranks on one namespace host: the same
 # transports over its loopback interface, for machines (such as a small VM)
 # whose veth link between namespaces costs a timer tick per message.
-# TCA_BENCH_BCAST=1 adds the persistent broadcast at np 4 (tca_bcast_bench
-# persistent; 4 hosts, or one with TCA_BENCH_ONE_HOST=1):
+# TCA_BENCH_BCAST=1 adds the persistent broadcast at np 2 (the 2 hosts) and
+# np 4 (tca_bcast_bench persistent; 4 hosts, or one with TCA_BENCH_ONE_HOST=1):
 #   nbc-ucx  libnbc's MPIX_Bcast_init over pml ucx (the reference)
 #   tca-ucx  coll tca (its thread engine) over btl tca on the ucx device
 set -eu
@@ -66,6 +66,12 @@ while [ "$r" -le "$rounds" ]; do
         ./tca_mpi_bench latency bw | tag tca-ucx >>"$out/all"
     if [ "$bcast" = 1 ]; then
         # shellcheck disable=SC2086
+        timeout 600 mpirun $launch $ucx_env --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+            ./tca_bcast_bench persistent | sed -n 's/^RESULT bcast /bcast2 nbc-ucx /p' >>"$out/all"
+        # shellcheck disable=SC2086
+        timeout 600 sh "$srcdir/scripts/tca-mpirun" $launch $ucx_env -x TCA_DEVICE=ucx --mca pml ob1 \
+            --mca btl tca,self ./tca_bcast_bench persistent | sed -n 's/^RESULT bcast /bcast2 tca-ucx /p' >>"$out/all"
+        # shellcheck disable=SC2086
         timeout 600 mpirun $launch4 $ucx_env --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
             ./tca_bcast_bench persistent | sed -n 's/^RESULT bcast /bcast nbc-ucx /p' >>"$out/all"
         # shellcheck disable=SC2086
@@ -75,15 +81,16 @@ while [ "$r" -le "$rounds" ]; do
     r=$((r + 1))
 done
 kinds="latency bw"
-[ "$bcast" = 1 ] && kinds="$kinds bcast"
+[ "$bcast" = 1 ] && kinds="$kinds bcast2 bcast"
 for kind in $kinds; do
 ref=pml-ucx
-[ $kind = bcast ] && ref=nbc-ucx
+[ $kind = bcast ] || [ $kind = bcast2 ] && ref=nbc-ucx
 echo
 where="2 hosts (network namespaces, veth)"
 [ "${TCA_BENCH_ONE_HOST:-0}" = 1 ] && where="1 namespace host (its loopback interface)"
 [ $kind = latency ] && echo "one-way latency, us, $where, $rounds rounds: min / median"
 [ $kind = bw ] && echo "bandwidth, MB/s (window of 64), $where, $rounds rounds: min / median"
+[ $kind = bcast2 ] && echo "persistent broadcast at np 2, us per call, $where, $rounds rounds: min / median"
 w=$where
 [ $kind = bcast ] && [ "${TCA_BENCH_ONE_HOST:-0}" != 1 ] && w="4 hosts (network namespaces, veth)"
 [ $kind = bcast ] && echo "persistent broadcast at np 4, us per call, $w, $rounds rounds: min / median"
