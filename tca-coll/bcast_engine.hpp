@@ -28,6 +28,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -124,5 +125,11 @@ tcaResult make_thread_engine(const EngineSetup &setup, std::unique_ptr<BcastEngi
 // MPI_Finalize: thread engines no longer run on the session's progress thread
 // (requests never freed keep theirs; the code that runs them is unloaded next).
 void leave_progress_thread();
+// How long the application may be away from MPI (since its last MPI_Test,
+// MPI_Wait or MPI_Start of a broadcast) before the session's progress thread
+// does a thread engine's work for it; 1 ms unless set.  Sooner, the thread
+// competes with an application that is only off its core for a moment (on
+// an oversubscribed host, a whole time slice after each yield).
+void set_thread_takeover(std::chrono::nanoseconds after);
 
 }  // namespace tca::coll

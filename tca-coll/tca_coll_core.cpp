@@ -216,6 +216,8 @@ void tca_coll_bcast_retire(tca_coll_bcast_t *b) {
 
 void tca_coll_finalize(void) { leave_progress_thread(); }
 
+void tca_coll_set_thread_takeover_us(unsigned us) { set_thread_takeover(std::chrono::microseconds(us)); }
+
 void tca_coll_bcast_free(tca_coll_bcast_t *b) { delete b; }
 
 }  // extern "C"

@@ -91,6 +91,10 @@ TCA_COLL_HIDDEN int tca_coll_bcast_settled(const tca_coll_bcast_t *b);
  * progress thread stops running thread engines, also those of requests the
  * application never freed (their code is unloaded next). */
 TCA_COLL_HIDDEN void tca_coll_finalize(void);
+/* How long after the application last tested, waited for or started a
+ * broadcast the session's progress thread takes over the thread engine's
+ * work (the default: 1000 us). */
+TCA_COLL_HIDDEN void tca_coll_set_thread_takeover_us(unsigned us);
 /* Releases at once: counters, channel, registrations and memory. */
 TCA_COLL_HIDDEN void tca_coll_bcast_free(tca_coll_bcast_t *b);
 

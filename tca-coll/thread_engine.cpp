@@ -40,6 +40,11 @@ int64_t now_ns() {
 // the application helps, the thread naps through them.  (At exit() without
 // MPI_Finalize the session stops the thread before libtca's static teardown
 // unmaps the device.)
+// How long after the application's last help (MPI_Test, MPI_Wait) or
+// MPI_Start the session's progress thread takes an epoch over
+// (set_thread_takeover).
+std::atomic<int64_t> takeover_ns{1'000'000};
+
 class Executor {
 public:
     static std::shared_ptr<Executor> get() {
@@ -71,7 +76,7 @@ public:
         }
         pending_.fetch_add(1, std::memory_order_seq_cst);
         // MPI_Start counts as help: the thread leaves the epoch to the
-        // application for kHelpedNs.  Doing it at once, it took the core of
+        // application for takeover_ns.  Doing it at once, it took the core of
         // the application thread that had just started it and was about to
         // compute (on a busy host the woken thread runs first).  The thread
         // naps no longer than that, so it needs waking only from its long
@@ -105,7 +110,7 @@ private:
     int pass();  // one thread at a time (pass_lock_): the progress thread or a helper
     // The progress thread's pass: none while the application helps (it
     // would only compete for the device and the core); it takes over once
-    // the application has been away kHelpedNs (computing between MPI_Start
+    // the application has been away takeover_ns (computing between MPI_Start
     // and MPI_Wait).
     int thread_pass() { return helping_now() ? 0 : pass(); }
     // Waiting for counters it sleeps on the device interrupt (counter
@@ -116,14 +121,16 @@ private:
         // sees its engine, or it sees the long nap and wakes us.
         long_nap_.store(true, std::memory_order_seq_cst);
         const int64_t since = now_ns() - helped_ns_.load(std::memory_order_seq_cst);
-        const bool long_nap = since >= kHelpedNs && pending_.load(std::memory_order_seq_cst) == 0;
+        const int64_t window = takeover_ns.load(std::memory_order_relaxed);
+        const bool long_nap = since >= window && pending_.load(std::memory_order_seq_cst) == 0;
         if (!long_nap) long_nap_.store(false, std::memory_order_seq_cst);
-        if (since < kHelpedNs) return (kHelpedNs - since) / 1000 + 1;
+        if (since < window) return (window - since) / 1000 + 1;
         return long_nap ? 100000 : 1000;
     }
     int listens() const { return pending_.load(std::memory_order_relaxed) > 0 && !helping_now(); }
-    bool helping_now() const { return now_ns() - helped_ns_.load(std::memory_order_relaxed) < kHelpedNs; }
-    static constexpr int64_t kHelpedNs = 1'000'000;
+    bool helping_now() const {
+        return now_ns() - helped_ns_.load(std::memory_order_relaxed) < takeover_ns.load(std::memory_order_relaxed);
+    }
 
     // Never destroyed: an engine may be released from a static destructor at exit.
     struct Registry {
@@ -318,6 +325,10 @@ int Executor::pass() {
 }  // namespace
 
 void leave_progress_thread() { Executor::leave_session(); }
+
+void set_thread_takeover(std::chrono::nanoseconds after) {
+    takeover_ns.store(std::max<int64_t>(after.count(), 1), std::memory_order_relaxed);
+}
 
 tcaResult make_thread_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out) {
     if (setup.plan == nullptr || out == nullptr) return tcaErrorInvalidValue;

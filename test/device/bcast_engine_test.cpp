@@ -241,6 +241,28 @@ TEST(BcastEngine, ThreadEngineRunsWhileTheApplicationIsAway) {
         })) << "bytes " << bytes;
 }
 
+// The progress thread takes an epoch over only set_thread_takeover after the
+// application last helped (MPI_Start counts): an application off its core
+// for a moment must not find the thread competing with it (coll tca sets 5 ms
+// where Open MPI yields when idle).  With 300 ms, three epochs left to the
+// thread take at least 0.9 s; with the default (1 ms), far less.
+TEST(BcastEngine, ThreadEngineTakesOverOnlyAfterItsTakeover) {
+    for (const auto takeover : {std::chrono::milliseconds(300), std::chrono::milliseconds(1)})
+        EXPECT_TRUE(run_nodes(3, [&](int node, Board &b) {
+            set_thread_takeover(takeover);
+            const auto start = std::chrono::steady_clock::now();
+            const int r = run_bcast(node, b, 3, 0, 1000, Engine::Thread, 3, 4096, false, true);
+            const auto took = std::chrono::steady_clock::now() - start;
+            if (r == 0 && takeover.count() >= 300 && took < 3 * takeover) {
+                std::fprintf(stderr, "node %d: 3 epochs without help in %lld ms, takeover %lld ms\n", node,
+                             static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
+                             static_cast<long long>(takeover.count()));
+                return 1;
+            }
+            return r;
+        })) << "takeover " << takeover.count() << " ms";
+}
+
 // GPU roots with two children or more read their buffer once per block,
 // into their own slot (both engines; mixed: the odd nodes run the thread
 // engine); here a host buffer stands in (the program is the same).  Interior

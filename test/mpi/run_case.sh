@@ -28,7 +28,8 @@ if [ "$OMPI_INFO" = 1 ]; then
     echo "$out" | grep -q 'btl_tca_get_emulation:enumerator:value:2:all' || { echo "FAIL: get emulation modes not listed"; status=1; }
     # And every coll tca parameter.
     out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param coll tca --level 9)
-    for p in priority engine segment_size gpu_segment_size ucx_segment_size chain_threshold staging_size min_bytes; do
+    for p in priority engine segment_size gpu_segment_size ucx_segment_size chain_threshold staging_size min_bytes \
+        thread_takeover_us; do
         help=$(echo "$out" | sed -n "s/^mca:coll:tca:param:coll_tca_$p:help://p")
         if [ -z "$help" ]; then echo "FAIL: coll_tca_$p missing or without help"; status=1; else echo "ok coll_tca_$p"; fi
     done

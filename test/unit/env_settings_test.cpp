@@ -21,7 +21,8 @@ namespace {
 std::vector<std::string> all_variables() {
     std::vector<std::string> v = {"TCA_INTERNAL_SIZE", "TCA_SHARED_HEAP", "TCA_S_LINKS",   "TCA_SINGLE_COPY",
                                   "TCA_SPIN_NS",       "TCA_TIMEOUT_MS",  "TCA_TIMING",    "TCA_LINK_BANDWIDTH_MBS",
-                                  "TCA_NODE_ID",       "TCA_NUM_NODES",   "TCA_JOB_KEY",   "TCA_STREAMING_MIN"};
+                                  "TCA_NODE_ID",       "TCA_NUM_NODES",   "TCA_JOB_KEY",   "TCA_STREAMING_MIN",
+                                  "TCA_TAKEOVER_US"};
     for (const TimingModel::Parameter &p : TimingModel::parameters()) v.push_back(p.variable);
     return v;
 }
@@ -64,6 +65,7 @@ TEST(EnvSettings, UnsetMeansDefaults) {
     EXPECT_FALSE(s.s_links);
     EXPECT_EQ(s.single_copy, CopyPath::Auto);
     EXPECT_FALSE(s.timing.enabled);
+    EXPECT_EQ(s.policy.takeover_ns, 1'000'000);
     EXPECT_DOUBLE_EQ(s.timing.host_bandwidth_mb_s, TimingModel{}.host_bandwidth_mb_s);
 }
 
@@ -199,6 +201,10 @@ TEST(EnvSettings, Numbers) {
         {"TCA_STREAMING_MIN", "32M", true, [](const DeviceSettings &s) { return s.streaming_min; }, 32u << 20},
         {"TCA_STREAMING_MIN", "1.5M", false, nullptr, 0},
         {"TCA_TIMEOUT_MS", "86400001", false, nullptr, 0},
+        {"TCA_TAKEOVER_US", "0", true, [](const DeviceSettings &s) { return uint64_t(s.policy.takeover_ns); }, 0},
+        {"TCA_TAKEOVER_US", "5000", true, [](const DeviceSettings &s) { return uint64_t(s.policy.takeover_ns); },
+         5'000'000},
+        {"TCA_TAKEOVER_US", "1000001", false, nullptr, 0},
     };
     for (const Row &row : rows) {
         if (row.ok) {
@@ -209,7 +215,7 @@ TEST(EnvSettings, Numbers) {
             expect_refused(row.name, row.text);
         }
     }
-    for (const char *name : {"TCA_INTERNAL_SIZE", "TCA_SPIN_NS", "TCA_TIMEOUT_MS", "TCA_STREAMING_MIN"})
+    for (const char *name : {"TCA_INTERNAL_SIZE", "TCA_SPIN_NS", "TCA_TIMEOUT_MS", "TCA_STREAMING_MIN", "TCA_TAKEOVER_US"})
         for (const char *t : kHostileAll) expect_refused(name, t);
 }
 

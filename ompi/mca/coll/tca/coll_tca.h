@@ -31,6 +31,7 @@ typedef struct mca_coll_tca_component_t {
     size_t staging_bytes;   /* up to: staged through landing slots (parents run ahead) */
     int stage_all;          /* coll_tca_stage_all: 1, 0, -1 (where single copy is dear) */
     int single_copy_dear;   /* the device measured a copy into another process as dearer than two */
+    int thread_takeover_us; /* coll_tca_thread_takeover_us: -1 (1 ms, 5 ms where Open MPI yields when idle) */
     /* requests the progress function looks after */
     opal_mutex_t lock;
     opal_list_t active;
@@ -55,6 +56,8 @@ OBJ_CLASS_DECLARATION(mca_coll_tca_module_t);
 int mca_coll_tca_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 /* false (after showing help that names the parameter) if an MCA value is unusable */
 bool mca_coll_tca_params_valid(void);
+/* Tells the thread engine when the progress thread takes over (coll_tca_thread_takeover_us). */
+void mca_coll_tca_apply_thread_takeover(void);
 mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm, int *priority);
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                             struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,

@@ -112,6 +112,21 @@ static int tca_register(void) {
                                            "stages. GPU buffers are staged only up to coll_tca_staging_size.",
                                            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
                                            &mca_coll_tca_component.stage_all);
+    /* On 4 namespace hosts sharing 2 cores (np 4, 4 MiB, ucx device), a
+     * progress thread that took over after 1 ms spun on UCX's worker lock
+     * against application threads back from a yield: 8.3-9.8 ms a
+     * broadcast; taking over after 5 ms, 2.4-3.1 ms. */
+    mca_coll_tca_component.thread_takeover_us = -1;
+    (void) mca_base_component_var_register(c, "thread_takeover_us",
+                                           "Microseconds a process may be away from MPI (since it last tested, "
+                                           "waited for or started a broadcast) before the TCA session's progress "
+                                           "thread does the thread engine's work for it. Sooner, the thread "
+                                           "competes for the device and the core with an application thread that "
+                                           "is only off its core for a moment; 0: at once. -1 (default): 1000, or 5000 where "
+                                           "Open MPI yields when idle (mpi_yield_when_idle, on by default when "
+                                           "oversubscribed: a thread that yielded may wait a whole time slice).",
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                           MCA_BASE_VAR_SCOPE_LOCAL, &mca_coll_tca_component.thread_takeover_us);
     register_shared_size("min_bytes", OPAL_INFO_LVL_6, 1,
                          "Persistent broadcasts smaller than this go to libnbc.",
                          &mca_coll_tca_component.min_bytes);
@@ -143,7 +158,19 @@ bool mca_coll_tca_params_valid(void) {
     ok = tca_mca_check_int(f, "coll_tca_stage_all", c->stage_all, -1, 1, "-1 (where single copy is dear), 0 or 1") && ok;
     ok = tca_mca_check_size(f, "coll_tca_min_bytes", c->min_bytes, 0, TCA_MCA_MAX_BYTES,
                             "0..1T bytes (k, M, G suffixes allowed)") && ok;
+    ok = tca_mca_check_int(f, "coll_tca_thread_takeover_us", c->thread_takeover_us, -1, 1000000,
+                           "-1 (by Open MPI's mpi_yield_when_idle) or 0..1000000 us") && ok;
     return ok;
+}
+
+void mca_coll_tca_apply_thread_takeover(void) {
+    const int set = mca_coll_tca_component.thread_takeover_us;
+    const bool yields = set < 0 && mca_common_tca_session_yields_when_idle();
+    const unsigned us = set >= 0 ? (unsigned) set : yields ? 5000u : 1000u;
+    tca_coll_set_thread_takeover_us(us);
+    opal_output_verbose(10, ompi_coll_base_framework.framework_output,
+                        "coll tca: the progress thread takes over a thread engine's broadcast %u us after the "
+                        "application left MPI%s", us, yields ? " (Open MPI yields when idle here)" : "");
 }
 
 /* The sub-cluster size btl tca was given, when it is loaded (it started the

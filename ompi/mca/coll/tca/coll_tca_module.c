@@ -29,7 +29,9 @@ OBJ_CLASS_INSTANCE(mca_coll_tca_module_t, mca_coll_base_module_t, module_constru
 int mca_coll_tca_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
-    return mca_coll_tca_params_valid() ? OMPI_SUCCESS : OMPI_ERR_BAD_PARAM;
+    if (!mca_coll_tca_params_valid()) return OMPI_ERR_BAD_PARAM;
+    mca_coll_tca_apply_thread_takeover();
+    return OMPI_SUCCESS;
 }
 
 static int tca_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {

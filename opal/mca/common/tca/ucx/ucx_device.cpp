@@ -661,7 +661,7 @@ public:
     void mark_assisted() noexcept { assisted_ns_.store(now_ns(), std::memory_order_relaxed); }
     // How much longer a client counts as driving the worker (<= 0: not now).
     int64_t assisted_for() const noexcept {
-        return kAssistedNs - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
+        return policy_.takeover_ns - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
     }
     bool assisted() const noexcept { return assisted_for() > 0; }
 
@@ -728,7 +728,7 @@ private:
     // Repeats `attempt` (progressing in between) until it is not
     // tcaErrorNotReady; once, without blocking, where block is false.
     // A thread that waits here drives the worker as tcaProgress does: the
-    // progress thread naps until 1 ms after the last wait (a published
+    // progress thread naps until TCA_TAKEOVER_US after the last wait (a published
     // ping-pong goes from wait to start to wait: in the gaps the woken
     // progress thread spun on the worker's lock, held by the waiter, on the
     // same core - 8 B one way 21 us, raw UCX 9.6).
@@ -1382,7 +1382,6 @@ private:
     std::atomic<int> waiters_{0};  // application threads inside wait_for
     std::atomic<int64_t> assisted_ns_{0};  // the last tcaProgress or wait in libtca (now_ns)
     // A client that called tcaProgress this recently drives the worker.
-    static constexpr int64_t kAssistedNs = 1'000'000;
     std::thread progress_thread_;
 };
 
