@@ -83,7 +83,7 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     // buffer gains nothing from segments on the loopback; a staged one does
     // (the child copies segment s out while its parent writes s + 1), and so
     // does one on the ucx device (pipeline_pairs: np 2 over 2 hosts, 4 MiB,
-    // 0.8-1.4 ms in 60 KiB segments against 2.6-4.5 as one write).
+    // 0.64-1.4 ms in 60 KiB segments against 2.6-4.5 as one write).
     const bool staged = p.bytes > 0 && p.bytes <= p.staging_bytes;
     plan.shape = p.bytes >= p.chain_threshold && (n > 2 || staged || p.pipeline_pairs) ? Shape::Chain
                                                                                        : Shape::BinomialTree;

@@ -32,6 +32,11 @@ int64_t now_ns() {
         .count();
 }
 
+// How long after the application's last help (MPI_Test, MPI_Wait) or
+// MPI_Start the session's progress thread takes an epoch over
+// (set_thread_takeover).
+std::atomic<int64_t> takeover_ns{1'000'000};
+
 // Advances every started ThreadEngine: on the thread that tests a request
 // (help()), and as a client of the TCA session's one progress thread
 // (session/progress_engine.h) once the application is away from MPI.  It
@@ -40,11 +45,6 @@ int64_t now_ns() {
 // the application helps, the thread naps through them.  (At exit() without
 // MPI_Finalize the session stops the thread before libtca's static teardown
 // unmaps the device.)
-// How long after the application's last help (MPI_Test, MPI_Wait) or
-// MPI_Start the session's progress thread takes an epoch over
-// (set_thread_takeover).
-std::atomic<int64_t> takeover_ns{1'000'000};
-
 class Executor {
 public:
     static std::shared_ptr<Executor> get() {
@@ -255,7 +255,7 @@ private:
     // engine runs only where no DMA channel was free).
     tcaResult readable(const unsigned char *p, size_t len, const unsigned char **out) {
         *out = p;
-        if (!s_.gpu.on_gpu) return tcaSuccess;
+        if (!s_.gpu.on_gpu || len == 0) return tcaSuccess;
         bounce_.resize(len);
         *out = bounce_.data();
         return copy_out(bounce_.data(), p, len);

@@ -114,17 +114,18 @@ static int tca_register(void) {
                                            &mca_coll_tca_component.stage_all);
     /* On 4 namespace hosts sharing 2 cores (np 4, 4 MiB, ucx device), a
      * progress thread that took over after 1 ms spun on UCX's worker lock
-     * against application threads back from a yield: 8.3-9.8 ms a
-     * broadcast; taking over after 5 ms, 2.4-3.1 ms. */
+     * against application threads back from a yield: 7.8-10.8 ms a
+     * broadcast; taking over after 5 ms (here and in the device), 3.1-5.4. */
     mca_coll_tca_component.thread_takeover_us = -1;
     (void) mca_base_component_var_register(c, "thread_takeover_us",
                                            "Microseconds a process may be away from MPI (since it last tested, "
                                            "waited for or started a broadcast) before the TCA session's progress "
                                            "thread does the thread engine's work for it. Sooner, the thread "
                                            "competes for the device and the core with an application thread that "
-                                           "is only off its core for a moment; 0: at once. -1 (default): 1000, or 5000 where "
-                                           "Open MPI yields when idle (mpi_yield_when_idle, on by default when "
-                                           "oversubscribed: a thread that yielded may wait a whole time slice).",
+                                           "is only off its core for a moment; 0: at once. -1 (default): 1000, or "
+                                           "5000 where Open MPI yields when idle (mpi_yield_when_idle, on by "
+                                           "default when oversubscribed: a thread that yielded may wait a whole "
+                                           "time slice).",
                                            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
                                            MCA_BASE_VAR_SCOPE_LOCAL, &mca_coll_tca_component.thread_takeover_us);
     register_shared_size("min_bytes", OPAL_INFO_LVL_6, 1,
