@@ -115,7 +115,8 @@ static int tca_register(void) {
     /* On 4 namespace hosts sharing 2 cores (np 4, 4 MiB, ucx device), a
      * progress thread that took over after 1 ms spun on UCX's worker lock
      * against application threads back from a yield: 7.8-10.8 ms a
-     * broadcast; taking over after 5 ms (here and in the device), 3.1-5.4. */
+     * broadcast; taking over after 5 ms, 4.8-6.8 (3.1-5.4 with the device's
+     * progress thread at 5 ms too: TCA_TAKEOVER_US=5000). */
     mca_coll_tca_component.thread_takeover_us = -1;
     (void) mca_base_component_var_register(c, "thread_takeover_us",
                                            "Microseconds a process may be away from MPI (since it last tested, "

@@ -44,11 +44,9 @@ int mca_common_tca_session_yields_when_idle(void) {
 
 static int start_device(const tca_session_place_t *place, void *ctx) {
     (void) ctx;
-    /* The device's own progress thread (ucx) likewise; a value the user set
-     * stays.  (4 namespace hosts on 2 cores, np 4, 4 MiB broadcasts on the
-     * ucx device: 3.0-3.9 ms with 5 ms here and in coll tca, 4.8-6.2 with
-     * coll tca's alone.) */
-    if (mca_common_tca_session_yields_when_idle()) (void) setenv("TCA_TAKEOVER_US", "5000", 0);
+    /* Not set here: TCA_TAKEOVER_US (the ucx device's progress thread).  A
+     * setenv() during MPI_Init raced the getenv() of Open MPI's own threads
+     * (a segfault in PMIx's event thread, np 8). */
     char key[64];
     snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid, (int) place->subcluster);
     const tcaInitParams params = {.job_key = key, .node_id = place->node, .num_nodes = place->num_nodes};

@@ -33,8 +33,8 @@ TCA_SESSION_API void mca_common_tca_session_leave(void);
 TCA_SESSION_API int mca_common_tca_session_across_hosts(void);
 /* 1 when Open MPI yields when idle here (mpi_yield_when_idle; by default
  * where the node is oversubscribed): an application thread back from a
- * yield may have been off its core for a whole time slice, so the session's
- * progress threads wait longer before they take work over (5 ms, not 1). */
+ * yield may have been off its core for a whole time slice, so coll tca's
+ * progress thread waits longer before it takes work over (5 ms, not 1). */
 TCA_SESSION_API int mca_common_tca_session_yields_when_idle(void);
 /* The place a process of this job published (OPAL_ERR_NOT_FOUND: none). */
 TCA_SESSION_API int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place);
