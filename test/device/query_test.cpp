@@ -32,6 +32,7 @@ TEST(Query, AModelNeedsNoDevice) {
     tcaBackendAttr b{};
     EXPECT_EQ(tcaQueryTopology(&t), tcaErrorNotInitialized);
     EXPECT_EQ(tcaQueryBackend(&b), tcaErrorNotInitialized);
+    EXPECT_EQ(tcaSetProgressTakeover(5000), tcaErrorNotInitialized);
 }
 
 TEST(Query, ModelHopsFollowTheRingAndTheSLinks) {
@@ -98,6 +99,10 @@ TEST(Query, TheRunningDeviceDescribesItself) {
         NODE_CHECK(a.job_key[0] != '\0' && a.launch_source[0] != '\0' && a.put_mechanism[0] != '\0');
         NODE_CHECK(a.timeout_ns > 0 && a.spin_ns >= 0);
         NODE_CHECK(a.gpu_devices >= 0 || a.gpu_status[0] != '\0');  // a count, or why not
+        // No progress thread of its own that takes over (the waiting thread drives it).
+        NODE_CHECK(a.takeover_us == -1);
+        NODE_CHECK(tcaSetProgressTakeover(5000) == tcaErrorNotSupported);
+        NODE_CHECK(tcaSetProgressTakeover(-1) == tcaErrorInvalidValue);
         int timing = -1;
         NODE_OK(tcaTimingEnabled(&timing));
         NODE_CHECK(timing == 0);

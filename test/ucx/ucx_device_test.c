@@ -74,6 +74,25 @@ static void identity(void) {
     CHECK(id == rank && n == size, "node %d of %d, MPI rank %d of %d", id, n, rank, size);
 }
 
+/* The progress thread's takeover: TCA_TAKEOVER_US's 1000 us at the start
+ * (where the environment does not set it), then what tcaSetProgressTakeover
+ * says; out-of-range values refused and the setting kept. */
+static void progress_takeover(void) {
+    tcaBackendAttr b;
+    OK(tcaQueryBackend(&b));
+    if (NULL == getenv("TCA_TAKEOVER_US")) CHECK(1000 == b.takeover_us, "takeover %d us at the start", b.takeover_us);
+    const int start = b.takeover_us;
+    OK(tcaSetProgressTakeover(5000));
+    OK(tcaQueryBackend(&b));
+    CHECK(5000 == b.takeover_us, "takeover %d us after setting 5000", b.takeover_us);
+    CHECK(tcaErrorInvalidValue == tcaSetProgressTakeover(1000001), "1000001 us accepted");
+    CHECK(tcaErrorInvalidValue == tcaSetProgressTakeover(-1), "-1 us accepted");
+    OK(tcaSetProgressTakeover(0));
+    OK(tcaQueryBackend(&b));
+    CHECK(0 == b.takeover_us, "takeover %d us after setting 0 (and two refused values)", b.takeover_us);
+    OK(tcaSetProgressTakeover(start));
+}
+
 /* Every rank writes a block of every size into every other rank's slice. */
 static void pio_all_to_all(void) {
     const size_t max = 1u << 20;
@@ -451,6 +470,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     OK(tcaInit());
     identity();
+    progress_takeover();
     pio_all_to_all();
     block_stride_chain();
     dma_rows_and_last_word();

@@ -44,14 +44,22 @@ int mca_common_tca_session_yields_when_idle(void) {
 
 static int start_device(const tca_session_place_t *place, void *ctx) {
     (void) ctx;
-    /* Not set here: TCA_TAKEOVER_US (the ucx device's progress thread).  A
-     * setenv() during MPI_Init raced the getenv() of Open MPI's own threads
-     * (a segfault in PMIx's event thread, np 8). */
     char key[64];
     snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid, (int) place->subcluster);
     const tcaInitParams params = {.job_key = key, .node_id = place->node, .num_nodes = place->num_nodes};
     tcaResult r = tcaInitWithParams(&params);
     if (tcaSuccess != r) return r;
+
+    /* Where Open MPI yields when idle (more ranks than cores) an application
+     * thread is often off its core for more than the ucx device's 1 ms: its
+     * progress thread then took the worker over and fought the application
+     * threads for it (4 MiB broadcasts over 4 hosts 1.3-1.9x slower).  Set
+     * through libtca, never with setenv(): that raced the getenv() of Open
+     * MPI's own threads (a segfault in PMIx's event thread).  The user's
+     * TCA_TAKEOVER_US wins; the loopback has no such thread (NotSupported). */
+    if (mca_common_tca_session_yields_when_idle() && NULL == getenv("TCA_TAKEOVER_US")) {
+        (void) tcaSetProgressTakeover(5000);
+    }
 
     /* An aborted job leaves no segment behind: the launcher removes it. */
     char path[256];
@@ -80,11 +88,19 @@ int mca_common_tca_session_join(const char *client, int output, int requested_si
                                               why, why_len);
     switch (outcome) {
     case TCA_SESSION_STARTED:
-    case TCA_SESSION_JOINED:
-        opal_output_verbose(5, output, "%s: %s the TCA session: node %d of %d in sub-cluster %d", client,
+    case TCA_SESSION_JOINED: {
+        tcaBackendAttr backend;
+        char takeover[192] = "";
+        memset(&backend, 0, sizeof(backend));
+        if (tcaSuccess == tcaQueryBackend(&backend) && backend.takeover_us >= 0) {
+            snprintf(takeover, sizeof(takeover), "; the %s device's progress thread takes over %d us after the last wait",
+                     backend.backend, backend.takeover_us);
+        }
+        opal_output_verbose(5, output, "%s: %s the TCA session: node %d of %d in sub-cluster %d%s", client,
                             TCA_SESSION_STARTED == outcome ? "started" : "joined", (int) place->node,
-                            (int) place->num_nodes, (int) place->subcluster);
+                            (int) place->num_nodes, (int) place->subcluster, takeover);
         return OPAL_SUCCESS;
+    }
     case TCA_SESSION_ALONE: return OPAL_ERR_NOT_AVAILABLE;
     case TCA_SESSION_CONFLICT: return OPAL_ERR_BAD_PARAM;
     default: return OPAL_ERROR;

@@ -29,6 +29,9 @@ struct DeviceInfo {
     uint64_t internal_used = 0;
     int64_t spin_ns = 0;
     int64_t timeout_ns = 0;
+    // The backend's own progress thread drives the device only this long
+    // after a client last did (set_progress_takeover); -1: it has none.
+    int64_t takeover_ns = -1;
     int registrations = 0;
     int max_registrations = 0;
     int notify_depth = 0;  // tags with unconsumed notifications per (source, slot); counts per tag are not limited
@@ -108,6 +111,13 @@ public:
     virtual bool assist() = 0;
     virtual uint32_t interrupt_count() noexcept = 0;
     virtual Result interrupt_wait(uint32_t seen, int64_t timeout_ns) = 0;
+    // tcaSetProgressTakeover: how long after a client last drove the device
+    // (a wait, tcaProgress) the backend's own progress thread takes over.
+    // Only a backend with such a thread has the setting.
+    virtual Result set_progress_takeover(int64_t ns) {
+        (void) ns;
+        return tcaErrorNotSupported;
+    }
 
     // Where the backend keeps this node's state ("" if nothing persists), for
     // launchers that remove leftovers of an aborted job.

@@ -371,9 +371,19 @@ typedef struct tcaBackendAttr {
     int single_copy_dear;    /* 1: measured at start-up (TCA_SINGLE_COPY=auto), a copy into another process
                                 costs more than two memcpys, or the kernel refuses it: host-memory PIO puts
                                 are copied in by the target's CPU (put_mechanism says which) */
-    int reserved[7];         /* zero */
+    int takeover_us;         /* the backend's own progress thread drives the device only this long after a
+                                client last did (TCA_TAKEOVER_US, tcaSetProgressTakeover); -1: it has none */
+    int reserved[6];         /* zero */
 } tcaBackendAttr;
 TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
+/* How long after a thread last drove the device (a blocking wait in libtca,
+ * tcaProgress) the backend's own progress thread takes over driving it,
+ * 0..1000000 us (tcaErrorInvalidValue otherwise); TCA_TAKEOVER_US sets the
+ * start value (1000).  Where application threads are often off their cores
+ * for longer (more processes than cores), a longer one keeps the progress
+ * thread from fighting them for the device.  tcaErrorNotSupported where the
+ * backend has no such thread (the loopback: the waiting thread drives it). */
+TCA_API tcaResult tcaSetProgressTakeover(int microseconds);
 
 /* The timing model's parameters, index 0, 1, ... (tcaErrorInvalidValue past
  * the last): environment variable, value in effect (the running device's,

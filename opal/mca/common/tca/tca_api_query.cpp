@@ -84,6 +84,7 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         a.single_copy_dear = info.single_copy_dear ? 1 : 0;
         a.spin_ns = info.spin_ns;
         a.timeout_ns = info.timeout_ns;
+        a.takeover_us = info.takeover_ns < 0 ? -1 : static_cast<int>(info.takeover_ns / 1000);
         auto &cuda = tca::gpu::CudaRuntime::instance();
         a.gpu_built = cuda.compiled_in() && info.gpu_memory ? 1 : 0;
         a.gpu_devices = cuda.available() ? cuda.device_count() : -1;
@@ -91,6 +92,13 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         *attr = a;
         return tcaSuccess;
     });
+}
+
+tcaResult tcaSetProgressTakeover(int microseconds) {
+    tca::Device *dev = tca::current_device();
+    if (dev == nullptr) return tcaErrorNotInitialized;
+    if (microseconds < 0 || microseconds > 1'000'000) return tcaErrorInvalidValue;
+    return tca::guarded([&] { return dev->set_progress_takeover(int64_t{microseconds} * 1000); });
 }
 
 namespace {

@@ -21,7 +21,8 @@ struct WaitPolicy {
     // The ucx device's progress thread drives its worker only this long
     // after an application thread last did (a wait in libtca, tcaProgress):
     // sooner, it competes for UCX's worker lock with a thread that is only
-    // off its core for a moment (TCA_TAKEOVER_US).
+    // off its core for a moment (TCA_TAKEOVER_US; tcaSetProgressTakeover
+    // changes it on the running device).
     int64_t takeover_ns = 1'000'000;
     // tcaErrorInvalidValue (after a line naming the variable) on a bad value.
     static Result from_environment(WaitPolicy *out);

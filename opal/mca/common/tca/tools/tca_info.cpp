@@ -184,6 +184,8 @@ int main(int argc, char **argv) {
                 static_cast<unsigned long long>(d.internal_size >> 10));
     std::printf("#   waits            : spin %lld ns then sleep (TCA_SPIN_NS), timeout %lld ms (TCA_TIMEOUT_MS)\n",
                 static_cast<long long>(b.spin_ns), static_cast<long long>(b.timeout_ns / 1000000));
+    if (b.takeover_us >= 0)
+        std::printf("#   progress thread  : takes over %d us after the last wait (TCA_TAKEOVER_US)\n", b.takeover_us);
     std::printf("#   GPU memory       : %s\n", b.gpu_built                          ? "CUDA IPC (built with CUDA)"
                                            : std::strcmp(b.backend, "loopback") == 0 ? "not built (configure --with-cuda)"
                                                                                    : "not served by this device");

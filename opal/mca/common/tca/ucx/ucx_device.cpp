@@ -344,6 +344,7 @@ public:
         i.internal_used = heap_.used();
         i.spin_ns = policy_.spin_ns;
         i.timeout_ns = policy_.timeout_ns;
+        i.takeover_ns = takeover_ns_.load(std::memory_order_relaxed);
         std::lock_guard g(reg_lock_);
         i.registrations = static_cast<int>(regs_.size());
         i.max_registrations = static_cast<int>(kMaxRegistrations);
@@ -658,10 +659,14 @@ public:
         mark_assisted();
         return progress();
     }
+    Result set_progress_takeover(int64_t ns) override {
+        takeover_ns_.store(ns, std::memory_order_relaxed);
+        return tcaSuccess;
+    }
     void mark_assisted() noexcept { assisted_ns_.store(now_ns(), std::memory_order_relaxed); }
     // How much longer a client counts as driving the worker (<= 0: not now).
     int64_t assisted_for() const noexcept {
-        return policy_.takeover_ns - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
+        return takeover_ns_.load(std::memory_order_relaxed) - (now_ns() - assisted_ns_.load(std::memory_order_relaxed));
     }
     bool assisted() const noexcept { return assisted_for() > 0; }
 
@@ -1381,6 +1386,9 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<int> waiters_{0};  // application threads inside wait_for
     std::atomic<int64_t> assisted_ns_{0};  // the last tcaProgress or wait in libtca (now_ns)
+    // The progress thread drives the worker only this long after assisted_ns_
+    // (TCA_TAKEOVER_US, then tcaSetProgressTakeover: read while it is set).
+    std::atomic<int64_t> takeover_ns_{policy_.takeover_ns};
     // A client that called tcaProgress this recently drives the worker.
     std::thread progress_thread_;
 };
