@@ -1386,10 +1386,10 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<int> waiters_{0};  // application threads inside wait_for
     std::atomic<int64_t> assisted_ns_{0};  // the last tcaProgress or wait in libtca (now_ns)
-    // The progress thread drives the worker only this long after assisted_ns_
-    // (TCA_TAKEOVER_US, then tcaSetProgressTakeover: read while it is set).
+    // A client that drove the worker this recently (assisted_ns_) still
+    // drives it: the progress thread naps (TCA_TAKEOVER_US at the start,
+    // tcaSetProgressTakeover while the thread runs).
     std::atomic<int64_t> takeover_ns_{policy_.takeover_ns};
-    // A client that called tcaProgress this recently drives the worker.
     std::thread progress_thread_;
 };
 
