@@ -116,7 +116,7 @@ static int tca_register(void) {
      * progress thread that took over after 1 ms spun on UCX's worker lock
      * against application threads back from a yield: 7.8-10.8 ms a
      * broadcast; taking over after 5 ms, 4.8-6.8 (3.1-5.4 with the device's
-     * progress thread at 5 ms too: TCA_TAKEOVER_US=5000). */
+     * progress thread at 5 ms too, as the session sets it). */
     mca_coll_tca_component.thread_takeover_us = -1;
     (void) mca_base_component_var_register(c, "thread_takeover_us",
                                            "Microseconds a process may be away from MPI (since it last tested, "
@@ -168,7 +168,7 @@ bool mca_coll_tca_params_valid(void) {
 void mca_coll_tca_apply_thread_takeover(void) {
     const int set = mca_coll_tca_component.thread_takeover_us;
     const bool yields = set < 0 && mca_common_tca_session_yields_when_idle();
-    const unsigned us = set >= 0 ? (unsigned) set : yields ? 5000u : 1000u;
+    const unsigned us = (unsigned) (set >= 0 ? set : mca_common_tca_session_takeover_us());
     tca_coll_set_thread_takeover_us(us);
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
                         "coll tca: the progress thread takes over a thread engine's broadcast %u us after the "

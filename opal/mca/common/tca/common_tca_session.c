@@ -42,6 +42,10 @@ int mca_common_tca_session_yields_when_idle(void) {
     return index >= 0 && OPAL_SUCCESS == mca_base_var_get_value(index, &value, NULL, NULL) && NULL != value && *value;
 }
 
+int mca_common_tca_session_takeover_us(void) {
+    return mca_common_tca_session_yields_when_idle() ? 5000 : 1000;
+}
+
 static int start_device(const tca_session_place_t *place, void *ctx) {
     (void) ctx;
     char key[64];
@@ -57,9 +61,7 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
      * through libtca, never with setenv(): that raced the getenv() of Open
      * MPI's own threads (a segfault in PMIx's event thread).  The user's
      * TCA_TAKEOVER_US wins; the loopback has no such thread (NotSupported). */
-    if (mca_common_tca_session_yields_when_idle() && NULL == getenv("TCA_TAKEOVER_US")) {
-        (void) tcaSetProgressTakeover(5000);
-    }
+    if (NULL == getenv("TCA_TAKEOVER_US")) (void) tcaSetProgressTakeover(mca_common_tca_session_takeover_us());
 
     /* An aborted job leaves no segment behind: the launcher removes it. */
     char path[256];

@@ -32,10 +32,15 @@ TCA_SESSION_API void mca_common_tca_session_leave(void);
  * the sub-cluster, and a client publishes its modex to every host. */
 TCA_SESSION_API int mca_common_tca_session_across_hosts(void);
 /* 1 when Open MPI yields when idle here (mpi_yield_when_idle; by default
- * where the node is oversubscribed): an application thread back from a
- * yield may have been off its core for a whole time slice, so coll tca's
- * progress thread waits longer before it takes work over (5 ms, not 1). */
+ * where the node is oversubscribed). */
 TCA_SESSION_API int mca_common_tca_session_yields_when_idle(void);
+/* How long a progress thread lets the application be away before it takes
+ * work over: 1000 us, or 5000 where Open MPI yields when idle (an
+ * application thread back from a yield may have been off its core for a
+ * whole time slice).  coll tca's thread engine (coll_tca_thread_takeover_us
+ * -1) and the ucx device's progress thread (unless TCA_TAKEOVER_US is set)
+ * wait this long. */
+TCA_SESSION_API int mca_common_tca_session_takeover_us(void);
 /* The place a process of this job published (OPAL_ERR_NOT_FOUND: none). */
 TCA_SESSION_API int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place);
 
