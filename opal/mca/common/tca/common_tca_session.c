@@ -94,7 +94,9 @@ int mca_common_tca_session_join(const char *client, int output, int requested_si
         tcaBackendAttr backend;
         char takeover[192] = "";
         memset(&backend, 0, sizeof(backend));
-        if (tcaSuccess == tcaQueryBackend(&backend) && backend.takeover_us >= 0) {
+        /* Only for the line: a backend query also asks the CUDA runtime. */
+        if (opal_output_get_verbosity(output) >= 5 && tcaSuccess == tcaQueryBackend(&backend) &&
+            backend.takeover_us >= 0) {
             snprintf(takeover, sizeof(takeover), "; the %s device's progress thread takes over %d us after the last wait",
                      backend.backend, backend.takeover_us);
         }
