@@ -27,8 +27,13 @@
 //                   is refused there (a line on the target's stderr, as for a
 //                   refused counter add): it is not counted
 //   DMA channels    a started chain's puts and notifications are issued on
-//                   the starting thread; the wait flushes the endpoints they
-//                   went to: complete means visible at the targets
+//                   the starting thread up to its first trigger whose counter
+//                   is short; the rest by whichever thread progresses the
+//                   device once it moves (a wait, tcaProgress, the progress
+//                   thread: ucx/channel_runs.hpp); a descriptor's counter add
+//                   is an active message behind its data; the wait flushes
+//                   the endpoints they went to: complete means visible at
+//                   the targets
 //   counters, interrupts, node state
 //                   active messages (counter add, interrupt, goodbye) and UCX's
 //                   peer-failure reports
@@ -38,10 +43,9 @@
 //                   (ChainClock from the start, the ring's hops included); the
 //                   transport's own cost comes on top
 //
-// Not modelled yet, refused by name: triggered descriptors and remote counter
-// adds inside chains (the offload extension), GPU memory (Debian's UCX has no
-// CUDA) and PIO windows mapped into the address space (tcaPioMap: hosts
-// share no memory).  Over software RMA (UCX_TLS=tcp) a put completes only while
+// Not modelled yet, refused by name: GPU memory (Debian's UCX has no CUDA)
+// and PIO windows mapped into the address space (tcaPioMap: hosts share no
+// memory).  Over software RMA (UCX_TLS=tcp) a put completes only while
 // the target progresses: a progress thread per process does, asleep on the
 // worker's events, and every blocking call of libtca progresses too.
 #include <sched.h>
@@ -70,6 +74,7 @@
 #include "loopback/event_word.hpp"
 #include "loopback/internal_heap.hpp"
 #include "model/owned_id.hpp"
+#include "ucx/channel_runs.hpp"
 #include "ucx/pmix_exchange.hpp"
 #include "ucx/ucp_transport.hpp"
 
@@ -459,8 +464,6 @@ public:
 
     Result validate(const Descriptor &d) const override {
         if (Result r = validate_descriptor(d, self_, n_); r != tcaSuccess) return r;
-        if (d.wait_counter >= 0 || d.add_counter >= 0)
-            return not_here("triggered descriptors and counter adds in chains (the offload extension)");
         return local_registration(d.src, nullptr);
     }
 
@@ -487,66 +490,54 @@ public:
         for (const Descriptor &desc : chain)
             if (Result r = validate(desc); r != tcaSuccess) return r;
         Channel &ch = channels_[channel];
-        std::lock_guard g(ch.lock);
-        ch.chain.assign(chain.begin(), chain.end());
-        ch.loaded = true;
+        const ChannelHold g(ch);
+        ch.runs.load(chain);
         return tcaSuccess;
     }
 
-    // The chain's puts and notifications are issued here (the sources are
-    // reusable when it returns); wait_channel flushes the endpoints they went
+    // A start issues the run's puts and notifications here, up to its first
+    // trigger whose counter is short (the sources of what was issued are
+    // reusable when it returns); the rest goes on from whichever thread
+    // comes by once the counter moves: a wait, tcaProgress, the progress
+    // thread (pump_channels).  wait_channel flushes the endpoints written
     // to, so a finished wait means visible at every target.  Programs that
-    // wait for notifications instead (most published ones) pay no round trip
-    // per start.  The first error of the runs not yet waited for is kept.
+    // wait for notifications instead (most published ones) pay no round
+    // trip per start.  The first error of the runs not yet waited for is kept.
     Result start_channel(int channel) override {
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
         Channel &ch = channels_[channel];
-        std::lock_guard g(ch.lock);
-        if (!ch.loaded) return tcaErrorEmptyChain;
-        const Deadline d = deadline();
-        const bool table_mode = ch.chain.size() > TCA_MAX_REG_DESCRIPTORS;
-        ChainClock clock;
-        if (timing_.enabled) clock.start(timing_, now_ns(), table_mode);
-        Result r = tcaSuccess;
-        bool wrote = false;
-        for (const Descriptor &desc : ch.chain) {
-            if (timing_.enabled) {
-                const DescriptorCost cost = DescriptorCost::of(desc, topo_.hops(self_, desc.dst.node), table_mode);
-                spin_until_ns(clock.next(timing_, cost).done_ns);
-            }
-            // Descriptor k's data lands before descriptor k+1's (published
-            // programs poll a sequence number written after a packet): puts
-            // are unordered in UCX (several lanes on a real fabric), so a
-            // fence between them.  Over tcp they arrive in order anyway.
-            if (wrote && desc.dst.node != self_ && desc.bytes() > 0) {
-                Endpoint *ep = nullptr;
-                if ((r = endpoint(desc.dst.node, &ep)) != tcaSuccess || (r = ep->fence()) != tcaSuccess) break;
-            }
-            r = run_descriptor(desc, d, &ch.unflushed);
-            if (r != tcaSuccess) break;
-            wrote |= desc.dst.node != self_ && desc.bytes() > 0;
-        }
-        if (ch.result == tcaSuccess) ch.result = r;
+        const ChannelHold g(ch);
+        if (!ch.runs.loaded()) return tcaErrorEmptyChain;
+        ch.runs.start();
+        pump(ch);
         return tcaSuccess;
     }
 
-    // Blocking or not, the flush runs to its end (bounded by TCA_TIMEOUT_MS):
-    // it is one round trip per endpoint written since the last wait.
+    // Waits for the runs started before (issuing what their triggers let
+    // go), then flushes, blocking or not, to its end (bounded by
+    // TCA_TIMEOUT_MS): one round trip per endpoint written since the last wait.
     Result wait_channel(int channel, bool block) override {
-        (void) block;
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
         Channel &ch = channels_[channel];
-        std::lock_guard g(ch.lock);
-        const Result flushed = flush(ch.unflushed, deadline());
-        ch.unflushed.clear();
-        const Result r = ch.result != tcaSuccess ? ch.result : flushed;
-        ch.result = tcaSuccess;
-        return r;
+        return wait_for([&]() -> Result {
+            const ChannelHold g(ch);
+            pump(ch);
+            if (!ch.runs.idle()) return tcaErrorNotReady;
+            const Result flushed = flush(ch.unflushed, deadline());
+            ch.unflushed.clear();
+            const Result r = ch.runs.take_result();
+            return r != tcaSuccess ? r : flushed;
+        }, block);
     }
 
+    // Runs waiting on their triggers are dropped; what was issued stays.
     Result abort_channel(int channel) override {
         if (channel < 0 || channel >= TCA_NUM_DMA_CHANNELS) return tcaErrorInvalidChannel;
-        return tcaSuccess;  // nothing runs after start_channel returned
+        Channel &ch = channels_[channel];
+        const ChannelHold g(ch);
+        ch.runs.abort();
+        note_waiting(ch);
+        return tcaSuccess;
     }
 
     Result take_notification(const tcaHandle &h, int slot, int tag, bool block) override {
@@ -575,14 +566,21 @@ public:
         if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
         if (value == nullptr) return tcaErrorInvalidValue;
         progress();
+        return counter_now(id, value);
+    }
+    // Without progress: what a trigger compares (an id checked for range).
+    Result counter_now(int id, uint64_t *value) const noexcept {
         if (counter_holder_[owned_index(id)].load(std::memory_order_acquire) != owned_token(id))
             return tcaErrorNotAcquired;
         *value = counters_[owned_index(id)].load(std::memory_order_acquire);
         return tcaSuccess;
     }
+    // A local add kicks the triggered descriptors waiting for it at once.
     Result counter_add(int id, uint64_t add) override {
         if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
-        return add_local_counter(id, add);
+        const Result r = add_local_counter(id, add);
+        if (r == tcaSuccess) pump_channels();
+        return r;
     }
     Result counter_wait(int id, uint64_t value) override {
         if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
@@ -713,11 +711,30 @@ private:
     using RegId = std::tuple<int, uint32_t, uint64_t, uint64_t, uint64_t>;
     struct Channel {
         std::mutex lock;
-        std::vector<Descriptor> chain;
-        bool loaded = false;
+        ChannelRuns runs;
+        bool counted = false;        // among waiting_channels_
         std::vector<int> unflushed;  // nodes written since the last wait_channel
-        Result result = tcaSuccess;
     };
+    // Holds a channel's lock; while a thread holds one, its progress passes
+    // issue no runs (pump_channels): issuing may progress the worker, and a
+    // second channel lock taken there could be this thread's own.
+    class ChannelHold {
+    public:
+        explicit ChannelHold(Channel &ch) : g_(ch.lock) { ++holding_channel; }
+        ChannelHold(Channel &ch, std::try_to_lock_t) : g_(ch.lock, std::try_to_lock) {
+            if (g_.owns_lock()) ++holding_channel;
+        }
+        ~ChannelHold() {
+            if (g_.owns_lock()) --holding_channel;
+        }
+        bool owns() const noexcept { return g_.owns_lock(); }
+        ChannelHold(const ChannelHold &) = delete;
+        ChannelHold &operator=(const ChannelHold &) = delete;
+
+    private:
+        std::unique_lock<std::mutex> g_;
+    };
+    static inline thread_local int holding_channel = 0;
     struct KeyAnswer {
         Result status = tcaErrorNotReady;
         uint64_t va_of_zero = 0;
@@ -763,9 +780,9 @@ private:
         bool did = worker_->progress();
         // Every wait spins through here: look at the queue only when a
         // handler said it holds something.
-        if (queued_.load(std::memory_order_acquire) == 0) return did;
+        if (queued_.load(std::memory_order_acquire) == 0) return pump_channels() || did;
         std::unique_lock serving(serve_lock_, std::try_to_lock);
-        if (!serving.owns_lock()) return did;
+        if (!serving.owns_lock()) return pump_channels() || did;
         for (;;) {
             KeyRequestMsg req{};
             KeyRevokeMsg forget{};
@@ -790,7 +807,64 @@ private:
                 forget_key(forget);
             did = true;
         }
-        return did;
+        serving.unlock();
+        return pump_channels() || did;
+    }
+
+    // Runs waiting for their triggers, from any thread's progress (the
+    // handlers of remote counter adds must not call UCX): each channel whose
+    // lock is free.  Not from a thread that holds a channel (it is issuing).
+    bool pump_channels() {
+        if (waiting_channels_.load(std::memory_order_acquire) == 0 || holding_channel > 0) return false;
+        bool moved = false;
+        for (Channel &ch : channels_) {
+            const ChannelHold g(ch, std::try_to_lock);
+            if (g.owns() && !ch.runs.idle()) moved |= pump(ch);
+        }
+        return moved;
+    }
+    // Issues what the channel's runs may issue now (its lock held).  A run
+    // that ends is an event of the node, as a channel completion is on the
+    // loopback.
+    bool pump(Channel &ch) {
+        const size_t before = ch.runs.queued();
+        const bool moved = ch.runs.pump(
+            [&](const Descriptor &desc, ChannelRuns::RunState &run) { return issue(desc, run, &ch.unflushed); },
+            [&](int id, uint64_t *value) { return counter_now(id, value); });
+        if (ch.runs.queued() < before) event();
+        note_waiting(ch);
+        return moved;
+    }
+    void note_waiting(Channel &ch) {
+        const bool waiting = !ch.runs.idle();
+        if (waiting == ch.counted) return;
+        ch.counted = waiting;
+        waiting_channels_.fetch_add(waiting ? 1 : -1, std::memory_order_acq_rel);
+    }
+    // One descriptor of a run: its modelled time, its data, notifications,
+    // then its counter add at the destination (behind the data, as on the loopback).
+    Result issue(const Descriptor &desc, ChannelRuns::RunState &run, std::vector<int> *written) {
+        if (timing_.enabled) {
+            if (!run.clock_started) run.clock.start(timing_, now_ns(), run.table_mode);
+            run.clock_started = true;
+            const DescriptorCost cost = DescriptorCost::of(desc, topo_.hops(self_, desc.dst.node), run.table_mode);
+            spin_until_ns(run.clock.next(timing_, cost).done_ns);
+        }
+        const bool remote_data = desc.dst.node != self_ && desc.bytes() > 0;
+        const Deadline d = deadline();
+        // Descriptor k's data lands before descriptor k+1's (published
+        // programs poll a sequence number written after a packet): puts are
+        // unordered in UCX (several lanes on a real fabric), so a fence
+        // between them.  Over tcp they arrive in order anyway.
+        if (run.wrote && remote_data) {
+            Endpoint *ep = nullptr;
+            if (Result r = endpoint(desc.dst.node, &ep); r != tcaSuccess) return r;
+            if (Result r = ep->fence(); r != tcaSuccess) return r;
+        }
+        if (Result r = run_descriptor(desc, d, written); r != tcaSuccess) return r;
+        run.wrote |= remote_data;
+        if (desc.add_counter >= 0) return counter_add_remote(desc.dst.node, desc.add_counter, desc.add_value);
+        return tcaSuccess;
     }
 
     // Our cached key of a peer's registration that the peer destroyed: gone
@@ -1378,6 +1452,7 @@ private:
     std::mutex serve_lock_;
 
     Channel channels_[TCA_NUM_DMA_CHANNELS];
+    std::atomic<int> waiting_channels_{0};  // channels with runs not yet issued to their end
     std::atomic<uint64_t> counters_[TCA_NUM_COUNTERS];
     std::atomic<uint32_t> slot_holder_[TCA_NOTIFY_SLOTS] = {};  // 0: nobody holds it
     std::atomic<uint32_t> counter_holder_[TCA_NUM_COUNTERS] = {};
