@@ -157,8 +157,8 @@ result "a rank on another host killed: the job ends" $s
 
 # -- btl tca on the ucx device (TCA_DEVICE=ucx, UCX over tcp only): its
 # sub-cluster is the job's ranks on every host, so pairs across hosts go over
-# tca too; coll tca's broadcasts run on its thread engine there (no triggered
-# descriptors on that device yet)
+# tca too; coll tca's broadcasts run on its thread engine there (faster than
+# the offload engine's triggered descriptors, which that device runs in software)
 if [ -f "$top/.libs/tca_ucx.so" ]; then
     on_ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000"
     # ucx_pairs TCA TCP: the expected counts, with tca pairs across hosts among them.
