@@ -3,8 +3,9 @@
 # between hosts) on this one host: the session's nodes are the job's ranks,
 # the rings in a peer's memory are written by PIO writes (puts), not through
 # a mapping.  The p2p cases check their data; coll tca's broadcasts run on
-# its thread engine (the offload engine's triggered descriptors are not built
-# on this device) and check theirs.  Across hosts:
+# its thread engine by default (the offload engine's triggered descriptors
+# run in software on this device, slower), on the offload engine when asked
+# for, and check theirs.  Across hosts:
 # make check-multihost.  Skipped where this build has no ucx device.
 [ -f .libs/tca_ucx.so ] || { echo "SKIP: this build has no ucx device"; exit 77; }
 srcdir=${srcdir:-.}
@@ -74,9 +75,21 @@ run "coll tca: persistent broadcasts between 2 ranks, large ones in 60 KiB segme
     '[ $rc = 0 ] && grep -q "^basic: passed" "$out" &&
      grep -q "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" && [ "$(whole_large)" = 0 ]' \
     --mca coll_base_verbose 10 -np 2 ./tca_bcast_test basic
+# Asked for, the offload engine runs there: its programs of triggered
+# descriptors and counter adds, executed by the device in software.
+run "coll tca: the offload engine when asked for (every root, 0 B - 64 MiB)" 240 \
+    '[ $rc = 0 ] && grep -q "^basic: passed" "$out" &&
+     ! grep -q "coll tca: on the ucx device the thread engine runs the broadcasts" "$out" &&
+     grep -q "coll:tca: persistent broadcast.*: tca, offload engine" "$out" &&
+     ! grep -q "coll:tca: persistent broadcast.*: tca, thread engine" "$out"' \
+    --mca coll_tca_engine offload --mca coll_base_verbose 10 -np 3 ./tca_bcast_test basic
+run "coll tca: epochs on 4 ranks, offload engine" 180 '[ $rc = 0 ] && grep -q "^epochs: passed" "$out"' \
+    --mca coll_tca_engine offload -np 4 ./tca_bcast_test epochs
 run "coll tca: epochs on 4 ranks" 180 '[ $rc = 0 ] && grep -q "^epochs: passed" "$out"' -np 4 ./tca_bcast_test epochs
 run "coll tca: requests freed while active" 180 '[ $rc = 0 ] && grep -q "^free_active: passed" "$out"' \
     -np 4 ./tca_bcast_test free_active
+run "coll tca: requests freed while active, offload engine (their runs aborted)" 180 \
+    '[ $rc = 0 ] && grep -q "^free_active: passed" "$out"' --mca coll_tca_engine offload -np 4 ./tca_bcast_test free_active
 # A killed peer is seen by UCX (its connection closes): btl tca's own check
 # ends the survivor's wait, although the launcher keeps the job alive.
 run "a peer killed: the survivor stops with btl tca's message" 60 \

@@ -861,6 +861,19 @@ private:
             if (Result r = endpoint(desc.dst.node, &ep); r != tcaSuccess) return r;
             if (Result r = ep->fence(); r != tcaSuccess) return r;
         }
+        if (desc.add_counter >= 0 && remote_data && desc.height == 1 && desc.width <= kAmPioMax && !desc.notifies()) {
+            // One eager message, the count added once the data is in (as
+            // tcaPioWriteCounterAdd): as a row and a separate add, a 60 KiB
+            // segment went by UCX's rendezvous, a round trip each that waits
+            // for the target to be scheduled.
+            unsigned char *src = nullptr;
+            if (Result r = local_registration(desc.src, &src); r != tcaSuccess) return r;
+            if (std::find(written->begin(), written->end(), static_cast<int>(desc.dst.node)) == written->end())
+                written->push_back(desc.dst.node);
+            run.wrote = true;
+            return write(desc.dst, desc.dst_off, src + desc.src_off, desc.width, 1, 0, desc.width, true, d,
+                         {.counter = desc.add_counter, .add = desc.add_value});
+        }
         if (Result r = run_descriptor(desc, d, written); r != tcaSuccess) return r;
         run.wrote |= remote_data;
         if (desc.add_counter >= 0) return counter_add_remote(desc.dst.node, desc.add_counter, desc.add_value);
