@@ -205,6 +205,24 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     clean_hosts || s=1
     result "coll tca on the ucx device: persistent broadcasts over 4 hosts (every root, 0 B - 64 MiB), thread engine, 60 KiB segments" $s
 
+    # The offload engine when asked for: its triggered descriptors and
+    # counter adds, run by the device in software, across hosts.
+    # shellcheck disable=SC2086
+    mpirun_on 300 4 1 --mca coll_base_verbose 10 --mca coll_tca_engine offload $on_ucx -np 4 ./tca_bcast_test epochs
+    s=0; [ $rc = 0 ] && grep -q "^epochs: passed" "$out" || s=1
+    grep -q "coll:tca: persistent broadcast.*: tca, offload engine" "$out" || s=1
+    ! grep -q "coll:tca: persistent broadcast.*: tca, thread engine" "$out" || s=1
+    clean_hosts || s=1
+    result "coll tca on the ucx device: the offload engine when asked for, epochs over 4 hosts" $s
+
+    # The device through the TCA API across 4 hosts: PIO writes, chains,
+    # triggered chains, counters, interrupts, refusals, held slots, node states.
+    # shellcheck disable=SC2086
+    mpirun_on 240 4 1 --mca btl tcp,self --mca coll ^tca $on_ucx -np 4 ./tca_ucx_device_test
+    s=0; [ $rc = 0 ] && grep -q "ucx_device_test: PASSED" "$out" || s=1
+    clean_hosts || s=1
+    result "the ucx device through the TCA API over 4 hosts (tca_ucx_device_test, triggered chains included)" $s
+
     # Two ranks on two hosts: from the chain threshold (256 KiB) up the one
     # link is pipelined in segments (a larger write would be one synchronous
     # rendezvous), never one write.
