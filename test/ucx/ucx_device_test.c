@@ -16,7 +16,8 @@
  *     fired by a local add, by a peer's remote add while this rank waits in
  *     libtca, and by one while it is away from libtca (the progress thread
  *     issues it); the data lands before the descriptor's counter add at the
- *     target; tcaTestDMAC says not done while a run waits, tcaAbortDMAC
+ *     target (one message with it, or after a block-stride row); tcaTestDMAC
+ *     says not done while a run waits, tcaAbortDMAC
  *     drops it (nothing lands), and a run whose trigger counter changed
  *     hands fails;
  *   - what the device does not model is refused by name, not faked:
@@ -353,6 +354,25 @@ static void triggered_chains(void) {
         OK(tcaWaitDMAC(ch));
         MPI_Barrier(MPI_COMM_WORLD);
     }
+    /* A counter add behind a block-stride row (a separate message after the
+     * data, not one with it): the rows are there when the counter moves. */
+    tcaDesc *strided = tcaDescNew();
+    for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, 70);
+    memset(dst, 0, bytes);
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaDescSetMemcpy2D(strided, &hd[next], 0, 4096, &hs[rank], 0, 4096, 1000, 3, 0, 0, 0));
+    OK(tcaDescSetCounterAdd(strided, arrived, 1));
+    OK(tcaDescSet(strided, 3));
+    OK(tcaStartDMADesc(3));
+    OK(tcaCounterWait(arrived, a0 + 4));
+    size_t wrong = 0;
+    for (size_t row = 0; row < 3; ++row)
+        for (size_t i = 0; i < 1000; ++i) wrong += dst[row * 4096 + i] != pattern(row * 4096 + i, prev, 70);
+    CHECK(0 == wrong, "a block-stride row with a counter add: %zu bytes wrong when the counter moved", wrong);
+    OK(tcaWaitDMAC(3));
+    tcaDescFree(strided);
+    a0 += 1;
+    MPI_Barrier(MPI_COMM_WORLD);
     /* Aborted while waiting: the run never issues, the channel is done. */
     memset(dst, 0, bytes);
     MPI_Barrier(MPI_COMM_WORLD);

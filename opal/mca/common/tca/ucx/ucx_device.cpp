@@ -31,7 +31,8 @@
 //                   is short; the rest by whichever thread progresses the
 //                   device once it moves (a wait, tcaProgress, the progress
 //                   thread: ucx/channel_runs.hpp); a descriptor's counter add
-//                   is an active message behind its data; the wait flushes
+//                   goes with its data in one message up to 256 KiB, else
+//                   as an active message behind it; the wait flushes
 //                   the endpoints they went to: complete means visible at
 //                   the targets
 //   counters, interrupts, node state
@@ -852,6 +853,18 @@ private:
         }
         const bool remote_data = desc.dst.node != self_ && desc.bytes() > 0;
         const Deadline d = deadline();
+        if (desc.add_counter >= 0 && remote_data && desc.height == 1 && desc.width <= kAmPioMax && !desc.notifies()) {
+            // One eager message behind a fence, the count added once the
+            // data is in (as tcaPioWriteCounterAdd): as a row and a separate
+            // add, a 60 KiB segment went by UCX's rendezvous, a round trip
+            // each that waits for the target to be scheduled.
+            unsigned char *src = nullptr;
+            if (Result r = local_registration(desc.src, &src); r != tcaSuccess) return r;
+            note_written(desc.dst.node, written);
+            run.wrote = true;
+            return write(desc.dst, desc.dst_off, src + desc.src_off, desc.width, 1, 0, desc.width, true, d,
+                         {.counter = desc.add_counter, .add = desc.add_value});
+        }
         // Descriptor k's data lands before descriptor k+1's (published
         // programs poll a sequence number written after a packet): puts are
         // unordered in UCX (several lanes on a real fabric), so a fence
@@ -860,19 +873,6 @@ private:
             Endpoint *ep = nullptr;
             if (Result r = endpoint(desc.dst.node, &ep); r != tcaSuccess) return r;
             if (Result r = ep->fence(); r != tcaSuccess) return r;
-        }
-        if (desc.add_counter >= 0 && remote_data && desc.height == 1 && desc.width <= kAmPioMax && !desc.notifies()) {
-            // One eager message, the count added once the data is in (as
-            // tcaPioWriteCounterAdd): as a row and a separate add, a 60 KiB
-            // segment went by UCX's rendezvous, a round trip each that waits
-            // for the target to be scheduled.
-            unsigned char *src = nullptr;
-            if (Result r = local_registration(desc.src, &src); r != tcaSuccess) return r;
-            if (std::find(written->begin(), written->end(), static_cast<int>(desc.dst.node)) == written->end())
-                written->push_back(desc.dst.node);
-            run.wrote = true;
-            return write(desc.dst, desc.dst_off, src + desc.src_off, desc.width, 1, 0, desc.width, true, d,
-                         {.counter = desc.add_counter, .add = desc.add_value});
         }
         if (Result r = run_descriptor(desc, d, written); r != tcaSuccess) return r;
         run.wrote |= remote_data;
@@ -1354,11 +1354,14 @@ private:
                              false, d, then);
             r != tcaSuccess)
             return r;
-        if (desc.dst.node != self_ &&
-            std::find(written->begin(), written->end(), static_cast<int>(desc.dst.node)) == written->end())
-            written->push_back(desc.dst.node);
+        if (desc.dst.node != self_) note_written(desc.dst.node, written);
         return notify_all(desc.dst.node, notify_in_row ? desc.flags & ~tcaDMANotify : desc.flags, desc.slot,
                           desc.tag, d);
+    }
+
+    // A node the channel's next wait flushes.
+    static void note_written(int node, std::vector<int> *written) {
+        if (std::find(written->begin(), written->end(), node) == written->end()) written->push_back(node);
     }
 
     // Our own slots are checked before anything is written (as the loopback
