@@ -187,14 +187,6 @@ static int btl_tca_subcluster_size(void) {
     return *value;
 }
 
-/* Whether coll_tca_engine is Open MPI's default, not the user's choice. */
-static int engine_by_default(void) {
-    mca_base_var_source_t source;
-    const int index = mca_base_var_find("ompi", "coll", "tca", "engine");
-    return index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, NULL, &source, NULL) ||
-           MCA_BASE_VAR_SOURCE_DEFAULT == source;
-}
-
 /* Joins the process's TCA session now: this is before MPI_Init's modex
  * fence, so when btl tca is not loaded and this starts the session, the
  * place it publishes still reaches every peer. */
@@ -204,7 +196,8 @@ static void join_session(void) {
     int device_result = tcaSuccess;
     char why[768];
     if (c->priority < 0) return;
-    if (mca_common_tca_session_across_hosts() && TCA_COLL_ENGINE_OFFLOAD == c->engine && engine_by_default()) {
+    if (mca_common_tca_session_across_hosts() && TCA_COLL_ENGINE_OFFLOAD == c->engine &&
+        tca_mca_var_is_default("ompi", "coll", "tca", "engine")) {
         /* The ucx device runs triggered descriptors in software, on
          * whichever thread progresses it, and a channel's wait flushes its
          * targets (a round trip per child and epoch): the offload

@@ -394,11 +394,7 @@ static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_modu
  * (btl_eager_limit + btl_rdma_pipeline_send_length). */
 static void choose_copy_limit(mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
-    mca_base_var_source_t source;
-    const int index = mca_base_var_find("opal", "btl", "tca", "min_rdma_pipeline_size");
-    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, NULL, &source, NULL) ||
-        MCA_BASE_VAR_SOURCE_DEFAULT != source)
-        return;
+    if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size")) return;
     if (tcaSuccess == tcaQueryBackend(&backend) && backend.single_copy_dear)
         m->super.btl_min_rdma_pipeline_size = SIZE_MAX;
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "opal/mca/base/mca_base_var.h"
 #include "opal/util/show_help.h"
 #include "tca_units.h"
 
@@ -241,6 +242,16 @@ static inline int tca_mca_check_enum(const char *help_file, const char *name, co
     }
     tca_show_help(help_file, "invalid-param", name, text, "not one of the names", allowed);
     return 0;
+}
+
+/* 1: the variable holds Open MPI's default, not a value the user set (where
+ * the component may choose one by the device); also where it is unknown. */
+static inline int tca_mca_var_is_default(const char *project, const char *framework, const char *component,
+                                         const char *name) {
+    mca_base_var_source_t source;
+    const int index = mca_base_var_find(project, framework, component, name);
+    return index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, NULL, &source, NULL) ||
+           MCA_BASE_VAR_SOURCE_DEFAULT == source;
 }
 
 #endif /* TCA_MCA_CHECK_H */

@@ -328,9 +328,7 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
     }
     const Descriptor &d = chain.descs[ch.next];
     if (d.wait_counter >= 0) {
-        // Triggered descriptor: thresholds move by `step` every run of this
-        // chain, so monotonic counters serve every epoch without re-arming.
-        const uint64_t threshold = d.wait_value + run->epoch * d.wait_step;
+        const uint64_t threshold = d.trigger_threshold(run->epoch);
         uint64_t now = 0;
         if (const Result r = nodes_.counter_read(d.wait_counter, &now); r != tcaSuccess) {
             report_failure(r, ch.next);  // the counter changed hands: this trigger can never fire

@@ -32,6 +32,11 @@ struct Descriptor {
 
     uint64_t bytes() const noexcept { return width * height; }
     bool notifies() const noexcept { return (flags & (tcaDMANotify | tcaDMANotifySelf)) != 0; }
+    // A triggered descriptor issues in run `epoch` (starts of its channel
+    // since the chain was loaded) once its counter reaches this: thresholds
+    // move by `step` every run, so monotonic counters serve every epoch
+    // without re-arming (tcaDescSetTrigger).
+    uint64_t trigger_threshold(uint64_t epoch) const noexcept { return wait_value + epoch * wait_step; }
 };
 
 // Flags a descriptor accepts (tcaDMAContinue: historical chains mark every

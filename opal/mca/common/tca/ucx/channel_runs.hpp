@@ -66,7 +66,7 @@ public:
                     uint64_t now = 0;
                     // A counter that changed hands can never fire the trigger.
                     if ((failed = read_counter(d.wait_counter, &now)) != tcaSuccess) break;
-                    if (now < d.wait_value + run.epoch * d.wait_step) return moved;
+                    if (now < d.trigger_threshold(run.epoch)) return moved;
                 }
                 if ((failed = issue(d, run.state)) != tcaSuccess) break;
                 ++run.next;
