@@ -510,7 +510,7 @@ public:
         const ChannelHold g(ch);
         if (!ch.runs.loaded()) return tcaErrorEmptyChain;
         ch.runs.start();
-        pump(ch);
+        pump(ch, true);
         return tcaSuccess;
     }
 
@@ -826,13 +826,16 @@ private:
     }
     // Issues what the channel's runs may issue now (its lock held).  A run
     // that ends is an event of the node, as a channel completion is on the
-    // loopback.
-    bool pump(Channel &ch) {
+    // loopback - but not the run a start has just issued whole on its own
+    // thread (every DMA put of btl tca would wake the session's sleeper).
+    bool pump(Channel &ch, bool starting = false) {
         const size_t before = ch.runs.queued();
         const bool moved = ch.runs.pump(
             [&](const Descriptor &desc, ChannelRuns::RunState &run) { return issue(desc, run, &ch.unflushed); },
             [&](int id, uint64_t *value) { return counter_now(id, value); });
-        if (ch.runs.queued() < before) event();
+        size_t ended = before - ch.runs.queued();
+        if (starting && ch.runs.idle() && ended > 0) --ended;  // the started run is the last of the queue
+        if (ended > 0) event();
         note_waiting(ch);
         return moved;
     }
