@@ -39,8 +39,11 @@ Result NodeSet::create_own(uint64_t internal_size) {
     segments_.clear();
     segments_.resize(static_cast<size_t>(size()));
     unlinked_.assign(static_cast<size_t>(size()), 0);
+    own_bounce_ = nullptr;
     remove_stale_segments();  // the next start cleans what a killed job left
-    return segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
+    const Result r = segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
+    if (r == tcaSuccess) own_bounce_ = own().bounce();
+    return r;
 }
 
 void NodeSet::publish_ready() {

@@ -48,10 +48,10 @@ public:
     Result write(const tcaHandle &dst, const RowCopy &c, const PutBound &bound);
     // Target side of the bounce path: copy a pending chunk into our memory.
     bool service_bounce();
-    // A peer's request waits in our mailbox (two loads: for hot paths).
-    bool bounce_pending() noexcept {
-        const BounceArea *b = nodes_.own().bounce();
-        return b->request.load(std::memory_order_relaxed) != b->done.load(std::memory_order_relaxed);
+    // A peer's request waits in our mailbox (three loads: for hot paths).
+    bool bounce_pending() const noexcept {
+        const BounceArea *b = nodes_.own_bounce();
+        return b != nullptr && b->request.load(std::memory_order_relaxed) != b->done.load(std::memory_order_relaxed);
     }
 
     bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
