@@ -108,7 +108,13 @@ up() {
 # which also run beside a load).
 launch_args() {
     agent=$(cd "$(dirname "$0")" && pwd)/netns-rsh
-    printf '%s' "--mca plm_rsh_agent $agent --mca oob_tcp_if_include $net.0/24 --mca btl_tcp_if_include $net.0/24"
+    printf '%s' "--mca plm_rsh_agent $agent --mca btl_tcp_if_include $net.0/24"
+    # The daemons' own traffic: 4.1's ORTE is told the subnet; 5.0's PRRTE
+    # daemons reject it ("did not find interface matching this subnet") yet
+    # need nothing: a host has no interface but its eth0 on the subnet.
+    case $(mpirun --version 2>/dev/null | head -1) in
+    *" 4."*) printf ' %s' "--mca oob_tcp_if_include $net.0/24" ;;
+    esac
     printf ' %s' "--bind-to none"
     if [ -z "${1:-}" ] || [ "$1" -gt "$(nproc)" ]; then printf ' %s' "--mca mpi_yield_when_idle 1"; fi
     echo

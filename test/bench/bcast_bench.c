@@ -1,6 +1,6 @@
 /*
  * bcast_bench.c - broadcast benchmark for coll tca.
- *   bcast_bench persistent   MPIX_Bcast_init once, then Start+Wait (whichever
+ *   bcast_bench persistent   MPI_Bcast_init once (4.1: MPIX_), then Start+Wait (whichever
  *                            coll serves it: tca offload/thread or libnbc)
  *   bcast_bench blocking     MPI_Bcast (coll tuned)
  * For 8 B - 4 MiB: time per broadcast in a loop (max over ranks, us).
@@ -15,12 +15,7 @@
 
 #include "../common/compute.h"
 #include "../common/cuda_dl.h"
-#if MPI_VERSION < 4
-#include <mpi-ext.h>
-#define BCAST_INIT MPIX_Bcast_init
-#else
-#define BCAST_INIT MPI_Bcast_init
-#endif
+#include "../common/bcast_init.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -82,7 +82,7 @@ static inline int cuda_dl_mpi_aware(char *why, size_t len) {
     snprintf(why, len, "Open MPI was built with CUDA support but it is off at run time");
     return 0;
 #else
-    snprintf(why, len, "this Open MPI is not CUDA-aware (build one with scripts/build-ompi-cuda.sh, configure --with-ompi)");
+    snprintf(why, len, "this Open MPI is not CUDA-aware (build one with scripts/build-ompi.sh, configure --with-ompi)");
     return 0;
 #endif
 }

@@ -1,5 +1,5 @@
 /*
- * bcast_test.c - persistent broadcast (MPIX_Bcast_init / MPI_Bcast_init) over
+ * bcast_test.c - persistent broadcast (MPI_Bcast_init; MPIX_Bcast_init in Open MPI 4.1) over
  * coll tca, one sub-test per run: bcast_test [--gpu] <name>.  Every rank checks
  * the data of every epoch; the root changes it every time.
  *
@@ -12,12 +12,7 @@
  * bcast_test --gpu-probe does that check alone, without MPI.
  */
 #include <mpi.h>
-#if MPI_VERSION < 4
-#include <mpi-ext.h>
-#define BCAST_INIT MPIX_Bcast_init
-#else
-#define BCAST_INIT MPI_Bcast_init
-#endif
+#include "../common/bcast_init.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,12 +6,7 @@
  * checked, so a setting that is accepted must also deliver the right data.
  */
 #include <mpi.h>
-#if MPI_VERSION < 4
-#include <mpi-ext.h>
-#define BCAST_INIT MPIX_Bcast_init
-#else
-#define BCAST_INIT MPI_Bcast_init
-#endif
+#include "../common/bcast_init.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,13 +11,22 @@ srcdir=${srcdir:-.}
 NP=2 TEST= MCA= MPMD= RUNS=1 EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
 . "$case_file"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-TCA_COMPONENT_DIR=$(pwd)/.libs
+# The components of this build; TCA_COMPONENT_DIR=ompi: those of an Open MPI
+# built with them in its source tree (scripts/test-in-tree.sh).
+TCA_COMPONENT_DIR=${TCA_COMPONENT_DIR:-$(pwd)/.libs}
 export TCA_COMPONENT_DIR
 run="$srcdir/scripts/tca-mpirun"
+ompi_info_here() { # ompi_info seeing the same components
+    if [ "$TCA_COMPONENT_DIR" = ompi ]; then
+        ompi_info "$@"
+    else
+        OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info "$@"
+    fi
+}
 
 if [ "$OMPI_INFO" = 1 ]; then
     # Every btl tca parameter, ours and the common BTL ones, with help text.
-    out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param btl tca --level 9)
+    out=$(ompi_info_here --parsable --param btl tca --level 9)
     status=0
     for p in subcluster_size ring_slots progress_thread progress_thread_check_us progress_thread_check_max_us progress_thread_sleep_us \
              put_dma_min dma_channels poll_batch poll_all_max_peers get_emulation eager_limit rndv_eager_limit max_send_size exclusivity flags; do
@@ -27,7 +36,7 @@ if [ "$OMPI_INFO" = 1 ]; then
     echo "$out" | grep -q 'btl_tca_progress_thread:enumerator:value:1:on' || { echo "FAIL: thread modes not listed"; status=1; }
     echo "$out" | grep -q 'btl_tca_get_emulation:enumerator:value:2:all' || { echo "FAIL: get emulation modes not listed"; status=1; }
     # And every coll tca parameter.
-    out=$(OMPI_MCA_mca_base_component_path="$TCA_COMPONENT_DIR" ompi_info --parsable --param coll tca --level 9)
+    out=$(ompi_info_here --parsable --param coll tca --level 9)
     for p in priority engine segment_size gpu_segment_size ucx_segment_size chain_threshold staging_size min_bytes \
         thread_takeover_us; do
         help=$(echo "$out" | sed -n "s/^mca:coll:tca:param:coll_tca_$p:help://p")

@@ -59,14 +59,26 @@ mpirun_on() {
     timeout "$secs" sh "$srcdir/scripts/tca-mpirun" --host "$(host_list "$n" "$slots")" $launch "$@" </dev/null >"$out" 2>&1
     rc=$?
 }
-# tca pairs must be of one host (the sender's host tcahK, the peer's node
-# $net.K); tcp pairs of two.  pairs_ok TCA TCP: also the expected counts.
+# "SENDER PEER" (host numbers) of every "Using BTL btl for send" line of the
+# run; mpirun names the peer's node as it was given (4.1: the address) or by
+# its hostname (5.0).  A line it cannot read fails the run (checks must not
+# pass by reading nothing).
+pair_hosts() { # BTL
+    sed -n "s/^\[$prefix\([0-9]*\):.*Using $1 btl for send to .* on node \($net\.\|$prefix\)\([0-9]*\)\$/\1 \3/p" "$out"
+}
+pairs_read() { # BTL: every line of that BTL read by pair_hosts
+    [ "$(grep -ac "Using $1 btl for send" "$out")" -eq "$(pair_hosts "$1" | wc -l)" ] ||
+        { echo "unreadable 'Using $1 btl' lines" >>"$out"; return 1; }
+}
+# tca pairs must be of one host (the sender's host tcahK, the peer's node);
+# tcp pairs of two.  pairs_ok TCA TCP: also the expected counts.
 pairs_ok() {
-    tca=$(grep -c "Using tca btl for send" "$out"); tcp=$(grep -c "Using tcp btl for send" "$out")
-    cross=$(sed -n "s/^\[$prefix\([0-9]*\):.*Using tca btl for send to .* on node $net\.\([0-9]*\)$/\1 \2/p" "$out" | awk '$1 != $2' | wc -l)
-    same=$(sed -n "s/^\[$prefix\([0-9]*\):.*Using tcp btl for send to .* on node $net\.\([0-9]*\)$/\1 \2/p" "$out" | awk '$1 == $2' | wc -l)
+    tca=$(grep -ac "Using tca btl for send" "$out"); tcp=$(grep -ac "Using tcp btl for send" "$out")
+    cross=$(pair_hosts tca | awk '$1 != $2' | wc -l)
+    same=$(pair_hosts tcp | awk '$1 == $2' | wc -l)
     echo "pairs over tca: $tca (expect $1), over tcp: $tcp (expect $2), tca across hosts: $cross, tcp inside a host: $same" >>"$out"
-    [ "$tca" -eq "$1" ] && [ "$tcp" -eq "$2" ] && [ "$cross" -eq 0 ] && [ "$same" -eq 0 ]
+    pairs_read tca && pairs_read tcp &&
+        [ "$tca" -eq "$1" ] && [ "$tcp" -eq "$2" ] && [ "$cross" -eq 0 ] && [ "$same" -eq 0 ]
 }
 # Nothing of ours left on any host: no tca segment in its /dev/shm, no process
 # in its network namespace.
@@ -92,7 +104,7 @@ kill_host_processes() {
 clean_hosts() {
     local dirty=0 h=1 left pids
     while [ $h -le $hosts ]; do
-        left=$(sh "$cluster" exec $h ls /dev/shm | grep -v "^marker$")
+        left=$(sh "$cluster" exec $h ls /dev/shm | grep -av "^marker$")
         [ -z "$left" ] || { echo "host $h /dev/shm: $left" >>"$out"; dirty=1; }
         pids=$(ip netns pids "$prefix$h")
         [ -z "$pids" ] || { echo "host $h processes: $(ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)")" >>"$out"; dirty=1; }
@@ -116,36 +128,36 @@ result "cluster: $hosts hosts with their own hostname and /dev/shm" $s
 
 # -- p2p: every pair, tca inside a host, tcp between hosts
 mpirun_on 120 2 2 --mca btl tca,self,tcp --mca btl_base_verbose 100 -np 4 ./tca_p2p_test allpairs
-s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; pairs_ok 4 8 || s=1; clean_hosts || s=1
+s=0; [ $rc = 0 ] && grep -aq "^allpairs: passed" "$out" || s=1; pairs_ok 4 8 || s=1; clean_hosts || s=1
 result "p2p allpairs, 2 hosts x 2 ranks: tca inside a host, tcp between" $s
 
 mpirun_on 180 4 2 --mca btl tca,self,tcp --mca btl_base_verbose 100 -np 8 ./tca_p2p_test allpairs
-s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; pairs_ok 8 48 || s=1; clean_hosts || s=1
+s=0; [ $rc = 0 ] && grep -aq "^allpairs: passed" "$out" || s=1; pairs_ok 8 48 || s=1; clean_hosts || s=1
 result "p2p allpairs, 4 hosts x 2 ranks" $s
 
 # Ranks 0 and 1 (the ping-pong pair) on two hosts: the whole size sweep over tcp
 # while tca carries nothing, and one host's ranks alone in their sub-cluster.
 mpirun_on 300 2 1 --mca btl tca,self,tcp -np 2 ./tca_p2p_test pingpong
-s=0; [ $rc = 0 ] && grep -q "^pingpong: passed" "$out" || s=1; clean_hosts || s=1
+s=0; [ $rc = 0 ] && grep -aq "^pingpong: passed" "$out" || s=1; clean_hosts || s=1
 result "p2p pingpong sweep 0 B - 64 MiB across 2 hosts, one rank each" $s
 
 mpirun_on 180 2 2 --map-by node --mca btl tca,self,tcp -np 4 ./tca_p2p_test persistent
-s=0; [ $rc = 0 ] && grep -q "^persistent: passed" "$out" || s=1; clean_hosts || s=1
+s=0; [ $rc = 0 ] && grep -aq "^persistent: passed" "$out" || s=1; clean_hosts || s=1
 result "p2p persistent requests, 2 hosts x 2 ranks mapped by node" $s
 
 # -- coll tca: a communicator inside a host is offloaded, one across hosts is not
 mpirun_on 180 2 2 --map-by node --mca btl tca,self,tcp --mca coll_base_verbose 10 -np 4 ./tca_bcast_test comms
-s=0; [ $rc = 0 ] && grep -q "^comms: passed" "$out" || s=1
-n_tca=$(grep -c "coll:tca: persistent broadcast.*: tca, " "$out")
-n_out=$(grep -c "coll:tca: persistent broadcast.*libnbc (a member outside the tca sub-cluster)" "$out")
+s=0; [ $rc = 0 ] && grep -aq "^comms: passed" "$out" || s=1
+n_tca=$(grep -ac "coll:tca: persistent broadcast.*: tca, " "$out")
+n_out=$(grep -ac "coll:tca: persistent broadcast.*libnbc (a member outside the tca sub-cluster)" "$out")
 echo "broadcasts offloaded: $n_tca (the halves, one host each), handed to libnbc as spanning hosts: $n_out" >>"$out"
 [ "$n_tca" -gt 0 ] && [ "$n_out" -gt 0 ] || s=1
 clean_hosts || s=1
 result "coll persistent broadcast on comms inside and across 2 hosts" $s
 
 mpirun_on 240 4 2 --mca btl tca,self,tcp --mca coll_base_verbose 10 -np 8 ./tca_bcast_test basic
-s=0; [ $rc = 0 ] && grep -q "^basic: passed" "$out" || s=1
-grep -q "libnbc (a member outside the tca sub-cluster)" "$out" || s=1
+s=0; [ $rc = 0 ] && grep -aq "^basic: passed" "$out" || s=1
+grep -aq "libnbc (a member outside the tca sub-cluster)" "$out" || s=1
 clean_hosts || s=1
 result "coll persistent broadcast over 4 hosts x 2 ranks (every root, 0 B - 64 MiB)" $s
 
@@ -163,24 +175,24 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     on_ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000"
     # ucx_pairs TCA TCP: the expected counts, with tca pairs across hosts among them.
     ucx_pairs() {
-        tca=$(grep -c "Using tca btl for send" "$out"); tcp=$(grep -c "Using tcp btl for send" "$out")
-        cross=$(sed -n "s/^\[$prefix\([0-9]*\):.*Using tca btl for send to .* on node $net\.\([0-9]*\)$/\1 \2/p" "$out" | awk '$1 != $2' | wc -l)
+        tca=$(grep -ac "Using tca btl for send" "$out"); tcp=$(grep -ac "Using tcp btl for send" "$out")
+        cross=$(pair_hosts tca | awk '$1 != $2' | wc -l)
         echo "pairs over tca: $tca (expect $1), of them across hosts: $cross; over tcp: $tcp (expect $2)" >>"$out"
-        [ "$tca" -eq "$1" ] && [ "$tcp" -eq "$2" ] && [ "$cross" -gt 0 ]
+        pairs_read tca && [ "$tca" -eq "$1" ] && [ "$tcp" -eq "$2" ] && [ "$cross" -gt 0 ]
     }
     # shellcheck disable=SC2086
     mpirun_on 180 2 2 --mca btl tca,self --mca btl_base_verbose 100 $on_ucx -np 4 ./tca_p2p_test allpairs
-    s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; ucx_pairs 12 0 || s=1; clean_hosts || s=1
+    s=0; [ $rc = 0 ] && grep -aq "^allpairs: passed" "$out" || s=1; ucx_pairs 12 0 || s=1; clean_hosts || s=1
     result "btl tca on the ucx device: allpairs, 2 hosts x 2 ranks, every pair over tca" $s
 
     # shellcheck disable=SC2086
     mpirun_on 400 2 1 --mca btl tca,self $on_ucx -np 2 ./tca_p2p_test pingpong
-    s=0; [ $rc = 0 ] && grep -q "^pingpong: passed" "$out" || s=1; clean_hosts || s=1
+    s=0; [ $rc = 0 ] && grep -aq "^pingpong: passed" "$out" || s=1; clean_hosts || s=1
     result "btl tca on the ucx device: pingpong sweep 0 B - 64 MiB across 2 hosts" $s
 
     # shellcheck disable=SC2086
     mpirun_on 240 2 2 --map-by node --mca btl tca,self $on_ucx -np 4 ./tca_p2p_test persistent
-    s=0; [ $rc = 0 ] && grep -q "^persistent: passed" "$out" || s=1; clean_hosts || s=1
+    s=0; [ $rc = 0 ] && grep -aq "^persistent: passed" "$out" || s=1; clean_hosts || s=1
     result "btl tca on the ucx device: persistent requests, 2 hosts x 2 ranks mapped by node" $s
 
     # Sub-clusters of 4 consecutive ranks mapped by node: each spans the 4
@@ -188,18 +200,18 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     # shellcheck disable=SC2086
     mpirun_on 240 4 2 --map-by node --mca btl tca,self,tcp --mca btl_tca_subcluster_size 4 --mca btl_base_verbose 100 \
         $on_ucx -np 8 ./tca_p2p_test allpairs
-    s=0; [ $rc = 0 ] && grep -q "^allpairs: passed" "$out" || s=1; ucx_pairs 24 32 || s=1; clean_hosts || s=1
+    s=0; [ $rc = 0 ] && grep -aq "^allpairs: passed" "$out" || s=1; ucx_pairs 24 32 || s=1; clean_hosts || s=1
     result "btl tca on the ucx device: sub-clusters of 4 over 4 hosts, tcp between them" $s
 
     # shellcheck disable=SC2086
     mpirun_on 300 4 1 --mca coll_base_verbose 10 $on_ucx -np 4 ./tca_bcast_test basic
-    s=0; [ $rc = 0 ] && grep -q "^basic: passed" "$out" || s=1
-    n_thread=$(grep -c "coll:tca: persistent broadcast.*: tca, thread engine" "$out")
+    s=0; [ $rc = 0 ] && grep -aq "^basic: passed" "$out" || s=1
+    n_thread=$(grep -ac "coll:tca: persistent broadcast.*: tca, thread engine" "$out")
     echo "broadcasts on coll tca's thread engine: $n_thread" >>"$out"
     [ "$n_thread" -gt 0 ] || s=1
     # Chains cut in coll_tca_ucx_segment_size (60 KiB) segments, never segment_size's 128 KiB.
-    n_ucx_cut=$(grep -c "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out")
-    n_host_cut=$(grep -c "coll:tca: persistent broadcast.* segments of 131072 bytes" "$out")
+    n_ucx_cut=$(grep -ac "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out")
+    n_host_cut=$(grep -ac "coll:tca: persistent broadcast.* segments of 131072 bytes" "$out")
     echo "broadcasts cut in 60 KiB segments: $n_ucx_cut, in 128 KiB: $n_host_cut" >>"$out"
     [ "$n_ucx_cut" -gt 0 ] && [ "$n_host_cut" = 0 ] || s=1
     clean_hosts || s=1
@@ -209,9 +221,9 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     # counter adds, run by the device in software, across hosts.
     # shellcheck disable=SC2086
     mpirun_on 300 4 1 --mca coll_base_verbose 10 --mca coll_tca_engine offload $on_ucx -np 4 ./tca_bcast_test epochs
-    s=0; [ $rc = 0 ] && grep -q "^epochs: passed" "$out" || s=1
-    grep -q "coll:tca: persistent broadcast.*: tca, offload engine" "$out" || s=1
-    ! grep -q "coll:tca: persistent broadcast.*: tca, thread engine" "$out" || s=1
+    s=0; [ $rc = 0 ] && grep -aq "^epochs: passed" "$out" || s=1
+    grep -aq "coll:tca: persistent broadcast.*: tca, offload engine" "$out" || s=1
+    ! grep -aq "coll:tca: persistent broadcast.*: tca, thread engine" "$out" || s=1
     clean_hosts || s=1
     result "coll tca on the ucx device: the offload engine when asked for, epochs over 4 hosts" $s
 
@@ -219,7 +231,7 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     # triggered chains, counters, interrupts, refusals, held slots, node states.
     # shellcheck disable=SC2086
     mpirun_on 240 4 1 --mca btl tcp,self --mca coll ^tca $on_ucx -np 4 ./tca_ucx_device_test
-    s=0; [ $rc = 0 ] && grep -q "ucx_device_test: PASSED" "$out" || s=1
+    s=0; [ $rc = 0 ] && grep -aq "ucx_device_test: PASSED" "$out" || s=1
     clean_hosts || s=1
     result "the ucx device through the TCA API over 4 hosts (tca_ucx_device_test, triggered chains included)" $s
 
@@ -228,8 +240,8 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     # rendezvous), never one write.
     # shellcheck disable=SC2086
     mpirun_on 240 2 1 --mca coll_base_verbose 10 $on_ucx -np 2 ./tca_bcast_test basic
-    s=0; [ $rc = 0 ] && grep -q "^basic: passed" "$out" || s=1
-    grep -q "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" || s=1
+    s=0; [ $rc = 0 ] && grep -aq "^basic: passed" "$out" || s=1
+    grep -aq "coll:tca: persistent broadcast.* segments of 61440 bytes" "$out" || s=1
     n_whole=$(sed -n 's/.*coll:tca: persistent broadcast on [^(]*(\([0-9]*\) bytes.*: tca, .* 1 segment of .*/\1/p' "$out" |
         awk '$1 >= 262144' | wc -l)
     echo "broadcasts of 256 KiB or more in one segment: $n_whole" >>"$out"
@@ -241,7 +253,7 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     # shellcheck disable=SC2086
     mpirun_on 90 2 1 --enable-recovery --mca btl tca,self $on_ucx -np 2 ./tca_p2p_test kill
     s=0; [ $rc != 124 ] || { echo "the survivor hung" >>"$out"; s=1; }
-    grep -q "btl tca: the process of node 1 (MPI rank 1 of this job) died without" "$out" || s=1
+    grep -aq "btl tca: the process of node 1 (MPI rank 1 of this job) died without" "$out" || s=1
     kill_host_processes
     clean_hosts || s=1
     result "btl tca on the ucx device: the peer on another host killed, the survivor stops by name" $s
@@ -254,8 +266,8 @@ fi
 # size's last message checked byte by byte
 if [ -x "$top/tca_ucx_put_pingpong" ]; then
     mpirun_on 240 2 1 --mca btl tcp,self -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -np 2 ./tca_ucx_put_pingpong 20
-    s=0; [ $rc = 0 ] && grep -q "^ucx_put_pingpong: passed" "$out" || s=1
-    [ "$(grep -c '^RESULT ucxput' "$out")" -eq 9 ] || { echo "not every size ran" >>"$out"; s=1; }
+    s=0; [ $rc = 0 ] && grep -aq "^ucx_put_pingpong: passed" "$out" || s=1
+    [ "$(grep -ac '^RESULT ucxput' "$out")" -eq 9 ] || { echo "not every size ran" >>"$out"; s=1; }
     clean_hosts || s=1
     result "UCX put ping-pong across 2 hosts over tcp (last word after the rest, data checked)" $s
 else
@@ -274,8 +286,8 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
     rc=$?
     s=0
     [ $rc != 124 ] || { echo "the program hung" >>"$out"; s=1; }
-    grep -q "do not form one TCA sub-cluster (another host" "$out" || { echo "no message naming the cause" >>"$out"; s=1; }
-    grep -q "PASSED" "$out" && { echo "the program claims to have run across hosts" >>"$out"; s=1; }
+    grep -aq "do not form one TCA sub-cluster (another host" "$out" || { echo "no message naming the cause" >>"$out"; s=1; }
+    grep -aq "PASSED" "$out" && { echo "the program claims to have run across hosts" >>"$out"; s=1; }
     clean_hosts || s=1
     result "TCA API program with ranks on 2 hosts, TCA_DEVICE=loopback: refused by name (the loopback is one host)" $s
 
@@ -291,7 +303,7 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
             -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000 -np 2 "$exe" 4 </dev/null >"$out" 2>&1
         rc=$?
         s=0
-        [ $rc = 0 ] && grep -q "PASSED: 0 errors" "$out" || s=1
+        [ $rc = 0 ] && grep -aq "PASSED: 0 errors" "$out" || s=1
         clean_hosts || s=1
         result "TCA API ping-pong with ranks on 2 hosts, TCA_DEVICE unset: the ucx device (8 B - 4 MiB, data checked)" $s
         # Faults across hosts on the ucx device: the peer on the other host
@@ -316,20 +328,20 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
                 timeout -k 10 240 sh "$srcdir/scripts/tca-mpirun" --host "$(host_list 2 1)" $launch --mca btl tcp,self $extra $fault \
                     -np 2 ./tca_ucx_fault_test $mode "$report" </dev/null >"$out" 2>&1 &
                 job=$!
-                i=0; while [ $i -lt 1500 ] && ! grep -qs "phase 1 done" "$report.0" && kill -0 $job 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-                grep -qs "phase 1 done" "$report.0" && break
+                i=0; while [ $i -lt 1500 ] && ! grep -aqs "phase 1 done" "$report.0" && kill -0 $job 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+                grep -aqs "phase 1 done" "$report.0" && break
                 kill $job 2>/dev/null; wait $job 2>/dev/null
                 kill_host_processes
                 echo "start $attempt did not reach the first exchange" >>"$report.log"
                 attempt=$((attempt + 1))
                 [ $attempt -le 3 ] || break
             done
-            if ! grep -qs "phase 1 done" "$report.0"; then
+            if ! grep -aqs "phase 1 done" "$report.0"; then
                 echo "the job did not reach its first exchange in 3 starts" >>"$out"; s=1
             else
                 [ $mode = linkdown ] && sh "$cluster" exec 2 ip link set eth0 down
-                i=0; while [ $i -lt 300 ] && ! grep -qs "rank 0: wait ended" "$report.0"; do sleep 0.1; i=$((i + 1)); done
-                [ $mode = linkdown ] && { i=0; while [ $i -lt 300 ] && ! grep -qs "rank 1: write and wait ended" "$report.1"; do sleep 0.1; i=$((i + 1)); done; }
+                i=0; while [ $i -lt 300 ] && ! grep -aqs "rank 0: wait ended" "$report.0"; do sleep 0.1; i=$((i + 1)); done
+                [ $mode = linkdown ] && { i=0; while [ $i -lt 300 ] && ! grep -aqs "rank 1: write and wait ended" "$report.1"; do sleep 0.1; i=$((i + 1)); done; }
             fi
             # The job cannot end by itself (a rank gone, a host cut off): end
             # it, and whatever of it runs on the hosts.  A host cut off gets
@@ -340,12 +352,12 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
             kill $job 2>/dev/null; wait $job 2>/dev/null
             cat "$report".* >>"$out" 2>/dev/null; rm -f "$report" "$report".*
             kill_host_processes
-            line=$(grep -h "rank 0: wait ended" "$out" | head -1)
+            line=$(grep -ah "rank 0: wait ended" "$out" | head -1)
             secs=$(echo "$line" | sed -n 's/.*after \([0-9.]*\) s.*/\1/p')
-            echo "$line" | grep -Eq "timed out waiting|peer node has exited" || { echo "no named error on rank 0" >>"$out"; s=1; }
+            echo "$line" | grep -aEq "timed out waiting|peer node has exited" || { echo "no named error on rank 0" >>"$out"; s=1; }
             awk -v t="${secs:-999}" 'BEGIN { exit !(t <= 8) }' || { echo "rank 0 waited ${secs:-for ever} s (limit 5 + 3)" >>"$out"; s=1; }
             if [ $mode = linkdown ]; then
-                grep -q "rank 1: write and wait ended after [0-7]\..* s: .*\(timed out\|unreachable\)" "$out" ||
+                grep -aq "rank 1: write and wait ended after [0-7]\..* s: .*\(timed out\|unreachable\)" "$out" ||
                     { echo "rank 1 behind the downed link did not end with a named error in time" >>"$out"; s=1; }
             fi
             clean_hosts || s=1
@@ -359,7 +371,7 @@ if ${MAKE:-make} -s test/tca-api/stage.stamp >/dev/null 2>&1 && [ -f "$stage" ];
                 </dev/null >"$out" 2>&1
             rc=$?
             s=0
-            [ $rc = 0 ] && grep -q "$prog: PASSED" "$out" || s=1
+            [ $rc = 0 ] && grep -aq "$prog: PASSED" "$out" || s=1
             clean_hosts || s=1
             result "TCA API $prog over 4 hosts on the ucx device" $s
         done

@@ -3,7 +3,7 @@
  * application: rows split across ranks, halo rows exchanged with
  * MPI_Sendrecv and with persistent requests (MPI_Send_init/MPI_Recv_init +
  * MPI_Startall), parameters and the boundary profile broadcast with
- * MPIX_Bcast_init (MPI_Bcast_init from MPI 4), the residual of every check
+ * MPI_Bcast_init (MPIX_Bcast_init in Open MPI 4.1), the residual of every check
  * broadcast with one persistent request started again each time.
  *
  * Built twice from this file: tca_jacobi_cuda keeps its rows in cudaMalloc'd
@@ -26,12 +26,7 @@
  * for GPU rows) it prints "SKIP: <why>" and exits 77.
  */
 #include <mpi.h>
-#if MPI_VERSION < 4
-#include <mpi-ext.h>
-#define BCAST_INIT MPIX_Bcast_init
-#else
-#define BCAST_INIT MPI_Bcast_init
-#endif
+#include "../../common/bcast_init.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +64,7 @@ static int mpi_takes_gpu_memory(char *why, size_t len) {
     snprintf(why, len, "Open MPI's CUDA support is off at run time");
 #else
     snprintf(why, len,
-             "this Open MPI is not CUDA-aware (scripts/build-ompi-cuda.sh, then configure --with-ompi=PREFIX)");
+             "this Open MPI is not CUDA-aware (scripts/build-ompi.sh, then configure --with-ompi=PREFIX)");
 #endif
     return 0;
 }

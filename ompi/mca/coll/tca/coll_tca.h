@@ -13,14 +13,14 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 #include "opal/class/opal_list.h"
-#include "opal/threads/mutex.h"
 
 #include "tca_coll_core.h"
+#include "tca_ompi_compat.h"
 
 BEGIN_C_DECLS
 
 typedef struct mca_coll_tca_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_base_component_t super;
     int priority;
     int engine;             /* TCA_COLL_ENGINE_* */
     size_t segment_bytes;   /* pipeline segment of chains */
@@ -40,7 +40,7 @@ typedef struct mca_coll_tca_component_t {
     int session_joined; /* this process's TCA session (common_tca_session.h) is ours to leave */
 } mca_coll_tca_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_tca_component_t mca_coll_tca_component;
+TCA_OMPI_COMPONENT_DECLSPEC extern mca_coll_tca_component_t mca_coll_tca_component;
 
 typedef struct mca_coll_tca_module_t {
     mca_coll_base_module_t super;

@@ -220,13 +220,11 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
                 .staging_bytes = mca_coll_tca_component.staging_bytes, .stage_all = stage_all,
                 .pipeline_pairs = mca_common_tca_session_across_hosts(),
                 .engine = mca_coll_tca_component.engine,
-#if OPAL_CUDA_SUPPORT
                 /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
-                 * asks CUDA and registers them as GPU memory (moved GPU to GPU). */
-                .detect_gpu = 1,
-#else
-                .detect_gpu = 0,
-#endif
+                 * asks CUDA and registers them as GPU memory (moved GPU to GPU).
+                 * Where Open MPI's accelerator framework (5.0) says the buffer
+                 * is host memory, nobody asks CUDA. */
+                .detect_gpu = OPAL_CUDA_SUPPORT && 0 != tca_ompi_buffer_on_gpu((char *) buff + true_lb),
             };
             core = tca_coll_bcast_new(&p, &mine_info, &err);
         }

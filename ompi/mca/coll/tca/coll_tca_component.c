@@ -17,7 +17,7 @@ static int tca_close(void);
 mca_coll_tca_component_t mca_coll_tca_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            TCA_COLL_BASE_VERSION,
             .mca_component_name = "tca",
             MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION),
             .mca_open_component = tca_open,

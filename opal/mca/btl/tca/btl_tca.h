@@ -16,7 +16,7 @@
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/rcache/rcache.h"
-#include "opal/threads/mutex.h"
+#include "tca_ompi_compat.h"
 
 #include "btl_tca_modex.h"
 #include "tca.h"
@@ -80,12 +80,10 @@ typedef struct mca_btl_tca_component_t {
     /* emulated gets */
     tca_btl_gets_t *gets;           /* ours, waiting for GET_DONE (tca-btl core) */
     volatile int64_t gets_served;   /* puts run for peers' gets (reported at finalize, verbose) */
-#if OPAL_CUDA_SUPPORT
-    int cuda_initialized;           /* mca_common_cuda_stage_one_init ran (and needs its fini) */
-#endif
+    int gpu_initialized;            /* tca_ompi_gpu_init started Open MPI's GPU support (and needs its fini) */
 } mca_btl_tca_component_t;
 
-OPAL_MODULE_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;
+TCA_OPAL_COMPONENT_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;
 
 typedef struct mca_btl_tca_module_t {
     mca_btl_base_module_t super;

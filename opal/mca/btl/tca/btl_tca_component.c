@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_params.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
@@ -21,9 +20,6 @@
 #include "tca_cuda_abi.h"
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
-#if OPAL_CUDA_SUPPORT
-#include "opal/mca/common/cuda/common_cuda.h"
-#endif
 
 #define HELP_FILE "help-btl-tca.txt"
 
@@ -36,7 +32,7 @@ static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     int mode = c->set.get_emulation;
     m->super.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_GET;
 #if OPAL_CUDA_SUPPORT
-    m->super.btl_flags &= ~(uint32_t) MCA_BTL_FLAGS_CUDA_GET;
+    m->super.btl_flags &= ~(uint32_t) TCA_BTL_FLAGS_GPU_GET;
 #endif
     if (TCA_BTL_GET_OFF != mode && mca_btl_tca_get_request_bytes() > c->slot_payload) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
@@ -46,9 +42,9 @@ static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     }
     if (TCA_BTL_GET_ALL == mode) m->super.btl_flags |= MCA_BTL_FLAGS_GET;
 #if OPAL_CUDA_SUPPORT
-    /* ob1 turns CUDA_GET on per peer when we announce it (tca_register_error,
-     * MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC), as smcuda does after its handshake. */
-    if (TCA_BTL_GET_OFF != mode) m->super.btl_flags |= MCA_BTL_FLAGS_CUDA_GET;
+    /* ob1 turns its GPU get on per peer when we announce it (tca_register_error,
+     * TCA_BTL_ERROR_FLAGS_ADD_GPU_IPC), as smcuda does after its handshake. */
+    if (TCA_BTL_GET_OFF != mode) m->super.btl_flags |= TCA_BTL_FLAGS_GPU_GET;
 #endif
     c->set.get_emulation = mode;
 }
@@ -188,9 +184,7 @@ static int tca_component_open(void) {
     c->dma_puts = NULL;
     c->gets = NULL;
     c->gets_served = 0;
-#if OPAL_CUDA_SUPPORT
-    c->cuda_initialized = 0;
-#endif
+    c->gpu_initialized = 0;
     return OPAL_SUCCESS;
 }
 
@@ -283,7 +277,7 @@ static int publish_modex(mca_btl_tca_component_t *c) {
     modex.has_progress_thread = NULL != c->thread || c->set.progress_thread == TCA_BTL_THREAD_ON;
     modex.polls_by_traffic = c->poll_by_traffic;
     modex.area = c->area_handle;
-    OPAL_MODEX_SEND(rc, c->across_hosts ? OPAL_PMIX_GLOBAL : OPAL_PMIX_LOCAL, &c->super.btl_version, &modex,
+    OPAL_MODEX_SEND(rc, c->across_hosts ? TCA_MODEX_GLOBAL : TCA_MODEX_LOCAL, &c->super.btl_version, &modex,
                     sizeof(modex));
     return rc;
 }
@@ -407,16 +401,9 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     (void) enable_progress_threads;
     *num_btls = 0;
 
-#if OPAL_CUDA_SUPPORT
-    /* The convertor recognises GPU buffers (and packs them with CUDA copies)
-     * only once Open MPI's CUDA support is initialised; smcuda does this from
-     * its init too.  Without libcuda (opal_warn_on_missing_libcuda=0 on GPU-less
-     * machines) it leaves CUDA off and every buffer is host memory. */
-    if (!c->cuda_initialized) {
-        (void) mca_common_cuda_stage_one_init();
-        c->cuda_initialized = 1;
-    }
-#endif
+    /* GPU buffers in the convertor (Open MPI 4.1 starts its CUDA support on a
+     * BTL's request; 5.0 in opal_init). */
+    if (!c->gpu_initialized) c->gpu_initialized = tca_ompi_gpu_init();
     /* nobody to reach: alone on this host, and the sub-cluster does not span hosts */
     if (0 == opal_process_info.num_local_peers && !mca_common_tca_session_across_hosts()) return NULL;
     if (!params_valid(c, m)) return NULL;
@@ -491,14 +478,13 @@ static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint3
     mca_btl_base_endpoint_t *ep = mca_btl_tca_component.endpoints[node]; /* published before the poller saw it */
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
-    mca_btl_base_descriptor_t desc = {.des_segments = &segment, .des_segment_count = 1};
     (void) ctx;
     if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag)) {
         mca_btl_tca_get_control(ep, tag, payload, size);
     } else if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_NOTHING == tag)) {
         return;
     } else if (OPAL_LIKELY(NULL != reg->cbfunc)) {
-        reg->cbfunc(&mca_btl_tca_module.super, tag, &desc, reg->cbdata);
+        tca_btl_upcall(reg, &mca_btl_tca_module.super, ep, tag, &segment);
     } else {
         tca_show_help(HELP_FILE, "dropped-message", tag, node);
     }
@@ -619,11 +605,8 @@ void mca_btl_tca_component_shutdown(void) {
 
 static int tca_component_close(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-#if OPAL_CUDA_SUPPORT
-    /* reference counted in common_cuda: smcuda's fini may run too */
-    if (c->cuda_initialized) mca_common_cuda_fini();
-    c->cuda_initialized = 0;
-#endif
+    if (c->gpu_initialized) tca_ompi_gpu_fini();
+    c->gpu_initialized = 0;
     OBJ_DESTRUCT(&c->frags);
     OBJ_DESTRUCT(&c->endpoints_lock);
     return OPAL_SUCCESS;

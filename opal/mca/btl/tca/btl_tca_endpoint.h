@@ -13,7 +13,7 @@ struct mca_btl_base_endpoint_t {
     opal_list_t pending;          /* descriptors waiting for ring credits, in order */
     volatile int32_t pending_count;
 #if OPAL_CUDA_SUPPORT
-    int cuda_get_announced;       /* ob1 was told it may use CUDA_GET with this peer */
+    int cuda_get_announced;       /* ob1 was told it may use its GPU get with this peer */
 #endif
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;

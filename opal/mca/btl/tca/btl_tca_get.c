@@ -2,7 +2,8 @@
  * btl_tca_get.c - RDMA get on a put-only device, as a put request.
  *
  * TCA cannot read remote memory, but ob1's zero-copy protocol for GPU buffers
- * in Open MPI 4.1 is GET-only (MCA_BTL_FLAGS_CUDA_GET), so get is emulated:
+ * in Open MPI 4.1 and 5.0 is GET-only (MCA_BTL_FLAGS_CUDA_GET, 5.0's
+ * MCA_BTL_FLAGS_ACCELERATOR_GET), so get is emulated:
  *   1. the requester sends GET_REQ {source (the owner's handle and address),
  *      destination (its own handle and address), size, cookie} over the eager
  *      ring to the data owner;

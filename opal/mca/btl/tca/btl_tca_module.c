@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "opal/class/opal_bitmap.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/mca/rcache/base/base.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
@@ -73,7 +72,7 @@ static int rcache_register(void *reg_data, void *base, size_t size, mca_rcache_b
     /* grdma handed us the whole allocation (cuMemGetAddressRange): base is what
      * a CUDA IPC handle names, and put/get address the user's pointer as
      * an offset into it. */
-    if (reg->flags & MCA_RCACHE_FLAGS_CUDA_GPU_MEM) type = tcaMemoryGPU;
+    if (reg->flags & TCA_RCACHE_FLAGS_GPU_MEM) type = tcaMemoryGPU;
 #endif
     const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, type);
     if (tcaSuccess == rc) return OPAL_SUCCESS;
@@ -115,7 +114,7 @@ static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_bt
 #if OPAL_CUDA_GDR_SUPPORT
     /* ob1 marks GPU buffers; grdma then registers the whole CUDA allocation
      * (page rounding could leave it) and drops entries of freed GPU memory. */
-    if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM) rcache_flags |= MCA_RCACHE_FLAGS_CUDA_GPU_MEM;
+    if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM) rcache_flags |= TCA_RCACHE_FLAGS_GPU_MEM;
 #endif
     /* ob1 chooses between RDMA and its copy protocol by whether it can
      * register the whole message (mca_pml_ob1_rdma_btls asks for REMOTE_READ,
@@ -136,8 +135,8 @@ static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_
 }
 
 #if OPAL_CUDA_SUPPORT
-/* ob1 enables its GPU zero copy (CUDA_GET) per peer when a BTL reports
- * MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC for it (smcuda, after its IPC handshake).
+/* ob1 enables its GPU zero copy (a GPU get) per peer when a BTL reports
+ * TCA_BTL_ERROR_FLAGS_ADD_GPU_IPC for it (smcuda, after its IPC handshake).
  * Every peer of the sub-cluster runs the same btl tca and serves gets, so we
  * announce them when ob1 registers its callback, which it does after each of
  * its add_procs (MPI_Init: every local process, add_procs_cutoff only defers
@@ -147,10 +146,10 @@ static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_
  * lazily on first contact (a remote one: never a TCA peer) is not announced. */
 static void announce_cuda_get(mca_btl_tca_module_t *m, mca_btl_tca_endpoint_t *ep) {
     if (NULL == m->error_cb || NULL == ep || NULL == ep->proc || ep->cuda_get_announced) return;
-    if (!(m->super.btl_flags & MCA_BTL_FLAGS_CUDA_GET)) return;
+    if (!(m->super.btl_flags & TCA_BTL_FLAGS_GPU_GET)) return;
     ep->cuda_get_announced = 1;
     int stream = opal_btl_base_framework.framework_output;
-    m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC, ep->proc, (char *) &stream);
+    m->error_cb(&m->super, TCA_BTL_ERROR_FLAGS_ADD_GPU_IPC, ep->proc, (char *) &stream);
 }
 #endif
 

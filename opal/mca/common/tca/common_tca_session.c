@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "tca.h"
+#include "tca_ompi_compat.h"
 
 /* Published per process; a version bump makes older peers "not found". */
 #define SESSION_KEY "tca.session.1"
@@ -30,7 +30,7 @@ static int job_size(void) {
     wildcard.vpid = OPAL_VPID_WILDCARD;
     uint32_t size = 0, *psize = &size;
     int rc;
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &psize, OPAL_UINT32);
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, TCA_MODEX_JOB_SIZE, &wildcard, &psize, TCA_MODEX_UINT32);
     return OPAL_SUCCESS == rc ? (int) size : 0;
 }
 
@@ -65,13 +65,11 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
 
     /* An aborted job leaves no segment behind: the launcher removes it. */
     char path[256];
-    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0] && NULL != opal_pmix.register_cleanup) {
-        (void) opal_pmix.register_cleanup(path, false, false, false);
-    }
+    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0]) tca_ompi_register_cleanup(path);
 
     tca_session_place_t blob = *place;
     int rc;
-    const int scope = mca_common_tca_session_across_hosts() ? OPAL_PMIX_GLOBAL : OPAL_PMIX_LOCAL;
+    const int scope = mca_common_tca_session_across_hosts() ? TCA_MODEX_GLOBAL : TCA_MODEX_LOCAL;
     OPAL_MODEX_SEND_STRING(rc, scope, SESSION_KEY, &blob, sizeof(blob));
     if (OPAL_SUCCESS != rc) {
         (void) tcaFinalize();

@@ -1,0 +1,12 @@
+# ompi_env.sh - sourced by every runner of MPI tests (make check's
+# TESTS_ENVIRONMENT, check-multihost, check-stress, scripts/test-in-tree.sh):
+# what depends on the Open MPI the build uses.  OMPI_MAJOR: its major version.
+#
+# A CUDA-aware Open MPI 5 reports at every start, on a machine without a GPU
+# driver, that its CUDA components cannot load libcuda.so.1 (4.1 loads
+# libcuda itself and says nothing); every other load error still shows.  A
+# value the user set wins.
+if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
+    OMPI_MCA_mca_base_component_show_load_errors=${OMPI_MCA_mca_base_component_show_load_errors-^accelerator/cuda,rcache/gpusm,rcache/rgpusm,btl/smcuda}
+    export OMPI_MCA_mca_base_component_show_load_errors
+fi
