@@ -14,11 +14,22 @@ out=bench-results
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The Open MPI the build is configured against (--with-ompi: the CUDA-aware
-# one of scripts/build-ompi-cuda.sh) runs the Open MPI rows too; a CUDA-aware
+# one of scripts/build-ompi.sh) runs the Open MPI rows too; a CUDA-aware
 # one on a machine without a GPU stays quiet about the missing libcuda.
 ompi_bindir=$(sed -n 's/^OMPI_BINDIR = //p' Makefile 2>/dev/null || true)
 [ -z "$ompi_bindir" ] || PATH="$ompi_bindir:$PATH"
 export OMPI_MCA_opal_warn_on_missing_libcuda=0
+OMPI_MAJOR=$(sed -n 's/^OMPI_MAJOR = //p' Makefile 2>/dev/null || true)
+export OMPI_MAJOR=${OMPI_MAJOR:-4}
+. test/ompi_env.sh
+# Open MPI's own shared-memory BTL, and how it is told to copy without single
+# copy: vader and its parameter in 4.1; in 5.0 sm, whose single copy is the
+# smsc framework's (cma here), none selected.
+if [ "$OMPI_MAJOR" -ge 5 ]; then
+    sm_name=sm sm_btl="--mca btl sm,self" sm_nocopy="--mca smsc none"
+else
+    sm_name=vader sm_btl="--mca btl vader,self" sm_nocopy="--mca btl_vader_single_copy_mechanism none"
+fi
 TCA_COMPONENT_DIR=$(pwd)/.libs
 export TCA_COMPONENT_DIR
 

@@ -19,7 +19,8 @@ raw="$out/device-raw.txt"
 built tca_mpi_bench tca_device_bench
 for r in $(seq 1 "$repeats"); do
     echo "device round $r of $repeats ..." >&2
-    mpirun --mca pml ob1 --mca btl vader,self --bind-to core -np 2 ./tca_mpi_bench latency8 2>&1 |
+    # shellcheck disable=SC2086
+    mpirun --mca pml ob1 $sm_btl --bind-to core -np 2 ./tca_mpi_bench latency8 2>&1 |
         awk '$1 == "RESULT" && $2 == "latency" && $3 == 8 { print "vader_pingpong_8B_us", $4 }' >>"$raw"
     scripts/tca-mpirun --bind-to core -np 2 ./tca_mpi_bench latency8 2>&1 |
         awk '$1 == "RESULT" && $2 == "latency" && $3 == 8 { print "tca_mpi_pingpong_8B_us", $4 }' >>"$raw"

@@ -108,7 +108,7 @@ built tca_mpi_bench tca_device_bench
 ucx="mpirun --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self"
 # shellcheck disable=SC2086
 if ! timeout 60 $ucx $common ./tca_mpi_bench latency8 2>/dev/null | grep -q '^RESULT'; then
-    echo "pml ucx does not run here: the reference is vader alone" >&2
+    echo "pml ucx does not run here: the reference is $sm_name alone" >&2
     ucx=
 fi
 
@@ -116,9 +116,10 @@ for r in $(seq 1 "$repeats"); do
     echo "round $r of $repeats ..." >&2
     # shellcheck disable=SC2086
     run tca scripts/tca-mpirun $common ./tca_mpi_bench latency bw bibw plat overlap
-    run vader mpirun --mca pml ob1 --mca btl vader,self $common ./tca_mpi_bench latency bw bibw plat
-    run vader-nocopy mpirun --mca pml ob1 --mca btl vader,self --mca btl_vader_single_copy_mechanism none \
-        $common ./tca_mpi_bench latency bw bibw plat
+    # shellcheck disable=SC2086
+    run vader mpirun --mca pml ob1 $sm_btl $common ./tca_mpi_bench latency bw bibw plat
+    # shellcheck disable=SC2086
+    run vader-nocopy mpirun --mca pml ob1 $sm_btl $sm_nocopy $common ./tca_mpi_bench latency bw bibw plat
     run tca-thread scripts/tca-mpirun --mca btl_tca_progress_thread on $common ./tca_mpi_bench latency overlap
     # Both paths into private memory, whichever libtca measured at start-up
     # for "tca" (tca_info says which): the bounce path, whose reference is
@@ -138,7 +139,7 @@ summarize 3 "-k1,1 -k2,2 -k3,3n" "$raw" >"$stats"   # config bench size min medi
 # <= 1.0; persistent latency <= 0.9 at every size; bandwidth and bidirectional
 # bandwidth >= 1.0 from 8 B to 4 MiB.
 table() { # bench title unit better(lo|hi)
-    awk -v b="$1" -v title="$2" -v unit="$3" -v better="$4" '
+    awk -v b="$1" -v title="$2" -v unit="$3" -v better="$4" -v smname="$sm_name" '
         function goal(x) {
             if (b == "latency") return x == 8 ? 0.8 : (x >= 16384 && x <= 4194304) ? 1.0 : 0
             if (b == "plat") return 0.9
@@ -147,13 +148,13 @@ table() { # bench title unit better(lo|hi)
         }
         $2 == b { s[$3] = 1; best[$1, $3] = (better == "lo") ? $4 : $6; med[$1, $3] = $5 }
         END {
-            printf "\n%s (%s; best / median of the rounds; ref: the better median of vader(cma), vader(copy), ucx(sm))\n", title, unit
-            printf "%9s %19s %19s %19s %19s %19s %19s %19s %12s %8s %12s %12s\n", "bytes", "tca", "tca+thread", "tca(bounce)", "tca(single)", "vader(cma)", "vader(copy)", "ucx(sm)", "ref", "tca/ref", "goal", "bounce/copy"
+            printf "\n%s (%s; best / median of the rounds; ref: the better median of %s(cma), %s(copy), ucx(sm))\n", title, unit, smname, smname
+            printf "%9s %19s %19s %19s %19s %19s %19s %19s %12s %8s %12s %12s\n", "bytes", "tca", "tca+thread", "tca(bounce)", "tca(single)", smname "(cma)", smname "(copy)", "ucx(sm)", "ref", "tca/ref", "goal", "bounce/copy"
             n = 0; for (x in s) sz[++n] = x + 0
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
             split("tca tca-thread tca-bounce tca-single vader vader-nocopy ucx", cfg, " ")
             split("vader vader-nocopy ucx", refs, " ")
-            split("vader(cma) vader(copy) ucx(sm)", refname, " ")
+            split(smname "(cma) " smname "(copy) ucx(sm)", refname, " ")
             for (i = 1; i <= n; i++) {
                 x = sz[i]; printf "%9d", x
                 for (c = 1; c <= 7; c++)
@@ -181,7 +182,7 @@ table() { # bench title unit better(lo|hi)
         }' "$stats"
 }
 {
-    echo "btl tca vs vader and pml ucx, same run, $repeats interleaved rounds, 2 ranks bound to cores"
+    echo "btl tca vs $sm_name and pml ucx (Open MPI $(ompi_info --version | sed -n 's/^Open MPI v//p')), same run, $repeats interleaved rounds, 2 ranks bound to cores"
     table latency "one-way latency (ping-pong / 2)" "us, lower is better" lo
     table plat "persistent one-way latency (Send_init/Recv_init + Start)" "us, lower is better" lo
     table bw "bandwidth, window of 64" "MB/s, higher is better" hi

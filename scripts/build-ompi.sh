@@ -137,6 +137,10 @@ fi
 
 started=$(date +%s)
 if [ "$in_tree" != 0 ]; then
+    # Builds made from other in-tree build files cannot be reused: they go.
+    for old in "$cache"/build/openmpi-"$upstream"-"$kind"-* "$cache"/openmpi-"$upstream"-"$kind"-*; do
+        [ -e "$old" ] && [ "$old" != "$prefix" ] && rm -rf "$old"
+    done
     rm -rf "$buildtree"
     work=$buildtree
     mkdir -p "$work"
@@ -146,7 +150,7 @@ else
 fi
 say "building Open MPI $upstream with CUDA from $tarball into $prefix ($jobs jobs)"
 tar -C "$work" -xf "$tarball"
-srcdir=$(find "$work" -maxdepth 1 -type d -name "openmpi-$upstream*" | head -1)
+srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name "openmpi-$upstream*" | head -1)
 echo "$srcdir" >"$work/.srcdir"
 if [ "$in_tree" != 0 ]; then
     sh "$top/scripts/ompi-in-tree.sh" "$srcdir" >&2

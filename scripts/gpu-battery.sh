@@ -1,7 +1,7 @@
 #!/bin/sh
 # gpu-battery.sh [rounds] - everything that needs a GPU, in one run, in a tree
-# built against a CUDA-aware Open MPI (scripts/test-cuda-aware.sh builds one
-# in build/cuda-aware; scripts/build-ompi-cuda.sh the Open MPI): the device
+# built against a CUDA-aware Open MPI (scripts/test-ompi.sh 4.1|5.0 builds one
+# in build/ompi-<series>; scripts/build-ompi.sh the Open MPI): the device
 # tests with GPU memory (Gpu.*), every MPI case with cudaMalloc'd buffers
 # (test/mpi/cases/gpu/ of make check) on both copy paths, the coll tca GPU
 # broadcasts, the CUDA Jacobi solver against one rank and smcuda, then the

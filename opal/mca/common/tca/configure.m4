@@ -13,6 +13,10 @@
 AC_DEFUN([MCA_opal_common_tca_COMPILE_MODE], [
     AC_MSG_CHECKING([for MCA component $2:$3 compile mode])
     $4="dso"
+    # Open MPI 5.0.x's MCA_COMPONENT_COMPILE_MODE reads the answer through one
+    # indirection too many (it copies the variable that $4's value names):
+    # the variable named dso must say dso as well.
+    dso="dso"
     AC_MSG_RESULT([$$4 (C++: never linked into Open MPI's libraries)])
 ])
 
