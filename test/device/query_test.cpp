@@ -119,20 +119,23 @@ TEST(Query, TheRunningDeviceDescribesItself) {
 }
 
 // btl tca sends every rendezvous by copy where the device says a copy into
-// another process is dear: only a measurement (TCA_SINGLE_COPY=auto) says so,
-// and then the put mechanism names the bounce path it chose.
-TEST(Query, SingleCopyIsDearOnlyWhereMeasuredSo) {
+// another process is dear: where single copy is off (TCA_SINGLE_COPY=0), or a
+// measurement (TCA_SINGLE_COPY=auto) chose the bounce path, and then the put
+// mechanism names it; never where single copy is forced on.
+TEST(Query, SingleCopyIsDearWhereOffOrMeasuredSo) {
     for (const char *env : {"TCA_SINGLE_COPY=1", "TCA_SINGLE_COPY=0", "TCA_SINGLE_COPY=auto"}) {
         NodeOptions opt;
         opt.env = env;
         const bool measured = std::strcmp(env, "TCA_SINGLE_COPY=auto") == 0;
+        const bool off = std::strcmp(env, "TCA_SINGLE_COPY=0") == 0;
         EXPECT_TRUE(run_nodes(
             2,
-            [measured](int, Board &b) {
+            [measured, off](int, Board &b) {
                 tcaBackendAttr a{};
                 NODE_OK(tcaQueryBackend(&a));
                 const bool bounced = std::strstr(a.put_mechanism, "bounce") != nullptr;
-                NODE_CHECK(a.single_copy_dear == (measured && bounced ? 1 : 0));
+                NODE_CHECK(!off || bounced);
+                NODE_CHECK(a.single_copy_dear == (off || (measured && bounced) ? 1 : 0));
                 if (measured) NODE_CHECK(std::strstr(a.put_mechanism, "(measured: ") != nullptr);
                 b.barrier();
                 return 0;

@@ -17,41 +17,51 @@
 namespace tca::loopback {
 namespace {
 
-struct OneNode {
+// Node 0 of a sub-cluster of `nodes` (only its own segment exists: the
+// server needs no other).
+struct OwnNode {
     NodeSet nodes;
-    explicit OneNode(const char *what)
-        : nodes(LaunchInfo{std::string("t.mbox.") + what + "." + std::to_string(getpid()), 0, 1, "test"},
+    OwnNode(const char *what, int num_nodes)
+        : nodes(LaunchInfo{std::string("t.mbox.") + what + "." + std::to_string(getpid()), 0, num_nodes, "test"},
                 WaitPolicy{}) {}
-    ~OneNode() { nodes.finalize(false); }
+    ~OwnNode() { nodes.finalize(false); }
 };
 
-// A mailbox with a registered destination of 2 rings and a ring of 0xab.
+// The mailbox of source node `src` with a registered destination of 2 rings
+// and a ring of 0xab (+ src).
 struct Mailbox {
-    OneNode n;
+    OwnNode n;
     const bool created;  // before the writer: it serves our own segment
     RemoteWriter writer;
     std::vector<unsigned char> dst = std::vector<unsigned char>(2 * kBounceSize + 4096, 0);
     BounceArea *b = nullptr;
-    explicit Mailbox(const char *what)
-        : n(what), created(n.nodes.create_own(64 * 1024) == tcaSuccess), writer(n.nodes, CopyPath::Bounce) {
+    const uint32_t src;
+    explicit Mailbox(const char *what, int num_nodes = 1, uint32_t source = 0)
+        : n(what, num_nodes), created(n.nodes.create_own(64 * 1024) == tcaSuccess), writer(n.nodes, CopyPath::Bounce),
+          src(source) {
         RegistrationEntry &e = n.nodes.own().registrations()[3];
         e.base = reinterpret_cast<uint64_t>(dst.data());
         e.size = dst.size();
         e.region = tcaMemoryCPU;
         e.key.store(0x1234);
-        b = n.nodes.own().bounce();
-        std::memset(b->data, 0xab, kBounceSize);
+        b = n.nodes.own().bounce(src);
+        std::memset(b->data, 0xab + static_cast<int>(src), kBounceSize);
     }
-    uint64_t post(uint64_t len, uint64_t filled) {  // as a writer would
-        b->dst_addr = reinterpret_cast<uint64_t>(dst.data());
-        b->dst_key = 0x1234;
-        b->dst_reg = 3;
-        b->len = len;
-        b->filled.store(filled);
-        b->drained.store(0);
-        b->cancelled.store(0);
-        const uint64_t seq = b->done.load() + 1;
-        b->request.store(seq);
+    uint64_t post(uint64_t len, uint64_t filled) {
+        return post_in(b, reinterpret_cast<uint64_t>(dst.data()), src, len, filled);
+    }
+    // As a writer would: fields, request, then the posted bit.
+    uint64_t post_in(BounceArea *box, uint64_t addr, uint32_t from, uint64_t len, uint64_t filled) {
+        box->dst_addr = addr;
+        box->dst_key = 0x1234;
+        box->dst_reg = 3;
+        box->len = len;
+        box->filled.store(filled);
+        box->drained.store(0);
+        box->cancelled.store(0);
+        const uint64_t seq = box->done.load() + 1;
+        box->request.store(seq);
+        n.nodes.own().header()->bounce_posted.fetch_or(uint64_t{1} << from);
         return seq;
     }
     bool idle() const { return b->request.load() == b->done.load(); }
@@ -118,6 +128,40 @@ TEST(BounceMailbox, AWriterThatGivesUpEndsItsRequest) {
     EXPECT_EQ(m.b->done.load(), seq);
     EXPECT_EQ(m.b->status.load(), tcaErrorTimeout);
     EXPECT_EQ(m.dst[0], 0);
+}
+
+// Every source node has a mailbox of its own: two writers stream into one
+// target at once, and one pass of the server copies out what each has put in
+// so far (neither waits for the other's whole row); a mailbox that goes idle
+// leaves the posted mask, one still busy stays in it.
+TEST(BounceMailbox, TheServerDrainsEverySendersMailboxInTurn) {
+    Mailbox m("two", 3, 1);
+    ASSERT_TRUE(m.created);
+    BounceArea *other = m.n.nodes.own().bounce(2);
+    std::memset(other->data, 0xcd, kBounceSize);
+    ASSERT_NE(other, m.b);
+    const uint64_t half = m.dst.size() / 2;
+    m.post_in(m.b, reinterpret_cast<uint64_t>(m.dst.data()), 1, 3 * 4096, 4096);
+    m.post_in(other, reinterpret_cast<uint64_t>(m.dst.data()) + half, 2, 2 * 4096, 2 * 4096);
+    std::atomic<uint64_t> &posted = m.n.nodes.own().header()->bounce_posted;
+    EXPECT_EQ(posted.load(), 0b110u);
+    EXPECT_TRUE(m.writer.bounce_pending());
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_EQ(m.b->drained.load(), 4096u);  // node 1's first piece out...
+    EXPECT_EQ(m.dst[4095], 0xab + 1);
+    EXPECT_EQ(m.dst[4096], 0);
+    EXPECT_EQ(other->status.load(), tcaSuccess);  // ...and node 2's whole row in the same pass
+    EXPECT_EQ(other->request.load(), other->done.load());
+    EXPECT_EQ(m.dst[half], 0xcd);
+    EXPECT_EQ(m.dst[half + 2 * 4096 - 1], 0xcd);
+    EXPECT_EQ(posted.load(), 0b010u);  // node 2's mailbox is idle again
+    m.b->filled.store(3 * 4096);
+    EXPECT_TRUE(m.writer.service_bounce());
+    EXPECT_TRUE(m.idle());
+    EXPECT_EQ(posted.load(), 0u);
+    EXPECT_FALSE(m.writer.bounce_pending());
+    EXPECT_EQ(m.dst[3 * 4096 - 1], 0xab + 1);
+    EXPECT_EQ(m.dst[3 * 4096], 0);
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 # none in an Open MPI without CUDA support; with it, ob1 runs its RGET
 # protocol for host buffers too over a BTL that has CUDA_GET (it does not
 # tell the two apart), so gets are served there.
+# The cases set btl_tca_min_rdma_pipeline_size to Open MPI's default (98304):
+# where single copy is off (their .bounce runs) btl tca would otherwise send
+# every host message by copy through its rings, and no get would run.
 GET_EXPECT=${GET_EXPECT:-some}
 if [ "$GET_EXPECT" = host-default ]; then
     GET_EXPECT=none

@@ -368,9 +368,10 @@ typedef struct tcaBackendAttr {
     int gpu_built;           /* 1: built with CUDA and served by this backend (tcaMemoryGPU possible) */
     int gpu_devices;         /* CUDA devices this process sees; -1: no usable CUDA runtime */
     char gpu_status[128];    /* why not, where gpu_devices is -1 */
-    int single_copy_dear;    /* 1: measured at start-up (TCA_SINGLE_COPY=auto), a copy into another process
-                                costs more than two memcpys, or the kernel refuses it: host-memory PIO puts
-                                are copied in by the target's CPU (put_mechanism says which) */
+    int single_copy_dear;    /* 1: a copy into another process costs more than two memcpys (measured at
+                                start-up, TCA_SINGLE_COPY=auto), or single copy is off (TCA_SINGLE_COPY=0, or
+                                the kernel refuses it): host-memory puts are copied in by the target's CPU
+                                (put_mechanism says which) */
     int takeover_us;         /* the backend's own progress thread drives the device only this long after a
                                 client last did (TCA_TAKEOVER_US, tcaSetProgressTakeover); -1: it has none */
     int reserved[6];         /* zero */

@@ -97,7 +97,11 @@ public:
         i.launch_source = nodes_.info().source;
         i.put_mechanism = std::string(use_shared_heap_ ? "plain stores into tcaMalloc'd memory (shared heap); " : "") +
                           writer_.mechanism() + (use_shared_heap_ ? " for other memory" : "");
-        i.single_copy_dear = writer_.measured_dear();
+        // Dear also where single copy is off: a put into private memory is
+        // then two copies, the second by the target's CPU, and clients that
+        // can copy otherwise (btl tca's copy protocol through its rings,
+        // coll tca's staged broadcasts) do better so.
+        i.single_copy_dear = writer_.measured_dear() || !writer_.single_copy();
         i.heap_arenas = shared_heap_.arenas();
         i.heap_bytes = shared_heap_.bytes_in_use();
         i.peer_arenas_mapped = writer_.arenas_mapped();

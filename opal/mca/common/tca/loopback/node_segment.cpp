@@ -148,7 +148,7 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
     l.counter_offset =
         align_up(l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyTable), 4096);
     l.bounce_offset = align_up(l.counter_offset + TCA_NUM_COUNTERS * sizeof(PaddedCounter), 4096);
-    l.arena_offset = align_up(l.bounce_offset + sizeof(BounceArea), 4096);
+    l.arena_offset = align_up(l.bounce_offset + uint64_t(num_nodes) * sizeof(BounceArea), 4096);
     l.internal_offset = align_up(l.arena_offset + kMaxArenas * sizeof(ArenaSlot), 4096);
     l.total_size = align_up(l.internal_offset + internal_size, 4096);
     return l;
@@ -257,8 +257,10 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     h->total_size = layout.total_size;
     h->arena_offset = layout.arena_offset;
     init_robust_mutex(&h->alive_lock);
-    auto *b = new (view().bounce()) BounceArea{};
-    init_robust_mutex(&b->lock);
+    for (int src = 0; src < num_nodes; ++src) {
+        auto *b = new (view().bounce(static_cast<uint32_t>(src))) BounceArea{};
+        init_robust_mutex(&b->lock);
+    }
     // The rest (registrations, rings, counters) is zero-filled by the kernel,
     // which is their initial state.
     h->state.store(static_cast<uint32_t>(SegmentState::Creating), std::memory_order_release);

@@ -39,10 +39,10 @@ Result NodeSet::create_own(uint64_t internal_size) {
     segments_.clear();
     segments_.resize(static_cast<size_t>(size()));
     unlinked_.assign(static_cast<size_t>(size()), 0);
-    own_bounce_ = nullptr;
+    own_bounce_posted_ = nullptr;
     remove_stale_segments();  // the next start cleans what a killed job left
     const Result r = segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
-    if (r == tcaSuccess) own_bounce_ = own().bounce();
+    if (r == tcaSuccess) own_bounce_posted_ = &own().header()->bounce_posted;
     return r;
 }
 

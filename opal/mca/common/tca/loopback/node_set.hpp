@@ -75,10 +75,10 @@ public:
     const WaitPolicy &policy() const noexcept { return policy_; }
     SegmentView view(int node) const noexcept { return segments_[static_cast<size_t>(node)].view(); }
     SegmentView own() const noexcept { return view(self()); }
-    // Our segment's bounce mailbox, null before create_own: MPI progress
-    // looks at it on every pass, so one load instead of the walk through
-    // segments_ and the header (our mapping never moves once created).
-    const BounceArea *own_bounce() const noexcept { return own_bounce_; }
+    // Our segment's mask of posted bounce mailboxes, null before create_own:
+    // MPI progress looks at it on every pass, so one load instead of the walk
+    // through segments_ and the header (our mapping never moves once created).
+    const std::atomic<uint64_t> *own_bounce_posted() const noexcept { return own_bounce_posted_; }
     // The shm name of a node's segment ("" before it is created or attached).
     const std::string &segment_name(int node) const noexcept { return segments_[static_cast<size_t>(node)].name(); }
 
@@ -129,7 +129,7 @@ private:
     LaunchInfo info_;
     WaitPolicy policy_;
     std::vector<MappedSegment> segments_;
-    const BounceArea *own_bounce_ = nullptr;
+    const std::atomic<uint64_t> *own_bounce_posted_ = nullptr;
     std::vector<uint8_t> unlinked_;
     std::mutex cleanup_lock_;
 };

@@ -212,9 +212,10 @@ Result RemoteWriter::wait_bounded(EventWord &ev, Ready &&ready, int node, const 
 Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c,
                                   const PutBound &bound) {
     if (nodes_.gone(node)) return tcaErrorPeerGone;  // the bounce needs the peer's engine
-    BounceArea *b = nodes_.view(node).bounce();
-    // Take the target's mailbox; keep serving our own mailbox meanwhile, or two
-    // engines bouncing into each other would deadlock.
+    BounceArea *b = nodes_.view(node).bounce(static_cast<uint32_t>(nodes_.self()));
+    // Take our mailbox at the target (another thread of ours may be using
+    // it); keep serving our own mailboxes meanwhile, or two engines bouncing
+    // into each other would deadlock.
     auto locked = [&] {
         service_bounce();
         const int rc = pthread_mutex_trylock(&b->lock);
@@ -241,8 +242,8 @@ Result RemoteWriter::write_bounce(int node, const tcaHandle &dst, uint64_t dst_a
 Result RemoteWriter::bounce_row(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
                                 uint64_t len, bool src_on_gpu, const PutBound &bound) {
     SegmentView target = nodes_.view(node);
-    BounceArea *b = target.bounce();
-    b->src_node = static_cast<uint32_t>(nodes_.self());
+    const auto self = static_cast<uint32_t>(nodes_.self());
+    BounceArea *b = target.bounce(self);
     b->dst_addr = dst_addr;
     b->dst_key = dst.key;
     b->dst_reg = dst.reg_index;
@@ -252,8 +253,10 @@ Result RemoteWriter::bounce_row(int node, const tcaHandle &dst, uint64_t dst_add
     b->cancelled.store(0, std::memory_order_relaxed);
     const uint64_t seq = b->done.load(std::memory_order_acquire) + 1;  // idle: request == done
     // Posted before the bytes: a target in MPI progress claims it at once and
-    // copies each piece out while we copy the next one in.
+    // copies each piece out while we copy the next one in.  The mask bit
+    // after the request: a server that sees the bit finds the request.
     b->request.store(seq, std::memory_order_release);
+    target.header()->bounce_posted.fetch_or(uint64_t{1} << self, std::memory_order_acq_rel);
     auto ended = [&] { return b->done.load(std::memory_order_acquire) == seq; };
     // Pieces divide the ring, so none wraps.  From GPU memory: half rings
     // (each CUDA copy has a fixed cost).
@@ -305,57 +308,81 @@ Result RemoteWriter::wait_served(SegmentView target, Ready &&ready, int node, co
             continue;
         }
         target.header()->engine_event.wake_all();  // not served: its engine may be napping
-        return wait_bounded(target.bounce()->done_event, served, node, bound);
+        return wait_bounded(target.bounce(static_cast<uint32_t>(nodes_.self()))->done_event, served, node, bound);
     }
     return tcaSuccess;
 }
 
 bool RemoteWriter::service_bounce() {
-    BounceArea *b = nodes_.own().bounce();
+    std::atomic<uint64_t> &posted = nodes_.own().header()->bounce_posted;
     // Cheap look without the lock (the engine calls this on every pass)...
-    if (b->request.load(std::memory_order_relaxed) == b->done.load(std::memory_order_relaxed)) return false;
+    if (posted.load(std::memory_order_acquire) == 0) return false;
     std::unique_lock g(service_lock_, std::try_to_lock);
     if (!g.owns_lock()) return false;
-    if (serving_.req == 0)
-        if (const Claim c = claim_bounce(b); c != Claim::Serving) return c == Claim::Refused;
+    // One pass over every posted mailbox, a writer's pieces so far each: the
+    // writers fill their rings while we drain the others'.
+    bool progress = false;
+    for (uint64_t mask = posted.load(std::memory_order_acquire); mask != 0; mask &= mask - 1) {
+        const auto src = static_cast<uint32_t>(__builtin_ctzll(mask));
+        if (src >= static_cast<uint32_t>(nodes_.size())) {  // no such node: nobody to serve
+            posted.fetch_and(~(uint64_t{1} << src), std::memory_order_acq_rel);
+            continue;
+        }
+        progress |= serve_mailbox(src, serving_[src]);
+        BounceArea *b = nodes_.own().bounce(src);
+        if (serving_[src].req == 0 && mailbox_idle(b)) {
+            // Idle: clear its bit, then look again (a request posted between
+            // the look and the clear sets the bit after posting: keep it).
+            posted.fetch_and(~(uint64_t{1} << src), std::memory_order_acq_rel);
+            if (!mailbox_idle(b)) posted.fetch_or(uint64_t{1} << src, std::memory_order_acq_rel);
+        }
+    }
+    return progress;
+}
+
+// service_lock_ held: one pass over the mailbox of source node src.
+bool RemoteWriter::serve_mailbox(uint32_t src, Serving &s) {
+    BounceArea *b = nodes_.own().bounce(src);
+    if (s.req == 0)
+        if (const Claim c = claim_bounce(b, s); c != Claim::Serving) return c == Claim::Refused;
     // Copy out what the writer has streamed in so far (the snapshot's length
     // bounds it whatever the shared `filled` says), in runs that stop at the
     // ring's end.
-    const uint64_t filled = std::min(b->filled.load(std::memory_order_acquire), serving_.len);
-    const bool progress = filled > serving_.copied;
-    while (serving_.copied < filled) {
-        const uint64_t at = serving_.copied % kBounceSize, n = std::min(filled - serving_.copied, kBounceSize - at);
-        copy_bytes(reinterpret_cast<unsigned char *>(serving_.dst_addr) + serving_.copied, b->data + at, n);
-        serving_.copied += n;
+    const uint64_t filled = std::min(b->filled.load(std::memory_order_acquire), s.len);
+    const bool progress = filled > s.copied;
+    while (s.copied < filled) {
+        const uint64_t at = s.copied % kBounceSize, n = std::min(filled - s.copied, kBounceSize - at);
+        copy_bytes(reinterpret_cast<unsigned char *>(s.dst_addr) + s.copied, b->data + at, n);
+        s.copied += n;
     }
     if (progress) {
-        b->drained.store(serving_.copied, std::memory_order_release);
-        b->done_event.notify();  // a writer may wait for room
+        b->drained.store(s.copied, std::memory_order_release);
+        b->done_event.notify();  // the writer may wait for room
     }
-    if (serving_.copied < serving_.len) {
+    if (s.copied < s.len) {
         if (b->cancelled.load(std::memory_order_acquire) != 0) {  // the writer gave up
-            finish_bounce(b, tcaErrorTimeout);
+            finish_bounce(b, s, tcaErrorTimeout);
             return true;
         }
         // A writer that died half way would hold the mailbox for ever; looked
         // at once a millisecond while it adds nothing (a process check).
         if (!progress) {
             const auto now = std::chrono::steady_clock::now();
-            if (now >= serving_.look_at) {
-                serving_.look_at = now + std::chrono::milliseconds(1);
-                if (nodes_.gone(static_cast<int>(serving_.src_node))) finish_bounce(b, tcaErrorPeerGone);
+            if (now >= s.look_at) {
+                s.look_at = now + std::chrono::milliseconds(1);
+                if (nodes_.gone(static_cast<int>(src))) finish_bounce(b, s, tcaErrorPeerGone);
             }
         }
         return progress;
     }
-    finish_bounce(b, tcaSuccess);
+    finish_bounce(b, s, tcaSuccess);
     return true;
 }
 
 // service_lock_ held.  Claims the posted request and checks it, on one
 // snapshot of its fields: the writer (another process) can still change the
 // shared copy between a check and a use.
-RemoteWriter::Claim RemoteWriter::claim_bounce(BounceArea *b) {
+RemoteWriter::Claim RemoteWriter::claim_bounce(BounceArea *b, Serving &s) {
     // The request is read only under the lock.  A request read before it can
     // be one another thread of ours has served meanwhile, after which the
     // writer already posted its next chunk: serving the stale number copied
@@ -364,31 +391,31 @@ RemoteWriter::Claim RemoteWriter::claim_bounce(BounceArea *b) {
     uint64_t req = b->request.load(std::memory_order_acquire);
     if (req == b->done.load(std::memory_order_relaxed) || (req & kClaimed)) return Claim::None;
     if (req & kCancelled) {  // given up before anyone claimed it: end it unread
-        serving_.req = req & ~kCancelled;
-        finish_bounce(b, tcaErrorTimeout);
+        s.req = req & ~kCancelled;
+        finish_bounce(b, s, tcaErrorTimeout);
         return Claim::Refused;
     }
     // Claim it: from here on the writer cannot take it back (a writer that
     // gave up first set kCancelled on it, and the claim fails).
     if (!b->request.compare_exchange_strong(req, req | kClaimed, std::memory_order_acq_rel)) return Claim::None;
-    serving_ = Serving{req, b->dst_addr, b->len, 0, b->src_node};
+    s = Serving{req, b->dst_addr, b->len, 0, {}};
     const uint64_t dst_key = b->dst_key;
     const uint32_t dst_reg = b->dst_reg;
     // Check the target range against our own table: a peer never gets to
     // write outside memory we registered.
     const RegistrationEntry *e = dst_reg < kMaxRegistrations ? &nodes_.own().registrations()[dst_reg] : nullptr;
-    if (e == nullptr || e->key.load(std::memory_order_acquire) != dst_key || serving_.dst_addr < e->base ||
-        serving_.len > e->size || serving_.dst_addr - e->base > e->size - serving_.len) {
-        finish_bounce(b, tcaErrorNotRegistered);
+    if (e == nullptr || e->key.load(std::memory_order_acquire) != dst_key || s.dst_addr < e->base ||
+        s.len > e->size || s.dst_addr - e->base > e->size - s.len) {
+        finish_bounce(b, s, tcaErrorNotRegistered);
         return Claim::Refused;
     }
     return Claim::Serving;
 }
 
 // service_lock_ held: the request being served is done (status for the writer).
-void RemoteWriter::finish_bounce(BounceArea *b, Result status) {
-    const uint64_t req = serving_.req;
-    serving_ = Serving{};
+void RemoteWriter::finish_bounce(BounceArea *b, Serving &s, Result status) {
+    const uint64_t req = s.req;
+    s = Serving{};
     b->status.store(status, std::memory_order_relaxed);
     b->request.store(req, std::memory_order_relaxed);  // the claim bit off: idle once done is stored
     b->done.store(req, std::memory_order_release);

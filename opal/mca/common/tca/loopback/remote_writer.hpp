@@ -7,6 +7,7 @@
 // process_vm_writev.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -46,12 +47,14 @@ public:
     // bounce path it waits for the target's engine at most as long as
     // `bound` allows (tcaErrorTimeout then; the bytes may be partly there).
     Result write(const tcaHandle &dst, const RowCopy &c, const PutBound &bound);
-    // Target side of the bounce path: copy a pending chunk into our memory.
+    // Target side of the bounce path: copy what the writers streamed so far
+    // out of every posted mailbox into our memory (each in turn: no writer
+    // waits behind another's whole row).
     bool service_bounce();
-    // A peer's request waits in our mailbox (three loads: for hot paths).
+    // A peer's request waits in one of our mailboxes (two loads: for hot paths).
     bool bounce_pending() const noexcept {
-        const BounceArea *b = nodes_.own_bounce();
-        return b != nullptr && b->request.load(std::memory_order_relaxed) != b->done.load(std::memory_order_relaxed);
+        const std::atomic<uint64_t> *posted = nodes_.own_bounce_posted();
+        return posted != nullptr && posted->load(std::memory_order_relaxed) != 0;
     }
 
     bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
@@ -86,8 +89,10 @@ private:
     Result wait_bounded(EventWord &ev, Ready &&ready, int node, const PutBound &bound);
     Result write_gpu(const tcaHandle &dst, const RowCopy &c);
     enum class Claim { None, Serving, Refused };  // Refused: answered with an error at once
-    Claim claim_bounce(BounceArea *b);
-    void finish_bounce(BounceArea *b, Result status);
+    struct Serving;
+    bool serve_mailbox(uint32_t src, Serving &s);
+    Claim claim_bounce(BounceArea *b, Serving &s);
+    void finish_bounce(BounceArea *b, Serving &s, Result status);
     void refuse_cma(int err);
 
     NodeSet &nodes_;
@@ -102,10 +107,9 @@ private:
     struct Serving {
         uint64_t req = 0;  // 0: none
         uint64_t dst_addr = 0, len = 0, copied = 0;
-        uint32_t src_node = 0;
         std::chrono::steady_clock::time_point look_at{};  // next check that the writer lives
     };
-    Serving serving_;
+    std::array<Serving, TCA_MAX_NODES> serving_{};  // by source node (service_lock_)
     // One open CUDA IPC mapping of a peer's allocation.  Closed when the last
     // holder lets go: the cache, or a copy still running into it after the
     // mapping was evicted.

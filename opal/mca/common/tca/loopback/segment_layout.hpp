@@ -20,8 +20,9 @@ namespace tca::loopback {
 
 // 2: padded counters, 3: event words with listener lines, 4: start time,
 // 5: notification counts per (source, slot, tag) instead of rings,
-// 6: shared-heap arena table, arena fields in registrations
-inline constexpr uint32_t kLayoutVersion = 8;
+// 6: shared-heap arena table, arena fields in registrations,
+// 9: one bounce mailbox per source node and the posted mask
+inline constexpr uint32_t kLayoutVersion = 9;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
@@ -89,17 +90,18 @@ struct alignas(64) NotifyTable {
     std::atomic<uint64_t> words[kNotifyTags];  // 0 = free
 };
 
-// Mailbox for one writer at a time: a peer streams a row through `data` (a
-// ring) and this node's DMA-engine thread (or a thread of ours in MPI
-// progress) moves it into its own memory behind it, so the two copies
-// overlap.  Used only when process_vm_writev is refused.  Protocol: see
-// remote_writer.cpp.
+// Mailbox of one source node in the target's segment (one per node, so
+// that writers into one target never queue behind each other): a thread of
+// the source streams a row through `data` (a ring) and this node's
+// DMA-engine thread (or a thread of ours in MPI progress) moves it into its
+// own memory behind it, so the two copies overlap; the server serves every
+// posted mailbox in turn, a piece of each per pass.  Used only when
+// process_vm_writev is refused.  Protocol: see remote_writer.cpp.
 struct alignas(64) BounceArea {
-    pthread_mutex_t lock;  // robust, process-shared: one writer at a time
+    pthread_mutex_t lock;  // robust, process-shared: one writing thread of the source at a time
     std::atomic<uint64_t> request{0};
     std::atomic<uint64_t> done{0};
     std::atomic<int32_t> status{0};
-    uint32_t src_node = 0;
     uint64_t dst_addr = 0;
     uint64_t dst_key = 0;
     uint32_t dst_reg = 0;
@@ -126,6 +128,10 @@ struct alignas(64) SegmentHeader {
     pthread_mutex_t alive_lock;           // held by the DMA-engine thread while the node lives
     EventWord app_event;     // notifications, channel completions, counters
     EventWord engine_event;  // work for the DMA engine: chain starts, bounce requests
+    // Bit n: node n posted a request in its mailbox (set by the writer after
+    // posting, cleared by the server once the mailbox is idle): the server
+    // looks only at those, and an idle node's progress reads one word.
+    std::atomic<uint64_t> bounce_posted;
     uint64_t internal_size;
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
     uint64_t arena_offset;  // kMaxArenas ArenaSlots
@@ -159,7 +165,10 @@ public:
     std::atomic<uint64_t> &counter(int idx) const noexcept {
         return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].value;
     }
-    BounceArea *bounce() const noexcept { return reinterpret_cast<BounceArea *>(base_ + header()->bounce_offset); }
+    // The mailbox of source node src (< num_nodes).
+    BounceArea *bounce(uint32_t src) const noexcept {
+        return reinterpret_cast<BounceArea *>(base_ + header()->bounce_offset) + src;
+    }
     ArenaSlot *arenas() const noexcept { return reinterpret_cast<ArenaSlot *>(base_ + header()->arena_offset); }
     unsigned char *internal() const noexcept { return base_ + header()->internal_offset; }
     unsigned char *base() const noexcept { return base_; }
