@@ -21,15 +21,8 @@ ompi_bindir=$(sed -n 's/^OMPI_BINDIR = //p' Makefile 2>/dev/null || true)
 export OMPI_MCA_opal_warn_on_missing_libcuda=0
 OMPI_MAJOR=$(sed -n 's/^OMPI_MAJOR = //p' Makefile 2>/dev/null || true)
 export OMPI_MAJOR=${OMPI_MAJOR:-4}
-. test/ompi_env.sh
-# Open MPI's own shared-memory BTL, and how it is told to copy without single
-# copy: vader and its parameter in 4.1; in 5.0 sm, whose single copy is the
-# smsc framework's (cma here), none selected.
-if [ "$OMPI_MAJOR" -ge 5 ]; then
-    sm_name=sm sm_btl="--mca btl sm,self" sm_nocopy="--mca smsc none"
-else
-    sm_name=vader sm_btl="--mca btl vader,self" sm_nocopy="--mca btl_vader_single_copy_mechanism none"
-fi
+. test/ompi_env.sh  # SM_NAME, SM_BTL, SM_NOCOPY: Open MPI's own shared-memory BTL
+sm_name=$SM_NAME sm_btl=$SM_BTL sm_nocopy=$SM_NOCOPY
 TCA_COMPONENT_DIR=$(pwd)/.libs
 export TCA_COMPONENT_DIR
 

@@ -86,6 +86,7 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     // 0.64-1.4 ms in 60 KiB segments against 2.6-4.5 as one write).
     const bool staged = p.bytes > 0 && p.bytes <= p.staging_bytes;
     plan.shape = p.bytes >= p.chain_threshold && (n > 2 || staged || p.pipeline_pairs) ? Shape::Chain
+                 : staged && n <= kFlatMaxRanks                                        ? Shape::FlatTree
                                                                                        : Shape::BinomialTree;
     plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes) : std::max<size_t>(1, p.bytes);
     if (p.max_segments > 0)  // e.g. a descriptor chain holds at most 255 entries
@@ -103,6 +104,11 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     };
     if (plan.shape == Shape::Chain) {
         for (int v = 1; v < n; ++v) link(v - 1, v);
+        stage(plan, p);
+        return plan;
+    }
+    if (plan.shape == Shape::FlatTree) {
+        for (int v = 1; v < n; ++v) link(0, v);  // in ring order from the root
         stage(plan, p);
         return plan;
     }

@@ -3,7 +3,9 @@
 // and how the buffer is cut into pipeline segments.  Pure computation (no MPI,
 // no device), identical on every rank given the same inputs.
 //
-// Small messages use a binomial tree; large ones a pipelined chain.  Messages
+// Small messages use a binomial tree (a flat one, the root writing every
+// child, where staged at up to kFlatMaxRanks ranks); large ones a pipelined
+// chain.  Messages
 // up to staging_bytes are staged: each non-root keeps `slots` landing slots in
 // device memory, so a parent may run up to `slots` segments ahead of a child
 // instead of waiting every epoch for "child started" (a round trip per epoch,
@@ -23,7 +25,15 @@
 
 namespace tca::coll {
 
-enum class Shape { BinomialTree, Chain };
+enum class Shape { FlatTree, BinomialTree, Chain };
+
+// Staged broadcasts in communicators of up to this many ranks are flat, as
+// libnbc's are up to 4 ranks: in a deeper tree a leaf's block waits for its
+// forwarding parent to start its own epoch (np 4, 8 B, each rank timing its
+// Start + Wait with a barrier between: the grandchild waited 2.2 us, the
+// root's children 0.2-0.3), while the root's extra writes of a few bytes
+// each cost next to nothing.
+inline constexpr int kFlatMaxRanks = 4;
 
 struct PlanParams {
     int root = 0;                          // communicator rank of the root

@@ -2,10 +2,20 @@
 # TESTS_ENVIRONMENT, check-multihost, check-stress, scripts/test-in-tree.sh):
 # what depends on the Open MPI the build uses.  OMPI_MAJOR: its major version.
 #
+# SM_BTL, SM_NOCOPY: mpirun arguments for Open MPI's own shared-memory BTL,
+# and for telling it to copy without single copy (the reference of the
+# bounce path): vader and its parameter in 4.1; in 5.0 sm, whose single copy
+# is the smsc framework's, none selected.
+#
 # A CUDA-aware Open MPI 5 reports at every start, on a machine without a GPU
 # driver, that its CUDA components cannot load libcuda.so.1 (4.1 loads
 # libcuda itself and says nothing); every other load error still shows.  A
 # value the user set wins.
+if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
+    SM_NAME=sm SM_BTL="--mca btl sm,self" SM_NOCOPY="--mca smsc none"
+else
+    SM_NAME=vader SM_BTL="--mca btl vader,self" SM_NOCOPY="--mca btl_vader_single_copy_mechanism none"
+fi
 if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
     OMPI_MCA_mca_base_component_show_load_errors=${OMPI_MCA_mca_base_component_show_load_errors-^accelerator/cuda,rcache/gpusm,rcache/rgpusm,btl/smcuda}
     export OMPI_MCA_mca_base_component_show_load_errors

@@ -249,6 +249,42 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     clean_hosts || s=1
     result "coll tca on the ucx device: persistent broadcasts between 2 hosts, large ones in 60 KiB segments" $s
 
+    # Many large messages in flight at once across hosts must not collapse:
+    # allreduce and bcast over 4 hosts x 1 rank, a multi-pair stream over 2
+    # hosts x 2 ranks (each pair across them), 1 - 4 MiB, btl tca on the ucx
+    # device against btl tcp in the same run, runs alternating, twice each:
+    # at most 3x its time (plus 2 ms of the link's noise), at least a third of
+    # its bandwidth.  (Slots just over UCX's fragment and ob1's put
+    # rendezvous made them 2-11x btl tcp's, and a stream of 2 MiB never ended.)
+    if [ -x "$top/tca_coll_bench" ]; then
+        raw=$(mktemp)
+        s=0
+        for round in 1 2; do
+            for cfg in ref tca; do
+                for shape in "4 1 allreduce bcast" "2 2 pairs"; do
+                    set -- $shape
+                    n=$1 slots=$2
+                    shift 2
+                    if [ $cfg = ref ]; then
+                        mpirun_on 300 "$n" "$slots" --mca pml ob1 --mca btl tcp,self -np 4 \
+                            ./tca_coll_bench -s 1048576-4194304 -t 0.3 "$@"
+                    else
+                        # shellcheck disable=SC2086
+                        mpirun_on 300 "$n" "$slots" --mca btl tca,self $on_ucx -np 4 \
+                            ./tca_coll_bench -s 1048576-4194304 -t 0.3 "$@"
+                    fi
+                    [ $rc = 0 ] || { echo "$cfg ($shape) exited $rc" >>"$raw.log"; cat "$out" >>"$raw.log"; s=1; }
+                    awk -v c=$cfg -v h="${n}x$slots" '$1 == "RESULT" { print c, h, $2, $3, $4 }' "$out" >>"$raw"
+                done
+            done
+        done
+        awk -v limit=3 -v slack=2000 -v ref_name="btl tcp" -f "$srcdir/test/mpi/ratio_check.awk" "$raw" >"$out" || s=1
+        [ -f "$raw.log" ] && cat "$raw.log" >>"$out"
+        rm -f "$raw" "$raw.log"
+        clean_hosts || s=1
+        result "btl tca on the ucx device: allreduce, bcast (4 hosts), two streams (2 x 2), 1-4 MiB, within 3x btl tcp ($(grep -c '^ok' "$out") sizes)" $s
+    fi
+
     # The launcher keeps the job alive: btl tca's own check must end the wait.
     # shellcheck disable=SC2086
     mpirun_on 90 2 1 --enable-recovery --mca btl tca,self $on_ucx -np 2 ./tca_p2p_test kill

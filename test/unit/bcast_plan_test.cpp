@@ -71,6 +71,28 @@ TEST(BcastPlan, SmallIsBinomialLargeIsChain) {
     EXPECT_EQ(large.segments, 16u);
 }
 
+// Staged broadcasts of up to kFlatMaxRanks ranks are flat: the root writes
+// every child (in ring order), no leaf waits for a forwarding parent; more
+// ranks, or a message too large to stage, keep the binomial tree.
+TEST(BcastPlan, SmallStagedCommunicatorsAreFlat) {
+    for (int n = 2; n <= kFlatMaxRanks; ++n)
+        for (int root = 0; root < n; ++root) {
+            const std::vector<int> nodes = identity(n);
+            const BcastPlan plan = plan_bcast({root, 8, 65536, 65536, 0, 8192}, nodes, n);
+            expect_spanning_tree(plan, root);
+            EXPECT_EQ(plan.shape, Shape::FlatTree) << "n " << n;
+            EXPECT_EQ(plan.depth(), 1);
+            EXPECT_EQ(plan.roles[static_cast<size_t>(root)].children.size(), static_cast<size_t>(n - 1));
+            EXPECT_EQ(plan.roles[static_cast<size_t>(root)].children.front(), (root + 1) % n);  // ring order
+            EXPECT_GT(plan.slots, 0u);
+        }
+    const auto five = identity(kFlatMaxRanks + 1);
+    EXPECT_EQ(plan_bcast({0, 8, 65536, 65536, 0, 8192}, five, kFlatMaxRanks + 1).shape, Shape::BinomialTree);
+    const auto four = identity(kFlatMaxRanks);
+    EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, four, kFlatMaxRanks).shape, Shape::BinomialTree);
+    EXPECT_EQ(plan_bcast({0, 8, 65536, 65536, 0, 0}, four, kFlatMaxRanks).shape, Shape::BinomialTree);  // unstaged
+}
+
 TEST(BcastPlan, ChainFollowsTheRingFromTheRoot) {
     // Communicator ranks live on scattered nodes; the chain must still step one hop at a time.
     const std::vector<int> nodes = {5, 2, 7, 0, 3, 6, 1, 4};
@@ -201,9 +223,9 @@ TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
     const BcastPlan four = plan_bcast({0, size_t{4} << 20, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
     EXPECT_LE(four.segments, 51u);
     EXPECT_GT(four.slots, 8u);
-    // A one-segment tree of 1 MiB: as many slots as 2 MiB holds.
+    // A one-segment tree of 1 MiB (flat: staged at 4 ranks): as many slots as 2 MiB holds.
     const BcastPlan tree = plan_bcast({0, size_t{1} << 20, size_t{1} << 20, SIZE_MAX, 0, SIZE_MAX}, identity(4), 4);
-    EXPECT_EQ(tree.shape, Shape::BinomialTree);
+    EXPECT_EQ(tree.shape, Shape::FlatTree);
     EXPECT_EQ(tree.slots, 2u);
     EXPECT_EQ(tree.epochs_per_run, 2u);
 }
@@ -229,10 +251,13 @@ TEST(BcastPlan, CreditsComeInBatchesThatDivideARun) {
                 for (uint64_t b = 0; b < 3 * plan.blocks_per_run(); ++b)
                     EXPECT_EQ(plan.credits_due_after(b), (b + 1) % plan.credit_batch == 0);
             }
-    // 1 KiB at np 4: 48 slots, batches of 12.
+    // 1 KiB at np 4 (flat: the root's 3 writes make 6 descriptors a block): 42 slots, batches of 7.
     const BcastPlan small = plan_bcast({0, 1024, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
-    EXPECT_EQ(small.slots, kMaxStagingSlots);
-    EXPECT_EQ(small.credit_batch, 12u);
+    EXPECT_EQ(small.slots, 42u);
+    EXPECT_EQ(small.credit_batch, 7u);
+    // 1 KiB at np 8 (binomial: the root's 3 children again): the same.
+    const BcastPlan eight = plan_bcast({0, 1024, 65536, 262144, 254, SIZE_MAX}, identity(8), 8);
+    EXPECT_EQ(eight.slots, 42u);
 }
 
 // coll_tca_segment_size=-1 reaches the planner as SIZE_MAX: the message must

@@ -154,11 +154,14 @@ static int tca_component_register(void) {
     }
     /* On the ucx device (TCA_DEVICE=ucx) a ring slot is one active message
      * whatever its size, and ob1's rendezvous costs three more messages over
-     * the network: eager up to 64 KiB there, as btl tcp (16 KiB one-way over
-     * UCX tcp: 26.5 us with 16 KiB slots, 13 with 64 KiB; pml ucx 13.9).
-     * The ring slots halve where the rings would not fit (btl_tca_ring_slots). */
+     * the network: eager as large as one message stays one UCX fragment
+     * (UCX_TCP_SEG_SIZE, 64 KiB with its headers: 60 KiB of payload, as coll
+     * tca's ucx_segment_size).  A slot just over it went as UCX's own
+     * rendezvous, a handshake per slot, each end waiting for the other to be
+     * scheduled where ranks outnumber cores.  The ring slots halve where the
+     * rings would not fit (btl_tca_ring_slots). */
     if (mca_common_tca_session_across_hosts())
-        m->super.btl_eager_limit = m->super.btl_rndv_eager_limit = m->super.btl_max_send_size = 64 * 1024;
+        m->super.btl_eager_limit = m->super.btl_rndv_eager_limit = m->super.btl_max_send_size = 60 * 1024;
     /* GET here only so that the base registers btl_tca_get_limit and
      * btl_tca_get_alignment (it registers them for a module with GET, and an
      * unregistered value would be ignored without a word); set_get_flags
@@ -389,7 +392,13 @@ static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_modu
 static void choose_copy_limit(mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
     if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size")) return;
-    if (tcaSuccess == tcaQueryBackend(&backend) && backend.single_copy_dear)
+    /* Across hosts (the ucx device) too: ob1's put rendezvous is three
+     * messages and a put, each end of each waiting for the other to progress
+     * UCX, where the copy protocol streams ring slots behind one handshake
+     * (4 namespace hosts on 2 cores, allreduce 1 MiB: 4.5-8 ms against 2.0-2.4;
+     * 2 hosts, one-way and bandwidth: the same within the link's noise). */
+    if (mca_common_tca_session_across_hosts() ||
+        (tcaSuccess == tcaQueryBackend(&backend) && backend.single_copy_dear))
         m->super.btl_min_rdma_pipeline_size = SIZE_MAX;
 }
 
