@@ -16,7 +16,7 @@
 # whose veth link between namespaces costs a timer tick per message.
 # TCA_BENCH_BCAST=1 adds the persistent broadcast at np 2 (the 2 hosts) and
 # np 4 (tca_bcast_bench persistent; 4 hosts, or one with TCA_BENCH_ONE_HOST=1):
-#   nbc-ucx  libnbc's MPIX_Bcast_init over pml ucx (the reference)
+#   nbc-ucx  libnbc's persistent broadcast over pml ucx (the reference)
 #   tca-ucx  coll tca (its thread engine) over btl tca on the ucx device
 set -eu
 rounds=${1:-3}
