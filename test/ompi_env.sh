@@ -5,14 +5,15 @@
 # SM_BTL, SM_NOCOPY: mpirun arguments for Open MPI's own shared-memory BTL,
 # and for telling it to copy without single copy (the reference of the
 # bounce path): vader and its parameter in 4.1; in 5.0 sm, whose single copy
-# is the smsc framework's, none selected.
+# is the smsc framework's, every component of it excluded (a list naming no
+# component, such as "none", makes MPI_Init fail there).
 #
 # A CUDA-aware Open MPI 5 reports at every start, on a machine without a GPU
 # driver, that its CUDA components cannot load libcuda.so.1 (4.1 loads
 # libcuda itself and says nothing); every other load error still shows.  A
 # value the user set wins.
 if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
-    SM_NAME=sm SM_BTL="--mca btl sm,self" SM_NOCOPY="--mca smsc none"
+    SM_NAME=sm SM_BTL="--mca btl sm,self" SM_NOCOPY="--mca smsc ^cma,xpmem,knem,accelerator"
 else
     SM_NAME=vader SM_BTL="--mca btl vader,self" SM_NOCOPY="--mca btl_vader_single_copy_mechanism none"
 fi
