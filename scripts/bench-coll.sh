@@ -14,8 +14,8 @@
 # goal: tca-bounce / sm-nocopy <= 1.5 (alltoall).
 #
 # TCA_BENCH_HOSTS=1: hosts of the namespace cluster (scripts/netns-cluster.sh;
-# root): allreduce and bcast over 4 hosts x 1 rank, the stream over 2 hosts x
-# 2 ranks (each pair across them), 1 - 4 MiB:
+# root): allreduce, bcast and the stream (each pair across hosts) over 4
+# hosts x 1 rank and over 2 hosts x 2 ranks, 1 - 4 MiB:
 #   ob1-tcp      ob1 and btl tcp
 #   pml-ucx      pml ucx over UCX_TLS=tcp
 #   tca-ucx      btl tca on the ucx device (TCA_DEVICE=ucx) over UCX_TLS=tcp
@@ -46,7 +46,7 @@ if [ "$hosts" = 1 ]; then
     on41="--host $net.1:1,$net.2:1,$net.3:1,$net.4:1" on22="--host $net.1:2,$net.2:2"
     for r in $(seq 1 "$repeats"); do
         echo "round $r of $repeats (hosts) ..." >&2
-        for shape in "4x1 allreduce bcast" "2x2 pairs"; do
+        for shape in "4x1 allreduce bcast pairs" "2x2 allreduce bcast pairs"; do
             set -- $shape
             where=$1
             shift
