@@ -3,9 +3,9 @@
 # Skips apt-get when everything is already there.
 set -e
 # (iproute2: the network namespaces of make check-multihost; libpmix-dev comes
-# with libopenmpi-dev and gives libtca pmix.h; libucx-dev: the UCX operations
-# of the planned ucx backend and their tests)
-PKGS="g++ make autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhwloc-dev libgtest-dev valgrind iproute2 libpmix-dev libucx-dev"
+# with libopenmpi-dev and gives libtca pmix.h; libucx-dev: the ucx device and
+# its tests; clang-format: the formatting contract, test/format_check.sh)
+PKGS="g++ make autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhwloc-dev libgtest-dev valgrind iproute2 libpmix-dev libucx-dev clang-format"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

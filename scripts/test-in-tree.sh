@@ -26,7 +26,7 @@ prefix=$(TCA_OMPI_IN_TREE=1 sh scripts/build-ompi.sh 5.0 | tail -1)
 t1=$(date +%s)
 dest=$(sh scripts/tree-copy.sh build/ompi-in-tree --with-ompi="$prefix")
 cd "$dest"
-make -j"$(nproc)" tca_p2p_test tca_bcast_test tca_params_test >make-tests.out 2>&1 || { tail -30 make-tests.out; exit 1; }
+make -j"$(nproc)" tca_p2p_test tca_bcast_test tca_params_test tca_btl_param_names >make-tests.out 2>&1 || { tail -30 make-tests.out; exit 1; }
 t2=$(date +%s)
 export PATH="$prefix/bin:$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MAJOR=5

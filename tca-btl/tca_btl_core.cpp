@@ -5,13 +5,13 @@
 #include <new>
 
 #include "peer_area.hpp"
-#include "progress_thread.hpp"
+#include "progress_client.hpp"
 #include "ring_poller.hpp"
 
 using tca::btl::AreaLayout;
 using tca::btl::MessageHeader;
 using tca::btl::PeerChannel;
-using tca::btl::ProgressThread;
+using tca::btl::ProgressClient;
 using tca::btl::RingGeometry;
 using tca::btl::RemoteArea;
 using tca::btl::RingPoller;
@@ -26,7 +26,7 @@ struct tca_btl_progress_thread {
     tca_btl_progress_thread(tca::btl::ProgressHooks hooks, int check_us, int check_max_us, int sleep_us)
         : thread(hooks, std::chrono::microseconds(check_us), std::chrono::microseconds(check_max_us),
                  std::chrono::microseconds(sleep_us)) {}
-    ProgressThread thread;
+    ProgressClient thread;
 };
 
 extern "C" {

@@ -24,7 +24,8 @@
 //
 // OffloadEngine builds the whole descriptor program at construction (triggered
 // descriptors wait on the counters); start() only kicks it.  ThreadEngine does
-// the same steps in software on a shared executor thread.
+// the same steps in software: on the thread that tests a request, and as a
+// client of the TCA session's one progress thread (session/progress_engine.h).
 #pragma once
 
 #include <atomic>

@@ -13,6 +13,7 @@
 
 #include "bcast_engine.hpp"
 #include "device_area.hpp"
+#include "session/liveness.h"
 
 using namespace tca::coll;
 
@@ -31,7 +32,6 @@ struct tca_coll_bcast {
     bool stages_all = false;  // every size staged (params.stage_all, host memory)
     int first_counter = -1, num_counters = 0;
     std::vector<int> nodes;  // device node of every communicator rank
-    std::chrono::steady_clock::time_point next_liveness_check{};
 
     ~tca_coll_bcast() {
         engine.reset();  // stops a program still waiting on triggers before its channel goes
@@ -176,21 +176,16 @@ tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t
 tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b) { return b->engine ? b->engine->start() : tcaErrorNotReady; }
 // An epoch that does not finish may wait for a rank that died: the engines
 // only watch counters, which a dead rank never moves (and mpirun does not
-// always end the job: --enable-recovery, other launchers).  At most every
-// 250 ms, every rank of the communicator is asked of the device; one that
-// died without finishing fails the request by name (tcaErrorPeerGone) -
-// any rank, not only the neighbours: a dead grandparent starves us too.
+// always end the job: --enable-recovery, other launchers).  The session's
+// liveness sweep (session/liveness.h, shared with btl tca) says which nodes
+// died; one of the communicator's fails the request by name
+// (tcaErrorPeerGone) - any rank, not only the neighbours: a dead grandparent
+// starves us too.
 static tcaResult check_ranks_alive(tca_coll_bcast_t *b) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now < b->next_liveness_check) return tcaErrorNotReady;
-    b->next_liveness_check = now + std::chrono::milliseconds(250);
-    int self = -1;
-    tcaGetNodeId(&self);
-    for (const int node : b->nodes) {
-        int state = TCA_NODE_ALIVE;
-        if (node != self && tcaNodeState(node, &state) == tcaSuccess && state == TCA_NODE_DEAD)
-            return tcaErrorPeerGone;
-    }
+    const uint64_t dead = tca_session_dead_nodes(TCA_MAX_NODES);
+    if (dead == 0) return tcaErrorNotReady;
+    for (const int node : b->nodes)
+        if (node >= 0 && node < 64 && (dead >> node & 1)) return tcaErrorPeerGone;
     return tcaErrorNotReady;
 }
 

@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "loopback/env_settings.hpp"
+#include "base/env_settings.hpp"
 #include "model/timing_model.hpp"
 #include "tca.h"
 
@@ -457,7 +457,7 @@ int main(int argc, char **argv) {
     // The published programs measure PEACH2: the model on.
     setenv("TCA_TIMING", "1", 0);
     tca::TimingModel m;
-    if (tca::loopback::timing_from_environment(&m) != tcaSuccess) return 2;  // the line is out
+    if (tca::timing_from_environment(&m) != tcaSuccess) return 2;  // the line is out
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     std::printf("# tca_model_bench: PEACH2's published figures against the loopback device with the timing model\n");
     std::printf("# (TCA_TIMING=%s, %d repeats, min of repeats; %ld cores online; model parameters: tca_info)\n",

@@ -1,4 +1,4 @@
-// ucx_put_pingpong.cpp - the raw UCX reference of the planned ucx backend: a
+// ucx_put_pingpong.cpp - the raw UCX reference of the ucx device: a
 // ping-pong of puts between ranks 0 and 1, each message one
 // put_last_word_after into the peer's mapped buffer (the body, a fence, the
 // last word = the iteration number), the receiver progressing its worker

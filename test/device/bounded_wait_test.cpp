@@ -64,7 +64,7 @@ constexpr double kLateAfter = 1.8;    // s: a bounded wait has returned by then
 // the timeout, and after SIGCONT the same run completes with its bytes.  A
 // short chain (run inline by the start) and a long one (queued for the
 // engine thread; several bounce chunks).  The old code waited (in the
-// waiter's assist or the engine thread) for as long as the target lived.
+// waiter's progress or the engine thread) for as long as the target lived.
 TEST(BoundedWait, DmaWaitOnStoppedTargetTimesOutThenCompletes) {
     NodeOptions opt;
     opt.env = kBounceEnv;

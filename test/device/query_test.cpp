@@ -122,7 +122,7 @@ TEST(Query, TheRunningDeviceDescribesItself) {
 // another process is dear: where single copy is off (TCA_SINGLE_COPY=0), or a
 // measurement (TCA_SINGLE_COPY=auto) chose the bounce path, and then the put
 // mechanism names it; never where single copy is forced on.
-TEST(Query, SingleCopyIsDearWhereOffOrMeasuredSo) {
+TEST(Query, HostPutsGoByTheTargetWhereSingleCopyIsOffOrDear) {
     for (const char *env : {"TCA_SINGLE_COPY=1", "TCA_SINGLE_COPY=0", "TCA_SINGLE_COPY=auto"}) {
         NodeOptions opt;
         opt.env = env;
@@ -135,7 +135,7 @@ TEST(Query, SingleCopyIsDearWhereOffOrMeasuredSo) {
                 NODE_OK(tcaQueryBackend(&a));
                 const bool bounced = std::strstr(a.put_mechanism, "bounce") != nullptr;
                 NODE_CHECK(!off || bounced);
-                NODE_CHECK(a.single_copy_dear == (off || (measured && bounced) ? 1 : 0));
+                NODE_CHECK(a.host_puts_by_target == (off || (measured && bounced) ? 1 : 0));
                 if (measured) NODE_CHECK(std::strstr(a.put_mechanism, "(measured: ") != nullptr);
                 b.barrier();
                 return 0;

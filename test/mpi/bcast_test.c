@@ -421,6 +421,53 @@ static void test_dma_share(void) {
     MPI_Request_free(&reqs[NB]);
 }
 
+/* A persistent broadcast whose one-time exchange, engine or start fails
+ * (TCA_COLL_TEST_FAIL=post|connect|start, a hook of coll tca) must end every
+ * start with an MPI error class, never hang, and free cleanly; a failed post
+ * fails the init itself.  Errors return here (MPI_ERRORS_RETURN). */
+static void test_fails(void) {
+    const char *step = getenv("TCA_COLL_TEST_FAIL");
+    if (step == NULL) FAIL("fails: TCA_COLL_TEST_FAIL is not set");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    unsigned char buf[1024];
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = BCAST_INIT(buf, sizeof buf, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    if (!strcmp(step, "post")) {
+        if (rc == MPI_SUCCESS) FAIL("fails: the init succeeded although posting its exchange failed");
+        if (req != MPI_REQUEST_NULL) FAIL("fails: a failed init handed out a request");
+    } else {
+        if (rc != MPI_SUCCESS) FAIL("fails: the init itself failed (%d)", rc);
+        /* Every start ends with an error class, none hangs.  Open MPI frees
+         * a request whose MPI_Wait reports an error (ompi_errhandler_request_
+         * invoke, persistent ones too): then the handle is MPI_REQUEST_NULL
+         * and coll tca must have let the request go; otherwise it starts
+         * again and fails again, and frees cleanly at the end. */
+        for (int e = 0; e < 3; e++) {
+            memset(buf, wrank == 0 ? e + 1 : 0, sizeof buf);
+            const int s = MPI_Start(&req);
+            if (s != MPI_SUCCESS) FAIL("fails: MPI_Start %d itself failed (%d)", e, s);
+            MPI_Status st;
+            const int w = MPI_Wait(&req, &st);
+            int cls = MPI_SUCCESS;
+            MPI_Error_class(w, &cls);
+            if (w == MPI_SUCCESS || cls == MPI_SUCCESS) FAIL("fails: start %d of a request whose %s failed succeeded", e, step);
+            if (req == MPI_REQUEST_NULL) break;
+        }
+        if (req != MPI_REQUEST_NULL) {
+            const int f = MPI_Request_free(&req);
+            if (f != MPI_SUCCESS || req != MPI_REQUEST_NULL) FAIL("fails: the request did not free (%d)", f);
+        }
+        /* What the failed request held is given back: a new broadcast works. */
+        unsigned char again[64];
+        memset(again, wrank == 0 ? 0x5A : 0, sizeof again);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        MPI_Bcast(again, sizeof again, MPI_BYTE, 0, MPI_COMM_WORLD);
+        for (size_t i = 0; i < sizeof again; i++)
+            if (again[i] != 0x5A) FAIL("fails: a broadcast after the failed request got byte %zu wrong", i);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 /* 0: GPU buffers can be tested here; else prints why not (SKIP line) */
 /* Persistent broadcasts prepared, then /dev/shm filled to the last byte
  * (test/shm_full.sh sets TCA_TEST_FILL_SHM=1 in a private /dev/shm; without
@@ -557,6 +604,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(name, "mixed_layout")) test_mixed_layout();
     else if (!strcmp(name, "dma_share")) test_dma_share();
     else if (!strcmp(name, "prepared_then_full")) test_prepared_then_full();
+    else if (!strcmp(name, "fails")) test_fails();
     else FAIL("unknown test '%s'", name);
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0) printf("%s: passed in %.2f s\n", label, MPI_Wtime() - t0);

@@ -28,8 +28,10 @@ if [ "$OMPI_INFO" = 1 ]; then
     # Every btl tca parameter, ours and the common BTL ones, with help text.
     out=$(ompi_info_here --parsable --param btl tca --level 9)
     status=0
-    for p in subcluster_size ring_slots progress_thread progress_thread_check_us progress_thread_check_max_us progress_thread_sleep_us \
-             put_dma_min dma_channels poll_batch poll_all_max_peers get_emulation eager_limit rndv_eager_limit max_send_size exclusivity flags; do
+    # Every parameter of the core's table (tca-btl/btl_params.cpp), and the
+    # flags the BTL base registers beside them.
+    names=$(./tca_btl_param_names) || { echo "FAIL: tca_btl_param_names"; exit 1; }
+    for p in $names flags; do
         help=$(echo "$out" | sed -n "s/^mca:btl:tca:param:btl_tca_$p:help://p")
         if [ -z "$help" ]; then echo "FAIL: btl_tca_$p missing or without help"; status=1; else echo "ok btl_tca_$p"; fi
     done

@@ -1,11 +1,10 @@
-// ucp_transport_test.cpp - the UCX operations the planned ucx backend rests
-// on, between two forked processes, over UCX's tcp and over its shared-memory
+// ucp_transport_test.cpp - the UCX operations the ucx device rests on, between two forked processes, over UCX's tcp and over its shared-memory
 // transports (UCX_TLS, set in each process before ucp_init): the ordering
 // that makes a PIO store / completion flag trustworthy (the last word after
 // the rest), remote atomic adds (counters), announced tagged rows (large DMA
 // rows), and bounded waits on a dead peer.
-// Worker addresses and packed keys travel over a socketpair (the backend will
-// use the launcher's key-value store).
+// Worker addresses and packed keys travel over a socketpair (the device uses
+// the launcher's key-value store: ucx/pmix_exchange.hpp).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/select.h>

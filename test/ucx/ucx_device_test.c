@@ -467,6 +467,48 @@ static void refusals_and_bad_handles(void) {
     OK(tcaFree(buf, tcaMemoryCPU));
 }
 
+/* tcaFree of registered memory revokes its keys as tcaDestroyHandle does:
+ * the next rank caches the key with a block-stride row (which goes by
+ * ucp_put_nbx with that key), we free the memory and allocate the same size
+ * again (often at the same address); a row with the old handle then fails
+ * by name, and the new buffer is untouched. */
+static void free_revokes_keys(void) {
+    enum { ROWS = 4, WIDTH = 256, PITCH = 512, BYTES = ROWS * PITCH };
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    unsigned char *mine, *src;
+    OK(tcaMalloc((void **) &mine, BYTES, tcaMemoryCPU));
+    OK(tcaMalloc((void **) &src, BYTES, tcaMemoryCPU));
+    for (int i = 0; i < BYTES; ++i) src[i] = pattern((size_t) i, rank, 21);
+    tcaHandle *hm = share(mine, BYTES, tcaMemoryCPU), *hs = share(src, BYTES, tcaMemoryCPU);
+    tcaDesc *d = tcaDescNew();
+    OK(tcaDescSetMemcpy2D(d, &hm[next], 0, PITCH, &hs[rank], 0, PITCH, WIDTH, ROWS, 0, 0, 0));
+    OK(tcaDescSet(d, 1));
+    OK(tcaStartDMADesc(1)); /* the key of next's memory is cached here now */
+    OK(tcaWaitDMAC(1));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const void *old = mine;
+    OK(tcaFree(mine, tcaMemoryCPU)); /* prev's cached key of it is revoked */
+    OK(tcaMalloc((void **) &mine, BYTES, tcaMemoryCPU));
+    memset(mine, 0x5a, BYTES);
+    const int same = old == (const void *) mine;
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(tcaStartDMADesc(1)); /* the old handle of next's freed memory */
+    const tcaResult r = tcaWaitDMAC(1);
+    CHECK(tcaErrorNotRegistered == r, "a row with the handle of freed memory: %s, not a named refusal",
+          tcaGetErrorString(r));
+    MPI_Barrier(MPI_COMM_WORLD);
+    int untouched = 1;
+    for (int i = 0; i < BYTES; ++i) untouched &= 0x5a == mine[i];
+    CHECK(untouched, "memory allocated after tcaFree (%s address) was written through the old handle by node %d",
+          same ? "the same" : "another", prev);
+    OK(tcaDescFree(d));
+    free(hm);
+    free(hs);
+    OK(tcaFree(mine, tcaMemoryCPU));
+    OK(tcaFree(src, tcaMemoryCPU));
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void held_slots(void) {
     int mine = -1, flag = -1;
     OK(tcaSlotAcquire(&mine));
@@ -594,6 +636,7 @@ int main(int argc, char **argv) {
     writes_with_counter_adds();
     triggered_chains();
     refusals_and_bad_handles();
+    free_revokes_keys();
     held_slots();
     timing_model();
     node_states();

@@ -12,7 +12,7 @@
 
 #include "eager_ring.hpp"
 #include "peer_area.hpp"
-#include "progress_thread.hpp"
+#include "progress_client.hpp"
 #include "ring_poller.hpp"
 #include "tca_btl_core.h"
 #include "tca.h"
@@ -452,7 +452,7 @@ TEST(EagerRing, TwoThreadStress) {
 // The progress thread on a one-node device: it stays out of the way while
 // the "application" progresses, drives progress when it stops, and sleeps
 // (few polls) when there is nothing to do.
-TEST(ProgressThread, SleepsWhileAppProgressesDrivesWhenItComputes) {
+TEST(ProgressClient, SleepsWhileAppProgressesDrivesWhenItComputes) {
     const std::string key = "btlcore-" + std::to_string(getpid());
     const tcaInitParams params{key.c_str(), 0, 1};
     ASSERT_EQ(tcaInitWithParams(&params), tcaSuccess);
@@ -471,7 +471,7 @@ TEST(ProgressThread, SleepsWhileAppProgressesDrivesWhenItComputes) {
         },
         [](void *c, int on) { static_cast<State *>(c)->announced.store(on); }, &st};
     {
-        ProgressThread t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(4000),
+        ProgressClient t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(4000),
                          std::chrono::microseconds(200000));
         auto eventually = [](auto &&cond) {  // generous: sanitizer builds run slowly
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

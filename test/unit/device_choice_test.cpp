@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "tca.h"
 
 namespace tca {
 namespace {
@@ -83,6 +84,38 @@ TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
         ScopedEnv garbled({{"OMPI_COMM_WORLD_SIZE", "4x"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
         EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "a count that is not a number";
     }
+}
+
+// What a client that places processes asks before the device starts
+// (tcaQueryBackendChoice; the TCA session): the name TCA_DEVICE gives, or the
+// default, and whether its nodes may span hosts; a name of no device is
+// refused with a detail, and nothing starts.
+TEST(DeviceChoice, TheChoiceIsQueriedBeforeAnythingStarts) {
+    const char *unset = nullptr;
+    ScopedEnv clean({{"TCA_DEVICE", unset}, {"TCA_NODE_ID", unset}, {"TCA_NUM_NODES", unset}});
+    const tcaInitParams placed{nullptr, 0, 1};
+    char name[32];
+    int spans = -1;
+    ASSERT_EQ(tcaQueryBackendChoice(&placed, name, sizeof name, &spans), tcaSuccess);
+    EXPECT_STREQ(name, "loopback");
+    EXPECT_EQ(spans, 0);
+    {
+        ScopedEnv ucx({{"TCA_DEVICE", "ucx"}});
+        ASSERT_EQ(tcaQueryBackendChoice(&placed, name, sizeof name, &spans), tcaSuccess);
+        EXPECT_STREQ(name, "ucx");
+        EXPECT_EQ(spans, 1);
+        char tiny[3];
+        EXPECT_EQ(tcaQueryBackendChoice(&placed, tiny, sizeof tiny, &spans), tcaErrorInvalidValue) << "no room";
+    }
+    {
+        ScopedEnv bogus({{"TCA_DEVICE", "peach3"}});
+        EXPECT_EQ(tcaQueryBackendChoice(&placed, name, sizeof name, &spans), tcaErrorInvalidValue);
+        char detail[256];
+        ASSERT_EQ(tcaGetErrorDetail(detail, sizeof detail), tcaSuccess);
+        EXPECT_NE(std::string(detail).find("TCA_DEVICE='peach3'"), std::string::npos) << detail;
+    }
+    tcaBackendAttr attr;
+    EXPECT_EQ(tcaQueryBackend(&attr), tcaErrorNotInitialized) << "nothing started";
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loopback/env_settings.hpp"
+#include "base/env_settings.hpp"
 #include "loopback/launch_info.hpp"
 #include "tca_units.h"
 

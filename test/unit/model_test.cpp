@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "loopback/internal_heap.hpp"
-#include "loopback/env_settings.hpp"
+#include "base/internal_heap.hpp"
+#include "base/env_settings.hpp"
 #include "loopback/launch_info.hpp"
 #include "model/address_map.hpp"
 #include "model/descriptor.hpp"
@@ -168,14 +168,14 @@ TEST(Result, EveryCodeHasItsOwnMessage) {
 TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
     unsetenv("TCA_TIMING");
     TimingModel off;
-    ASSERT_EQ(loopback::timing_from_environment(&off), tcaSuccess);
+    ASSERT_EQ(timing_from_environment(&off), tcaSuccess);
     EXPECT_FALSE(off.enabled);
     EXPECT_EQ(off.pio_ns(3), 0);
     setenv("TCA_TIMING", "1", 1);
     setenv("TCA_GPU_BANDWIDTH_MBS", "1000", 1);
     setenv("TCA_LINK_BANDWIDTH_MBS", "2000", 1);  // the old name of the host bandwidth
     TimingModel on;
-    ASSERT_EQ(loopback::timing_from_environment(&on), tcaSuccess);
+    ASSERT_EQ(timing_from_environment(&on), tcaSuccess);
     for (const char *v : {"TCA_TIMING", "TCA_GPU_BANDWIDTH_MBS", "TCA_LINK_BANDWIDTH_MBS"}) unsetenv(v);
     EXPECT_TRUE(on.enabled);
     EXPECT_DOUBLE_EQ(on.gpu_bandwidth_mb_s, 1000);
@@ -403,7 +403,7 @@ TEST(LaunchInfo, LaunchersWithoutOpenMpi) {
 }
 
 TEST(InternalHeap, AllocateFreeCoalesce) {
-    loopback::InternalHeap heap(1024);
+    InternalHeap heap(1024);
     auto a = heap.allocate(100), b = heap.allocate(100), c = heap.allocate(100);
     ASSERT_TRUE(a && b && c);
     EXPECT_EQ(*a % 64, 0u);

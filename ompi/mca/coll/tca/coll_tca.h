@@ -30,7 +30,7 @@ typedef struct mca_coll_tca_component_t {
     size_t min_bytes;       /* below: libnbc */
     size_t staging_bytes;   /* up to: staged through landing slots (parents run ahead) */
     int stage_all;          /* coll_tca_stage_all: 1, 0, -1 (where single copy is dear) */
-    int single_copy_dear;   /* the device measured a copy into another process as dearer than two */
+    int host_puts_by_target; /* the device copies host puts in by the target (tcaBackendAttr) */
     int thread_takeover_us; /* coll_tca_thread_takeover_us: -1 (1 ms, 5 ms where Open MPI yields when idle) */
     /* requests the progress function looks after */
     opal_mutex_t lock;
@@ -38,7 +38,13 @@ typedef struct mca_coll_tca_component_t {
     opal_list_t freed; /* freed by the user; their resources go back once no late peer can write */
     int progress_registered;
     int session_joined; /* this process's TCA session (common_tca_session.h) is ours to leave */
+    int test_fail;      /* TCA_COLL_FAIL_*: a step the tests make fail (TCA_COLL_TEST_FAIL) */
 } mca_coll_tca_component_t;
+
+/* Test hook: TCA_COLL_TEST_FAIL=post|connect|start makes that step of every
+ * persistent broadcast fail as a device without resources would (the tests
+ * of the request's failure paths); unset, nothing fails. */
+enum { TCA_COLL_FAIL_NONE, TCA_COLL_FAIL_POST, TCA_COLL_FAIL_CONNECT, TCA_COLL_FAIL_START };
 
 TCA_OMPI_COMPONENT_DECLSPEC extern mca_coll_tca_component_t mca_coll_tca_component;
 
@@ -59,6 +65,9 @@ bool mca_coll_tca_params_valid(void);
 /* Tells the thread engine when the progress thread takes over (coll_tca_thread_takeover_us). */
 void mca_coll_tca_apply_thread_takeover(void);
 mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm, int *priority);
+/* 1 when every member of comm is in this process's TCA sub-cluster (decided
+ * lazily, on the communicator's first persistent broadcast). */
+int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                             struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
                             mca_coll_base_module_t *module);

@@ -33,9 +33,11 @@
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
 
-int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
 
-enum { EXCHANGING, IDLE, RUNNING };
+/* FAILED: the request can never run (its exchange, engine or a start
+ * failed, said once where it happened); every start completes at once with
+ * its error class. */
+enum { EXCHANGING, IDLE, RUNNING, FAILED };
 
 /* The agreement of bcast_init: MPI_MIN of each entry over the communicator.
  * HOST_ONLY / GPU_ONLY: 1 where every rank's buffer is host / GPU memory
@@ -58,9 +60,11 @@ typedef struct mca_coll_tca_request_t {
     ompi_datatype_t *datatype; /* retained if not predefined (4.1.4 does not) */
     int state;
     int start_pending;
+    int error_class; /* FAILED: what every start completes with */
     tca_coll_peer_info_t mine, parent, *children;
     ompi_request_t **exchange; /* PML requests of the one-time exchange */
     int nexchange;
+    char shape[224]; /* the verbose line's description, printed once the engine is built */
 } mca_coll_tca_request_t;
 
 static int request_start(size_t count, ompi_request_t **requests);
@@ -78,6 +82,8 @@ static void request_construct(mca_coll_tca_request_t *r) {
     r->exchange = NULL;
     r->nexchange = 0;
     r->start_pending = 0;
+    r->error_class = MPI_SUCCESS;
+    r->shape[0] = '\0';
     r->state = EXCHANGING;
 }
 static OBJ_CLASS_INSTANCE(mca_coll_tca_request_t, ompi_request_t, request_construct, NULL);
@@ -93,10 +99,17 @@ static void track(mca_coll_tca_request_t *r) {
     OPAL_THREAD_UNLOCK(&c->lock);
 }
 
+/* Says once what failed; the MPI error class the request completes with. */
 static int fail(const char *what, tcaResult r) {
     char why[768];
     tca_show_help("help-coll-tca.txt", "call-failed", what, tca_error_text(r, why, sizeof(why)));
-    return OMPI_ERROR;
+    return tcaErrorNoMemory == r || tcaErrorNoResource == r ? MPI_ERR_NO_MEM : MPI_ERR_INTERN;
+}
+
+/* Test hook (TCA_COLL_TEST_FAIL, read once by the component): the named step
+ * fails as a device without resources would make it fail. */
+static tcaResult injected(int step) {
+    return mca_coll_tca_component.test_fail == step ? tcaErrorNoResource : tcaSuccess;
 }
 
 /* The plan parameters every rank must share (they shape the tree and the
@@ -174,6 +187,50 @@ static int fall_back(const char *why, void *buff, int count, struct ompi_datatyp
     return m->previous_bcast_init(buff, count, datatype, root, comm, info, request, m->previous_bcast_init_module);
 }
 
+/* Receives the neighbours' infos and sends ours: a receive and a send per
+ * neighbour, counted in r->nexchange as they are posted. */
+static int post_exchange(mca_coll_tca_request_t *r, struct ompi_communicator_t *comm) {
+    const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
+    const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
+    int rc = OMPI_SUCCESS;
+    for (int i = -1; i < nchildren && OMPI_SUCCESS == rc; ++i) {
+        const int peer = i < 0 ? parent : tca_coll_bcast_child(r->core, i);
+        if (peer < 0) continue; /* the root has no parent */
+        void *into = i < 0 ? (void *) &r->parent : (void *) &r->children[i];
+        ompi_request_t *recv = MPI_REQUEST_NULL, *send = MPI_REQUEST_NULL;
+        rc = MCA_PML_CALL(irecv(into, sizeof(r->parent), MPI_BYTE, peer, tag, comm, &recv));
+        if (OMPI_SUCCESS != rc) break;
+        r->exchange[r->nexchange++] = recv;
+        rc = tcaSuccess != injected(TCA_COLL_FAIL_POST)
+                 ? OMPI_ERR_OUT_OF_RESOURCE
+                 : MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, peer, tag, MCA_PML_BASE_SEND_STANDARD,
+                                      comm, &send));
+        if (OMPI_SUCCESS != rc) break;
+        r->exchange[r->nexchange++] = send;
+    }
+    if (OMPI_SUCCESS != rc) fail("posting the one-time exchange of a persistent broadcast", tcaErrorSystem);
+    return rc;
+}
+
+/* After a post failed: the receives posted are cancelled, the sends run to
+ * their end, and the request's memory goes back once all of them have
+ * (mca_coll_tca_release_freed). */
+static void park_after_failed_post(mca_coll_tca_request_t *r) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) (void) ompi_request_cancel(r->exchange[i]);
+    if (NULL != r->datatype) OBJ_RELEASE(r->datatype);
+    r->datatype = NULL;
+    OMPI_REQUEST_FINI(&r->super);
+    OPAL_THREAD_LOCK(&c->lock);
+    opal_list_append(&c->freed, &r->super.super.super);
+    if (!c->progress_registered) {
+        opal_progress_register(mca_coll_tca_progress);
+        c->progress_registered = 1;
+    }
+    OPAL_THREAD_UNLOCK(&c->lock);
+}
+
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                             struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
                             mca_coll_base_module_t *module) {
@@ -206,7 +263,7 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     /* Staging every size is each rank's own choice (measured per process):
      * where ranks differ, a second round plans without it everywhere. */
     int gpu_anywhere = 0, stage_all = 1 == mca_coll_tca_component.stage_all ||
-                                      (-1 == mca_coll_tca_component.stage_all && mca_coll_tca_component.single_copy_dear);
+                                      (-1 == mca_coll_tca_component.stage_all && mca_coll_tca_component.host_puts_by_target);
     for (;;) {
         tcaResult err = tcaSuccess;
         if (contiguous) {
@@ -268,19 +325,6 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
         }
         break;
     }
-    char path[128] = "direct (into the children's buffers)";
-    if (tca_coll_bcast_slots(core) > 0)
-        snprintf(path, sizeof(path), "staged through %zu slot%s of %zu bytes per child%s", tca_coll_bcast_slots(core),
-                 tca_coll_bcast_slots(core) > 1 ? "s" : "", tca_coll_bcast_slot_bytes(core),
-                 tca_coll_bcast_stages_all(core) ? " (every size staged)" : "");
-    opal_output_verbose(10, ompi_coll_base_framework.framework_output,
-                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): tca, %s engine, %s buffer, %s, "
-                        "%zu segment%s of %zu bytes",
-                        comm->c_name, bytes, root,
-                        TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine ? "offload" : "thread",
-                        tca_coll_bcast_on_gpu(core) ? "GPU" : "host", path, tca_coll_bcast_segments(core),
-                        tca_coll_bcast_segments(core) == 1 ? "" : "s", tca_coll_bcast_segment_bytes(core));
-
     mca_coll_tca_request_t *r = OBJ_NEW(mca_coll_tca_request_t);
     if (NULL == r) {
         tca_coll_bcast_free(core);
@@ -288,6 +332,17 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
         free(exchange);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    char path[128] = "direct (into the children's buffers)";
+    if (tca_coll_bcast_slots(core) > 0)
+        snprintf(path, sizeof(path), "staged through %zu slot%s of %zu bytes per child%s", tca_coll_bcast_slots(core),
+                 tca_coll_bcast_slots(core) > 1 ? "s" : "", tca_coll_bcast_slot_bytes(core),
+                 tca_coll_bcast_stages_all(core) ? " (every size staged)" : "");
+    /* The engine is known once it is built (the offload engine needs a free
+     * DMA channel): try_connect prints the line then. */
+    snprintf(r->shape, sizeof(r->shape), "persistent broadcast on %s (%zu bytes, root %d): tca, %%s, %s buffer, %s, "
+             "%zu segment%s of %zu bytes", comm->c_name, bytes, root, tca_coll_bcast_on_gpu(core) ? "GPU" : "host",
+             path, tca_coll_bcast_segments(core), tca_coll_bcast_segments(core) == 1 ? "" : "s",
+             tca_coll_bcast_segment_bytes(core));
     r->core = core;
     r->mine = mine_info;
     r->children = children;
@@ -304,48 +359,71 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     }
 
     /* The one-time exchange with the tree neighbours, posted, not awaited. */
-    int rc = OMPI_SUCCESS;
-    const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
-    const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
-    if (parent >= 0) {
-        rc = MCA_PML_CALL(irecv(&r->parent, sizeof(r->parent), MPI_BYTE, parent, tag, comm, &r->exchange[r->nexchange++]));
-        if (OMPI_SUCCESS == rc)
-            rc = MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, parent, tag, MCA_PML_BASE_SEND_STANDARD, comm,
-                                    &r->exchange[r->nexchange++]));
+    const int rc = post_exchange(r, comm);
+    if (OMPI_SUCCESS != rc) {
+        /* Never handed out: what was posted is cancelled (receives) or left
+         * to finish (sends of r->mine), and the request parked until it has. */
+        park_after_failed_post(r);
+        return rc;
     }
-    for (int i = 0; i < nchildren && OMPI_SUCCESS == rc; ++i) {
-        const int child = tca_coll_bcast_child(r->core, i);
-        rc = MCA_PML_CALL(irecv(&r->children[i], sizeof(r->children[i]), MPI_BYTE, child, tag, comm,
-                                &r->exchange[r->nexchange++]));
-        if (OMPI_SUCCESS == rc)
-            rc = MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, child, tag, MCA_PML_BASE_SEND_STANDARD, comm,
-                                    &r->exchange[r->nexchange++]));
-    }
-    if (OMPI_SUCCESS != rc) return rc;
     r->state = EXCHANGING;
     track(r);
     *request = &r->super;
     return OMPI_SUCCESS;
 }
 
-/* Exchange done?  Then build the engine. */
+/* c->lock held.  The request can never run: each start completes at once
+ * with `error_class` (the caller said what failed, once). */
+static void give_up(mca_coll_tca_request_t *r, int error_class) {
+    r->state = FAILED;
+    r->error_class = error_class;
+}
+
+/* Exchange done?  Then build the engine and say which one runs.  0: not yet;
+ * 1: built (IDLE); -1: failed (FAILED). */
 static int try_connect(mca_coll_tca_request_t *r) {
     for (int i = 0; i < r->nexchange; ++i)
         if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) return 0;
     for (int i = 0; i < r->nexchange; ++i)
         if (NULL != r->exchange[i]) ompi_request_free(&r->exchange[i]);
     r->nexchange = 0;
-    const tcaResult e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
-    if (tcaSuccess != e) return fail("building the broadcast program", e);
+    tcaResult e = injected(TCA_COLL_FAIL_CONNECT);
+    if (tcaSuccess == e) e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
+    if (tcaSuccess != e) {
+        give_up(r, fail("building the broadcast program", e));
+        return -1;
+    }
+    const int engine = tca_coll_bcast_engine(r->core);
+    char used[96];
+    snprintf(used, sizeof(used), "%s engine%s", TCA_COLL_ENGINE_OFFLOAD == engine ? "offload" : "thread",
+             TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine && TCA_COLL_ENGINE_OFFLOAD != engine
+                 ? " (no DMA channel free for the offload engine)"
+                 : "");
+    char line[sizeof(r->shape) + sizeof(used)];
+    snprintf(line, sizeof(line), r->shape, used);
+    opal_output_verbose(10, ompi_coll_base_framework.framework_output, "coll:tca: %s", line);
     r->state = IDLE;
     return 1;
 }
 
+/* c->lock held.  Starts the built engine (RUNNING), or gives the request up. */
 static int kick(mca_coll_tca_request_t *r) {
-    const tcaResult e = tca_coll_bcast_start(r->core);
-    if (tcaSuccess != e) return fail("starting a persistent broadcast", e);
+    tcaResult e = injected(TCA_COLL_FAIL_START);
+    if (tcaSuccess == e) e = tca_coll_bcast_start(r->core);
+    if (tcaSuccess != e) {
+        give_up(r, fail("starting a persistent broadcast", e));
+        return r->error_class;
+    }
     r->state = RUNNING;
     return OMPI_SUCCESS;
+}
+
+/* c->lock held: ends the start under way with the request's status (taken
+ * off the active list by the caller); the lock is dropped meanwhile. */
+static void complete_locked(mca_coll_tca_request_t *r) {
+    OPAL_THREAD_UNLOCK(&mca_coll_tca_component.lock);
+    ompi_request_complete(&r->super, true);
+    OPAL_THREAD_LOCK(&mca_coll_tca_component.lock);
 }
 
 int mca_coll_tca_progress(void) {
@@ -357,31 +435,31 @@ int mca_coll_tca_progress(void) {
     OPAL_THREAD_LOCK(&c->lock);
     OPAL_LIST_FOREACH_SAFE(r, next, &c->active, mca_coll_tca_request_t) {
         if (EXCHANGING == r->state) {
-            const int rc = try_connect(r);
-            if (rc <= 0) {
-                if (rc < 0) r->super.req_status.MPI_ERROR = MPI_ERR_INTERN;
-                continue;
-            }
-            if (!r->start_pending) {
+            if (0 == try_connect(r)) continue;
+            if (FAILED != r->state && r->start_pending) (void) kick(r);
+            if (RUNNING != r->state) {
+                /* Built and not started, or given up: off the list; a start
+                 * that waited for the exchange ends now, with the error. */
                 opal_list_remove_item(&c->active, &r->super.super.super);
+                if (r->start_pending) {
+                    r->start_pending = 0;
+                    r->super.req_status.MPI_ERROR = r->error_class;
+                    ++count;
+                    complete_locked(r);
+                    next = (mca_coll_tca_request_t *) opal_list_get_first(&c->active); /* it may have changed */
+                }
                 continue;
             }
             r->start_pending = 0;
-            if (OMPI_SUCCESS != kick(r)) r->super.req_status.MPI_ERROR = MPI_ERR_INTERN;
         }
         if (RUNNING == r->state) {
             const tcaResult e = tca_coll_bcast_test(r->core);
             if (tcaErrorNotReady == e) continue;
-            if (tcaSuccess != e) {
-                fail("a persistent broadcast", e);
-                r->super.req_status.MPI_ERROR = MPI_ERR_INTERN;
-            }
             r->state = IDLE;
+            if (tcaSuccess != e) r->super.req_status.MPI_ERROR = fail("a persistent broadcast", e);
             opal_list_remove_item(&c->active, &r->super.super.super);
             ++count;
-            OPAL_THREAD_UNLOCK(&c->lock);
-            ompi_request_complete(&r->super, true);
-            OPAL_THREAD_LOCK(&c->lock);
+            complete_locked(r);
             next = (mca_coll_tca_request_t *) opal_list_get_first(&c->active); /* the list may have changed */
         }
     }
@@ -400,12 +478,13 @@ static int request_start(size_t count, ompi_request_t **requests) {
         OPAL_THREAD_LOCK(&c->lock);
         if (EXCHANGING == r->state) {
             r->start_pending = 1; /* progress kicks it once the exchange is done */
-        } else {
-            if (OMPI_SUCCESS != kick(r)) {
-                OPAL_THREAD_UNLOCK(&c->lock);
-                return OMPI_ERROR;
-            }
+        } else if (FAILED != r->state && OMPI_SUCCESS == kick(r)) {
             opal_list_append(&c->active, &r->super.super.super);
+        } else {
+            /* It can never run: this start ends at once with the error (MPI_Wait
+             * reports it), as every later one will. */
+            r->super.req_status.MPI_ERROR = r->error_class;
+            complete_locked(r);
         }
         OPAL_THREAD_UNLOCK(&c->lock);
     }

@@ -1,6 +1,9 @@
 /* coll_tca_component.c - the component and its MCA parameters. */
 #include "coll_tca.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "common_tca_session.h"
 #include "ompi/mca/coll/base/base.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -216,7 +219,7 @@ static void join_session(void) {
     if (OPAL_SUCCESS == rc) {
         tcaBackendAttr backend;
         c->session_joined = 1;
-        c->single_copy_dear = tcaSuccess == tcaQueryBackend(&backend) && backend.single_copy_dear;
+        c->host_puts_by_target = tcaSuccess == tcaQueryBackend(&backend) && backend.host_puts_by_target;
     } else if (OPAL_ERR_BAD_PARAM == rc) {
         tca_show_help("help-coll-tca.txt", "session-conflict", why);
     } else if (OPAL_ERR_NOT_AVAILABLE != rc) {
@@ -224,13 +227,23 @@ static void join_session(void) {
     }
 }
 
+static int test_fail_step(void) {
+    const char *v = getenv("TCA_COLL_TEST_FAIL");
+    if (NULL == v) return TCA_COLL_FAIL_NONE;
+    if (0 == strcmp(v, "post")) return TCA_COLL_FAIL_POST;
+    if (0 == strcmp(v, "connect")) return TCA_COLL_FAIL_CONNECT;
+    if (0 == strcmp(v, "start")) return TCA_COLL_FAIL_START;
+    return TCA_COLL_FAIL_NONE;
+}
+
 static int tca_open(void) {
+    mca_coll_tca_component.test_fail = test_fail_step();
     OBJ_CONSTRUCT(&mca_coll_tca_component.lock, opal_mutex_t);
     OBJ_CONSTRUCT(&mca_coll_tca_component.active, opal_list_t);
     OBJ_CONSTRUCT(&mca_coll_tca_component.freed, opal_list_t);
     mca_coll_tca_component.progress_registered = 0;
     mca_coll_tca_component.session_joined = 0;
-    mca_coll_tca_component.single_copy_dear = 0;
+    mca_coll_tca_component.host_puts_by_target = 0;
     join_session();
     return OMPI_SUCCESS;
 }

@@ -59,7 +59,6 @@ mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm
 }
 
 /* Lazily, on the first persistent broadcast of the communicator. */
-int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
 int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm) {
     if (m->usable >= 0) return m->usable;
     const int size = ompi_comm_size(comm);

@@ -74,7 +74,6 @@ typedef struct mca_btl_tca_component_t {
 
     /* peers that die without finishing (check_peers) */
     uint32_t passes_since_check;
-    uint64_t next_check_ns;
     int peer_death_reported;
 
     /* emulated gets */
@@ -111,7 +110,9 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *endpoint);
 
 /* How an RDMA operation completes: ob1's callback and its arguments, or
- * (cbfunc NULL) the answer to a peer's get, named by its cookie. */
+ * (cbfunc NULL) the answer to a peer's get, named by its cookie.  The core
+ * carries it for every put and keeps it for every get, in
+ * TCA_BTL_OWNER_BYTES. */
 typedef struct mca_btl_tca_rdma_done_t {
     mca_btl_base_rdma_completion_fn_t cbfunc;
     struct mca_btl_base_endpoint_t *endpoint;
@@ -120,6 +121,7 @@ typedef struct mca_btl_tca_rdma_done_t {
     void *cbcontext, *cbdata;
     uint64_t cookie;
 } mca_btl_tca_rdma_done_t;
+_Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES, "the core carries TCA_BTL_OWNER_BYTES per put and get");
 
 /* put.c */
 int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -157,6 +159,10 @@ void mca_btl_tca_cuda_bind_thread(void);      /* progress thread, progress lock 
 /* component.c */
 int mca_btl_tca_poll(void);
 void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *what, tcaResult r);
+/* The module's finalize: first the progress thread (also from the at-exit
+ * handler), then, once the registration cache is gone, everything else. */
+void mca_btl_tca_component_stop_thread(void);
+void mca_btl_tca_component_shutdown(void);
 
 END_C_DECLS
 #endif /* MCA_BTL_TCA_H */

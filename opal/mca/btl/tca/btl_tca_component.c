@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "opal/runtime/opal_params.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 #include "common_tca_session.h"
+#include "session/liveness.h"
 #include "tca_cuda_abi.h"
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
@@ -347,7 +347,6 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     return ok;
 }
 
-void mca_btl_tca_component_stop_thread(void);
 
 /* A program may leave without MPI_Finalize (return from main, exit()).  Then
  * exit() runs libtca's static teardown, which unmaps the node's segments,
@@ -398,7 +397,7 @@ static void choose_copy_limit(mca_btl_tca_module_t *m) {
      * (4 namespace hosts on 2 cores, allreduce 1 MiB: 4.5-8 ms against 2.0-2.4;
      * 2 hosts, one-way and bandwidth: the same within the link's noise). */
     if (mca_common_tca_session_across_hosts() ||
-        (tcaSuccess == tcaQueryBackend(&backend) && backend.single_copy_dear))
+        (tcaSuccess == tcaQueryBackend(&backend) && backend.host_puts_by_target))
         m->super.btl_min_rdma_pipeline_size = SIZE_MAX;
 }
 
@@ -500,23 +499,17 @@ static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint3
 }
 
 /* A peer that died without finishing leaves its rings silent: a receive
- * from it would wait for ever wherever the launcher keeps the job alive
- * (mpirun --enable-recovery, launchers that do not watch their processes).
- * libtca's own detection, not the launcher's: at most every 250 ms (checked
- * every 1024th pass, so the clock stays off the hot path), each peer's
- * state; a dead one is fatal, reported once. */
+ * from it would wait for ever wherever the launcher keeps the job alive.
+ * The session's liveness sweep (session/liveness.h, shared with coll tca)
+ * says which nodes died; asked every 1024th pass, so the clock stays off the
+ * hot path.  A dead peer is fatal, reported once. */
 static void check_peers(mca_btl_tca_component_t *c) {
     if (OPAL_LIKELY(++c->passes_since_check < 1024) || c->peer_death_reported) return;
     c->passes_since_check = 0;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    const uint64_t ns = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
-    if (ns < c->next_check_ns) return;
-    c->next_check_ns = ns + 250000000ull;
-    for (int n = 0; n < c->num_nodes; ++n) {
+    for (uint64_t dead = tca_session_dead_nodes(c->num_nodes); 0 != dead; dead &= dead - 1) {
+        const int n = __builtin_ctzll(dead);
         mca_btl_base_endpoint_t *ep = c->endpoints[n];
-        int state = TCA_NODE_ALIVE;
-        if (NULL == ep || tcaSuccess != tcaNodeState(n, &state) || TCA_NODE_DEAD != state) continue;
+        if (NULL == ep) continue;
         c->peer_death_reported = 1;
         char msg[128];
         snprintf(msg, sizeof(msg), "btl tca: the process of node %d died without finishing", n);
@@ -590,7 +583,6 @@ static int tca_component_progress(void) {
 /* Called from the module's finalize: first the thread, then (after the
  * registration cache is gone) everything else.  The thread also from
  * tca_btl_at_exit. */
-void mca_btl_tca_component_shutdown(void);
 void mca_btl_tca_component_stop_thread(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     if (NULL != c->thread) tca_btl_progress_thread_stop(c->thread);

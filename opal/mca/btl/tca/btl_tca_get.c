@@ -37,7 +37,6 @@
 /* Outstanding gets in flight at once (ob1 retries a get refused for lack of one). */
 #define MAX_PENDING_GETS 4096
 
-_Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES, "the core keeps TCA_BTL_OWNER_BYTES per get");
 
 int mca_btl_tca_get_init(void) {
     mca_btl_tca_component.gets = tca_btl_gets_new(MAX_PENDING_GETS);

@@ -15,8 +15,6 @@
 #include "opal/util/show_help.h"
 #include "tca_mca_check.h"
 
-void mca_btl_tca_component_stop_thread(void);
-void mca_btl_tca_component_shutdown(void);
 
 static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cbfunc);
 static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_btl_base_module_t *btl,

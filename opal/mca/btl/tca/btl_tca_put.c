@@ -17,7 +17,6 @@
 #include "opal/mca/btl/base/base.h"
 
 /* The completion of a DMA put rides through the core's queue as bytes. */
-_Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES, "the core carries TCA_BTL_OWNER_BYTES per put");
 
 static void complete(const mca_btl_tca_rdma_done_t *d, int status) {
     if (NULL == d->cbfunc) { /* a put run for a peer's get */

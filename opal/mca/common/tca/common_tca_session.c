@@ -16,12 +16,17 @@
 /* Published per process; a version bump makes older peers "not found". */
 #define SESSION_KEY "tca.session.1"
 
-/* TCA_DEVICE=ucx: the session's nodes are the job's ranks on every host
- * (the ucx device's nodes are PMIx ranks), not this host's local ranks, and
- * what it publishes goes to every host.  libtca reads the same variable. */
+/* A device whose nodes may sit on several hosts (the ucx device): the
+ * session's nodes are the job's ranks on every host (its nodes are PMIx
+ * ranks), not this host's local ranks, and what it publishes goes to every
+ * host.  libtca says which device it would start, asked with placed
+ * parameters as start_device passes them (an unset TCA_DEVICE then means the
+ * loopback); a TCA_DEVICE that names none fails the start itself, by name. */
 int mca_common_tca_session_across_hosts(void) {
-    const char *device = getenv("TCA_DEVICE");
-    return NULL != device && 0 == strcmp(device, "ucx");
+    const tcaInitParams placed = {.job_key = NULL, .node_id = 0, .num_nodes = 1};
+    char backend[32];
+    int spans = 0;
+    return tcaSuccess == tcaQueryBackendChoice(&placed, backend, sizeof(backend), &spans) && spans;
 }
 
 /* The job's size from the launcher (0: not known). */

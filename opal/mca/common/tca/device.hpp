@@ -21,9 +21,9 @@ struct DeviceInfo {
     std::string job_key;
     std::string launch_source;
     std::string put_mechanism;  // how host-memory puts reach another process
-    // Measured at start-up (TCA_SINGLE_COPY=auto): a single copy into another
-    // process costs more than two memcpys, or is refused.
-    bool single_copy_dear = false;
+    // Puts into another process's private host memory are copied in by the
+    // target's CPU (tcaBackendAttr::host_puts_by_target).
+    bool host_puts_by_target = false;
     bool gpu_memory = true;     // tcaMemoryGPU is served (where CUDA is built in)
     uint64_t internal_size = 0;
     uint64_t internal_used = 0;
@@ -107,8 +107,9 @@ public:
     virtual Result interrupt_raise(int node) = 0;
     // TCA_NODE_ALIVE / _FINISHED / _DEAD of a node's process (tcaNodeState).
     virtual Result node_state(int node, int *state) = 0;
-    // Let the calling thread do pending engine work (emulated devices); true if it did some.
-    virtual bool assist() = 0;
+    // tcaProgress: the calling thread does the device's pending work (an
+    // emulated engine's descriptors, a transport's receives); true if it did some.
+    virtual bool progress() = 0;
     virtual uint32_t interrupt_count() noexcept = 0;
     virtual Result interrupt_wait(uint32_t seen, int64_t timeout_ns) = 0;
     // tcaSetProgressTakeover: how long after a client last drove the device
@@ -127,6 +128,10 @@ public:
 // The process's device after tcaInit, or nullptr.  For tools built from this
 // tree (tca_info); not exported from the shared library.
 Device *current_device() noexcept;
+// White-box tests only (they link the static core; the shared library does
+// not export it): the C API runs over `dev` as if tcaInit had made it, until
+// it is replaced (nullptr: uninitialised again).
+void install_device_for_tests(std::unique_ptr<Device> dev);
 
 // The software loopback device (processes of one host form the sub-cluster).
 Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
@@ -135,6 +140,10 @@ Result make_loopback_device(const tcaInitParams *params, std::unique_ptr<Device>
 // libtca, ucx/ucx_device.cpp); anything else is refused by name.  Unset: as
 // default_device_name says.
 Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out);
+// Which one make_device(params) starts, without starting it (tcaQueryBackendChoice).
+Result choose_device(const tcaInitParams *params, const char **name);
+// Whether that device's nodes may sit on several hosts.
+bool device_spans_hosts(const char *name);
 
 // The device when TCA_DEVICE is unset: "ucx" for a job whose launcher says it
 // spans hosts and is a PMIx server (PMIX_NAMESPACE), where nobody placed the

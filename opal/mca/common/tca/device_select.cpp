@@ -89,13 +89,25 @@ const char *default_device_name(const tcaInitParams *params, bool ucx_built) {
     return !placed && ucx_built && pmix && job_spans_hosts() ? "ucx" : "loopback";
 }
 
-Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
+Result choose_device(const tcaInitParams *params, const char **name) {
     const char *which = std::getenv("TCA_DEVICE");
     if (which == nullptr) which = default_device_name(params, ucx_plugin_there());
-    if (std::strcmp(which, "loopback") == 0) return make_loopback_device(params, out);
-    if (std::strcmp(which, "ucx") == 0) return make_ucx(params, out);
-    std::fprintf(stderr, "tca: TCA_DEVICE='%s' is invalid: no such device (allowed: loopback, ucx)\n", which);
-    return tcaErrorInvalidValue;
+    if (std::strcmp(which, "loopback") != 0 && std::strcmp(which, "ucx") != 0) {
+        const std::string line = "TCA_DEVICE='" + std::string(which) + "' is invalid: no such device (allowed: loopback, ucx)";
+        std::fprintf(stderr, "tca: %s\n", line.c_str());
+        set_error_detail(line.c_str());
+        return tcaErrorInvalidValue;
+    }
+    *name = which;
+    return tcaSuccess;
+}
+
+bool device_spans_hosts(const char *name) { return std::strcmp(name, "ucx") == 0; }
+
+Result make_device(const tcaInitParams *params, std::unique_ptr<Device> *out) {
+    const char *which = nullptr;
+    if (Result r = choose_device(params, &which); r != tcaSuccess) return r;
+    return std::strcmp(which, "ucx") == 0 ? make_ucx(params, out) : make_loopback_device(params, out);
 }
 
 }  // namespace tca

@@ -368,15 +368,26 @@ typedef struct tcaBackendAttr {
     int gpu_built;           /* 1: built with CUDA and served by this backend (tcaMemoryGPU possible) */
     int gpu_devices;         /* CUDA devices this process sees; -1: no usable CUDA runtime */
     char gpu_status[128];    /* why not, where gpu_devices is -1 */
-    int single_copy_dear;    /* 1: a copy into another process costs more than two memcpys (measured at
-                                start-up, TCA_SINGLE_COPY=auto), or single copy is off (TCA_SINGLE_COPY=0, or
-                                the kernel refuses it): host-memory puts are copied in by the target's CPU
-                                (put_mechanism says which) */
+    int host_puts_by_target; /* 1: puts into another process's private host memory are copied in by the
+                                target's CPU (its engine thread or its progress) rather than by the
+                                writer alone: clients that can move host data otherwise (a copy
+                                protocol through rings) do better so.  Where single copy is off
+                                (TCA_SINGLE_COPY=0, the kernel refuses it) or found dearer at start-up
+                                (TCA_SINGLE_COPY=auto); put_mechanism says which */
     int takeover_us;         /* the backend's own progress thread drives the device only this long after a
                                 client last did (TCA_TAKEOVER_US, tcaSetProgressTakeover); -1: it has none */
-    int reserved[6];         /* zero */
+    int spans_hosts;         /* 1: the nodes may sit on several hosts (the ucx device) */
+    int reserved[5];         /* zero */
 } tcaBackendAttr;
 TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
+/* Which backend tcaInitWithParams(params) would start (params may be NULL:
+ * tcaInit), asked before starting it: its name into backend[len] ("loopback",
+ * "ucx") and *spans_hosts 1 where its nodes may sit on several hosts, so a
+ * caller that places processes knows whether to place the job's or its
+ * host's.  Reads TCA_DEVICE as tcaInit does (tcaErrorInvalidValue, with a
+ * detail, for a value that names no backend).  Starts nothing; works before
+ * tcaInit. */
+TCA_API tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size_t len, int *spans_hosts);
 /* How long after a thread last drove the device (a blocking wait in libtca,
  * tcaProgress) the backend's own progress thread takes over driving it,
  * 0..1000000 us (tcaErrorInvalidValue otherwise); TCA_TAKEOVER_US sets the

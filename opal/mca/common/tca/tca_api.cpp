@@ -65,9 +65,7 @@ void fork_child() {
     g_owner.lock.unlock();
 }
 
-#define TCA_REQUIRE_DEVICE(dev)                          \
-    tca::Device *dev = device();                         \
-    if (dev == nullptr) return tcaErrorNotInitialized
+using tca::on_device;
 
 // A second init joins the running node if it asks for nothing else.
 tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params) {
@@ -104,17 +102,27 @@ tcaResult init_device(const tcaInitParams *params) noexcept {
 }
 
 tcaResult add_descriptor(tcaDesc *desc, const tca::Descriptor &d) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (desc->chain.size() >= TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
-    if (const tcaResult r = dev->validate(d); r != tcaSuccess) return r;
-    desc->chain.push_back(d);
-    return tcaSuccess;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (desc->chain.size() >= TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
+        if (const tcaResult r = dev->validate(d); r != tcaSuccess) return r;
+        desc->chain.push_back(d);
+        return tcaSuccess;
+    });
 }
 
 }  // namespace
 
 namespace tca {
 Device *current_device() noexcept { return device(); }
+
+void install_device_for_tests(std::unique_ptr<Device> dev) {
+    std::lock_guard g(g_owner.lock);
+    g_device.store(nullptr, std::memory_order_release);
+    g_owner.device = std::move(dev);
+    g_owner.refs = g_owner.device ? 1 : 0;
+    g_owner.pid = getpid();
+    g_device.store(g_owner.device.get(), std::memory_order_release);
+}
 }  // namespace tca
 
 extern "C" {
@@ -140,57 +148,64 @@ tcaResult tcaFinalize(void) {
 const char *tcaGetErrorString(tcaResult result) { return tca::result_message(result); }
 
 tcaResult tcaGetNodeId(int *node_id) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (node_id == nullptr) return tcaErrorInvalidValue;
-    *node_id = dev->node_id();
-    return tcaSuccess;
-}
-
-tcaResult tcaGetNumNodes(int *num_nodes) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (num_nodes == nullptr) return tcaErrorInvalidValue;
-    *num_nodes = dev->topology().num_nodes();
-    return tcaSuccess;
-}
-
-tcaResult tcaGetHopCount(int from_node, int to_node, int *hops) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (hops == nullptr) return tcaErrorInvalidValue;
-    const int n = dev->topology().num_nodes();
-    if (from_node < 0 || from_node >= n || to_node < 0 || to_node >= n) return tcaErrorInvalidNode;
-    return guarded([&] {
-        *hops = dev->topology().hops(from_node, to_node);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (node_id == nullptr) return tcaErrorInvalidValue;
+        *node_id = dev->node_id();
         return tcaSuccess;
     });
 }
 
+tcaResult tcaGetNumNodes(int *num_nodes) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (num_nodes == nullptr) return tcaErrorInvalidValue;
+        *num_nodes = dev->topology().num_nodes();
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaGetHopCount(int from_node, int to_node, int *hops) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (hops == nullptr) return tcaErrorInvalidValue;
+        const int n = dev->topology().num_nodes();
+        if (from_node < 0 || from_node >= n || to_node < 0 || to_node >= n) return tcaErrorInvalidNode;
+        return guarded([&] {
+            *hops = dev->topology().hops(from_node, to_node);
+            return tcaSuccess;
+        });
+    });
+}
+
 tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type) {
-    TCA_REQUIRE_DEVICE(dev);
-    return guarded([&] { return dev->allocate(ptr, size, type); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->allocate(ptr, size, type);
+    });
 }
 
 tcaResult tcaFree(void *ptr, tcaMemoryType type) {
-    TCA_REQUIRE_DEVICE(dev);
-    return guarded([&] { return dev->release(ptr, type); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->release(ptr, type);
+    });
 }
 
 tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (handle == nullptr) return tcaErrorInvalidHandle;
-    return guarded([&] {
-        // Published programs register tcaMalloc'd GPU memory through
-        // tcaCreateHandleList, which cannot know it is GPU memory: ask CUDA
-        // (only when the program has loaded it: no cost for CPU-only programs).
-        if (type == tcaMemoryCPU && tca::gpu::CudaRuntime::instance().is_device_pointer_if_loaded(addr))
-            type = tcaMemoryGPU;
-        return dev->register_memory(addr, size, type, handle);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (handle == nullptr) return tcaErrorInvalidHandle;
+        return guarded([&] {
+            // Published programs register tcaMalloc'd GPU memory through
+            // tcaCreateHandleList, which cannot know it is GPU memory: ask CUDA
+            // (only when the program has loaded it: no cost for CPU-only programs).
+            if (type == tcaMemoryCPU && tca::gpu::CudaRuntime::instance().is_device_pointer_if_loaded(addr))
+                type = tcaMemoryGPU;
+            return dev->register_memory(addr, size, type, handle);
+        });
     });
 }
 
 tcaResult tcaDestroyHandle(tcaHandle *handle) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (handle == nullptr) return tcaErrorInvalidHandle;
-    return guarded([&] { return dev->deregister(*handle); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (handle == nullptr) return tcaErrorInvalidHandle;
+        return dev->deregister(*handle);
+    });
 }
 
 tcaDesc *tcaDescNew(void) { return descs().create(); }
@@ -216,7 +231,7 @@ tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHand
     d.flags = flags;
     d.slot = wait_slot;  // an id: checked against the target's holder when the descriptor runs
     d.tag = wait_tag;
-    return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
+    return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); });
 }
 
 // Zero bytes (width 0 or height 0) is a valid no-op copy, as a 1-D size 0 is:
@@ -239,7 +254,7 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
     d.flags = flags;
     d.slot = wait_slot;
     d.tag = wait_tag;
-    return guarded([&] { return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); }); });
+    return descs().with(desc, [&](tcaDesc *live) { return add_descriptor(live, d); });
 }
 
 tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step) {
@@ -285,50 +300,55 @@ tcaResult tcaDescClear(tcaDesc *desc) {
 // Channels are named by id (model/owned_id.hpp): an acquired channel only
 // by its holder's id, one nobody holds by its plain number.
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
-    TCA_REQUIRE_DEVICE(dev);
-    int ch = -1;
-    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
-    return guarded([&] {
-        return descs().with(desc, [&](tcaDesc *live) {
-            const tcaResult r = dev->load_chain(ch, live->chain);
-            // A numbered channel used without acquiring it (published programs):
-            // from now on no tcaChannelAcquire hands it to someone else.
-            if (r == tcaSuccess && ch == dma_channel) dev->resources().channels.note_direct_use(ch);
-            return r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        int ch = -1;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        return guarded([&] {
+            return descs().with(desc, [&](tcaDesc *live) {
+                const tcaResult r = dev->load_chain(ch, live->chain);
+                // A numbered channel used without acquiring it (published programs):
+                // from now on no tcaChannelAcquire hands it to someone else.
+                if (r == tcaSuccess && ch == dma_channel) dev->resources().channels.note_direct_use(ch);
+                return r;
+            });
         });
     });
 }
 
 tcaResult tcaStartDMADesc(int dma_channel) {
-    TCA_REQUIRE_DEVICE(dev);
-    int ch = -1;
-    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
-    return guarded([&] { return dev->start_channel(ch); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        int ch = -1;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        return dev->start_channel(ch);
+    });
 }
 
 tcaResult tcaWaitDMAC(int dma_channel) {
-    TCA_REQUIRE_DEVICE(dev);
-    int ch = -1;
-    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
-    return guarded([&] { return dev->wait_channel(ch, true); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        int ch = -1;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        return dev->wait_channel(ch, true);
+    });
 }
 
 tcaResult tcaAbortDMAC(int dma_channel) {
-    TCA_REQUIRE_DEVICE(dev);
-    int ch = -1;
-    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
-    return dev->abort_channel(ch);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        int ch = -1;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        return dev->abort_channel(ch);
+    });
 }
 
 tcaResult tcaTestDMAC(int dma_channel, int *done) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (done == nullptr) return tcaErrorInvalidValue;
-    int ch = -1;
-    if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
-    return guarded([&] {
-        const tcaResult r = dev->wait_channel(ch, false);
-        *done = r != tcaErrorNotReady;
-        return r == tcaErrorNotReady ? tcaSuccess : r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (done == nullptr) return tcaErrorInvalidValue;
+        int ch = -1;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        return guarded([&] {
+            const tcaResult r = dev->wait_channel(ch, false);
+            *done = r != tcaErrorNotReady;
+            return r == tcaErrorNotReady ? tcaSuccess : r;
+        });
     });
 }
 
@@ -336,185 +356,206 @@ tcaResult tcaTestDMAC(int dma_channel, int *done) {
 // writes): a held slot of any node takes notifications only under its
 // holder's id, which the holder hands to its senders.
 tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
-    if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
-    return guarded([&] { return dev->take_notification(*handle, slot, tag, true); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
+        return dev->take_notification(*handle, slot, tag, true);
+    });
 }
 
 tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (flag == nullptr) return tcaErrorInvalidValue;
-    *flag = 0;
-    if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
-    if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
-    return guarded([&] {
-        const tcaResult r = dev->take_notification(*handle, slot, tag, false);
-        if (r == tcaErrorNotReady) return tcaSuccess;
-        *flag = r == tcaSuccess;
-        return r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (flag == nullptr) return tcaErrorInvalidValue;
+        *flag = 0;
+        if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
+        return guarded([&] {
+            const tcaResult r = dev->take_notification(*handle, slot, tag, false);
+            if (r == tcaErrorNotReady) return tcaSuccess;
+            *flag = r == tcaSuccess;
+            return r;
+        });
     });
 }
 
 tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags, int slot, int tag) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (dst == nullptr) return tcaErrorInvalidHandle;
-    if (dst_off < 0) return tcaErrorOutOfRange;
-    if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
-    return guarded([&] { return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (dst == nullptr) return tcaErrorInvalidHandle;
+        if (dst_off < 0) return tcaErrorOutOfRange;
+        if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
+        return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag);
+    });
 }
 
 tcaResult tcaPioMap(tcaHandle *handle, void **addr) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (handle == nullptr) return tcaErrorInvalidHandle;
-    return guarded([&] { return dev->pio_map(*handle, addr); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (handle == nullptr) return tcaErrorInvalidHandle;
+        return dev->pio_map(*handle, addr);
+    });
 }
 
 tcaResult tcaCounterRead(int counter, uint64_t *value) {
-    TCA_REQUIRE_DEVICE(dev);
-    return dev->counter_read(counter, value);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->counter_read(counter, value);
+    });
 }
 
 tcaResult tcaCounterAdd(int counter, uint64_t add) {
-    TCA_REQUIRE_DEVICE(dev);
-    return dev->counter_add(counter, add);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->counter_add(counter, add);
+    });
 }
 
 tcaResult tcaCounterWait(int counter, uint64_t value) {
-    TCA_REQUIRE_DEVICE(dev);
-    return guarded([&] { return dev->counter_wait(counter, value); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->counter_wait(counter, value);
+    });
 }
 
 tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add) {
-    TCA_REQUIRE_DEVICE(dev);
-    return dev->counter_add_remote(node, counter, add);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->counter_add_remote(node, counter, add);
+    });
 }
 
 tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int counter,
                                 uint64_t add) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (dst == nullptr) return tcaErrorInvalidHandle;
-    if (dst_off < 0) return tcaErrorOutOfRange;
-    return guarded(
-        [&] { return dev->pio_write_counter_add(*dst, static_cast<uint64_t>(dst_off), src, size, counter, add); });
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (dst == nullptr) return tcaErrorInvalidHandle;
+        if (dst_off < 0) return tcaErrorOutOfRange;
+        return dev->pio_write_counter_add(*dst, static_cast<uint64_t>(dst_off), src, size, counter, add);
+    });
 }
 
 tcaResult tcaProgress(int *did_work) {
-    TCA_REQUIRE_DEVICE(dev);
-    const bool worked = dev->assist();
-    if (did_work != nullptr) *did_work = worked ? 1 : 0;
-    return tcaSuccess;
-}
-
-tcaResult tcaInterruptRaise(int node) {
-    TCA_REQUIRE_DEVICE(dev);
-    return dev->interrupt_raise(node);
-}
-
-tcaResult tcaNodeState(int node, int *state) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (state == nullptr) return tcaErrorInvalidValue;
-    return dev->node_state(node, state);
-}
-
-tcaResult tcaInterruptCount(uint32_t *count) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (count == nullptr) return tcaErrorInvalidValue;
-    *count = dev->interrupt_count();
-    return tcaSuccess;
-}
-
-tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (timeout_us < 0) return tcaErrorInvalidValue;
-    // Huge timeouts mean "forever": keep now + timeout (in ns) from overflowing.
-    constexpr int64_t kForever_us = INT64_MAX / 1000 / 4;
-    return dev->interrupt_wait(seen, std::min(timeout_us, kForever_us) * 1000);
-}
-
-tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (attr == nullptr) return tcaErrorInvalidValue;
-    return guarded([&] {
-        const tca::DeviceInfo info = dev->info();
-        tca::ResourceTable &res = dev->resources();
-        tcaDeviceAttr a{};
-        a.node_id = dev->node_id();
-        a.num_nodes = dev->topology().num_nodes();
-        a.max_nodes = TCA_MAX_NODES;
-        a.dma_channels = res.channels.size();
-        a.free_dma_channels = res.channels.free_count();
-        a.counters = res.counters.size();
-        a.free_counters = res.counters.free_count();
-        a.notify_slots = res.slots.size();
-        a.free_notify_slots = res.slots.free_count();
-        a.notify_depth = info.notify_depth;
-        a.max_descriptors = TCA_MAX_DESCRIPTORS;
-        a.max_reg_descriptors = TCA_MAX_REG_DESCRIPTORS;
-        a.max_registrations = info.max_registrations;
-        a.registrations = info.registrations;
-        a.internal_size = info.internal_size;
-        a.internal_used = info.internal_used;
-        a.heap_arenas = static_cast<int>(info.heap_arenas);
-        a.peer_arenas_mapped = static_cast<int>(info.peer_arenas_mapped);
-        *attr = a;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        const bool worked = dev->progress();
+        if (did_work != nullptr) *did_work = worked ? 1 : 0;
         return tcaSuccess;
     });
 }
 
+tcaResult tcaInterruptRaise(int node) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->interrupt_raise(node);
+    });
+}
+
+tcaResult tcaNodeState(int node, int *state) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (state == nullptr) return tcaErrorInvalidValue;
+        return dev->node_state(node, state);
+    });
+}
+
+tcaResult tcaInterruptCount(uint32_t *count) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (count == nullptr) return tcaErrorInvalidValue;
+        *count = dev->interrupt_count();
+        return tcaSuccess;
+    });
+}
+
+tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (timeout_us < 0) return tcaErrorInvalidValue;
+        // Huge timeouts mean "forever": keep now + timeout (in ns) from overflowing.
+        constexpr int64_t kForever_us = INT64_MAX / 1000 / 4;
+        return dev->interrupt_wait(seen, std::min(timeout_us, kForever_us) * 1000);
+    });
+}
+
+tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (attr == nullptr) return tcaErrorInvalidValue;
+        return guarded([&] {
+            const tca::DeviceInfo info = dev->info();
+            tca::ResourceTable &res = dev->resources();
+            tcaDeviceAttr a{};
+            a.node_id = dev->node_id();
+            a.num_nodes = dev->topology().num_nodes();
+            a.max_nodes = TCA_MAX_NODES;
+            a.dma_channels = res.channels.size();
+            a.free_dma_channels = res.channels.free_count();
+            a.counters = res.counters.size();
+            a.free_counters = res.counters.free_count();
+            a.notify_slots = res.slots.size();
+            a.free_notify_slots = res.slots.free_count();
+            a.notify_depth = info.notify_depth;
+            a.max_descriptors = TCA_MAX_DESCRIPTORS;
+            a.max_reg_descriptors = TCA_MAX_REG_DESCRIPTORS;
+            a.max_registrations = info.max_registrations;
+            a.registrations = info.registrations;
+            a.internal_size = info.internal_size;
+            a.internal_used = info.internal_used;
+            a.heap_arenas = static_cast<int>(info.heap_arenas);
+            a.peer_arenas_mapped = static_cast<int>(info.peer_arenas_mapped);
+            *attr = a;
+            return tcaSuccess;
+        });
+    });
+}
+
 tcaResult tcaChannelAcquire(int *channel) {
-    TCA_REQUIRE_DEVICE(dev);
-    return dev->resources().channels.acquire(1, channel);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->resources().channels.acquire(1, channel);
+    });
 }
 
 tcaResult tcaChannelRelease(int channel) {
-    TCA_REQUIRE_DEVICE(dev);
-    return dev->resources().channels.release(channel, 1);
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        return dev->resources().channels.release(channel, 1);
+    });
 }
 
 // The counter words carry the holder (checked by every add, also a peer's):
 // set on acquire, cleared with the count on release.
 tcaResult tcaCounterAcquire(int count, int *first) {
-    TCA_REQUIRE_DEVICE(dev);
-    uint32_t token = 0;
-    const tcaResult r = dev->resources().counters.acquire(count, first, &token);
-    if (r == tcaSuccess)
-        for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(*first) + i, token);
-    return r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        uint32_t token = 0;
+        const tcaResult r = dev->resources().counters.acquire(count, first, &token);
+        if (r == tcaSuccess)
+            for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(*first) + i, token);
+        return r;
+    });
 }
 
 tcaResult tcaCounterRelease(int first, int count) {
-    TCA_REQUIRE_DEVICE(dev);
-    const tcaResult r = dev->resources().counters.release(first, count);
-    if (r == tcaSuccess)
-        for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(first) + i, 0);
-    return r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        const tcaResult r = dev->resources().counters.release(first, count);
+        if (r == tcaSuccess)
+            for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(first) + i, 0);
+        return r;
+    });
 }
 
 // The slot's holder is published in the node's segment: senders (PIO
 // writes, descriptors) check it before they write.
 tcaResult tcaSlotAcquire(int *slot) {
-    TCA_REQUIRE_DEVICE(dev);
-    uint32_t token = 0;
-    const tcaResult r = dev->resources().slots.acquire(1, slot, &token);
-    if (r == tcaSuccess) dev->slot_claim(tca::owned_index(*slot), token);
-    return r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        uint32_t token = 0;
+        const tcaResult r = dev->resources().slots.acquire(1, slot, &token);
+        if (r == tcaSuccess) dev->slot_claim(tca::owned_index(*slot), token);
+        return r;
+    });
 }
 
 tcaResult tcaSlotRelease(int slot) {
-    TCA_REQUIRE_DEVICE(dev);
-    const tcaResult r = dev->resources().slots.release(slot, 1);
-    if (r == tcaSuccess) dev->slot_claim(tca::owned_index(slot), 0);
-    return r;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        const tcaResult r = dev->resources().slots.release(slot, 1);
+        if (r == tcaSuccess) dev->slot_claim(tca::owned_index(slot), 0);
+        return r;
+    });
 }
 
 tcaResult tcaGetBackingPath(char *path, size_t len) {
-    TCA_REQUIRE_DEVICE(dev);
-    if (path == nullptr || len == 0) return tcaErrorInvalidValue;
-    const std::string p = dev->backing_path();
-    if (p.size() + 1 > len) return tcaErrorInvalidValue;
-    std::memcpy(path, p.c_str(), p.size() + 1);
-    return tcaSuccess;
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (path == nullptr || len == 0) return tcaErrorInvalidValue;
+        const std::string p = dev->backing_path();
+        if (p.size() + 1 > len) return tcaErrorInvalidValue;
+        std::memcpy(path, p.c_str(), p.size() + 1);
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaGetErrorDetail(char *text, size_t len) {

@@ -33,8 +33,7 @@ constexpr size_t kFinalWord = 8;
 extern "C" {
 
 tcaresult tcaSetPIORegion(tcaPIOHandle *pio, tcaHandle *remote, off_t offset, size_t size) {
-    tca::Device *dev = tca::current_device();
-    if (dev == nullptr) return tcaErrorNotInitialized;
+    return tca::on_device([&](tca::Device *dev) -> tcaresult {
     if (pio == nullptr) return tcaErrorInvalidValue;
     if (remote == nullptr) return tcaErrorInvalidHandle;
     if (const tcaresult r = tca::check_handle(remote, dev->topology().num_nodes()); r != tcaSuccess) return r;
@@ -45,11 +44,11 @@ tcaresult tcaSetPIORegion(tcaPIOHandle *pio, tcaHandle *remote, off_t offset, si
     w.size = size;
     *pio = w;
     return tcaSuccess;
+    });
 }
 
 tcaresult tcaSendPIO(tcaPIOHandle *pio, size_t offset, void *src, size_t size) {
-    tca::Device *dev = tca::current_device();
-    if (dev == nullptr) return tcaErrorNotInitialized;
+    return tca::on_device([&](tca::Device *dev) -> tcaresult {
     if (pio == nullptr) return tcaErrorInvalidValue;
     if (src == nullptr && size != 0) return tcaErrorInvalidValue;
     // The window's declared size is not a bound (programs write step i at
@@ -59,14 +58,13 @@ tcaresult tcaSendPIO(tcaPIOHandle *pio, size_t offset, void *src, size_t size) {
     if (const tcaresult r = tca::check_handle(&pio->remote, dev->topology().num_nodes()); r != tcaSuccess) return r;
     if (!tca::range_fits(pio->remote, at, size)) return tcaErrorOutOfRange;
     if (size == 0) return tcaSuccess;
-    return tca::guarded([&] {
-        const auto *bytes = static_cast<const unsigned char *>(src);
-        if (size <= kFinalWord) return dev->pio_write(pio->remote, at, bytes, size, 0, 0, 0);
-        const size_t body = size - kFinalWord;
-        if (const tcaresult r = dev->pio_write(pio->remote, at, bytes, body, 0, 0, 0); r != tcaSuccess) return r;
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        // One message, one modelled PIO latency: the final word is not timed again.
-        return dev->pio_write(pio->remote, at + body, bytes + body, kFinalWord, tca::Device::kPioUntimed, 0, 0);
+    const auto *bytes = static_cast<const unsigned char *>(src);
+    if (size <= kFinalWord) return dev->pio_write(pio->remote, at, bytes, size, 0, 0, 0);
+    const size_t body = size - kFinalWord;
+    if (const tcaresult r = dev->pio_write(pio->remote, at, bytes, body, 0, 0, 0); r != tcaSuccess) return r;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // One message, one modelled PIO latency: the final word is not timed again.
+    return dev->pio_write(pio->remote, at + body, bytes + body, kFinalWord, tca::Device::kPioUntimed, 0, 0);
     });
 }
 
@@ -80,7 +78,7 @@ tcaresult tcaSendPIOCommit(void) {
 tcaresult tcaDMADescInt_Init(void) {
     // PEACH2 switches descriptor fetching to its internal memory; the
     // loopback device keeps chains in the engine's own memory already.
-    return tca::current_device() != nullptr ? tcaSuccess : tcaErrorNotInitialized;
+    return tca::on_device([](tca::Device *) { return tcaSuccess; });
 }
 
 }  // extern "C"

@@ -8,7 +8,7 @@
 #include "api_guard.hpp"
 #include "device.hpp"
 #include "gpu/cuda_runtime.hpp"
-#include "loopback/env_settings.hpp"
+#include "base/env_settings.hpp"
 #include "tca.h"
 
 namespace {
@@ -44,11 +44,11 @@ void copy_text(char (&dst)[N], const std::string &src) {
 }  // namespace
 
 tcaResult tcaQueryTopology(tcaTopologyAttr *attr) {
-    tca::Device *dev = tca::current_device();
-    if (dev == nullptr) return tcaErrorNotInitialized;
-    if (attr == nullptr) return tcaErrorInvalidValue;
-    fill_topology(dev->topology(), attr);
-    return tcaSuccess;
+    return tca::on_device([&](tca::Device *dev) {
+        if (attr == nullptr) return tcaErrorInvalidValue;
+        fill_topology(dev->topology(), attr);
+        return tcaSuccess;
+    });
 }
 
 tcaResult tcaQueryModelTopology(int num_nodes, int s_links, tcaTopologyAttr *attr) {
@@ -71,20 +71,19 @@ tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_nod
 }
 
 tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
-    tca::Device *dev = tca::current_device();
-    if (dev == nullptr) return tcaErrorNotInitialized;
-    if (attr == nullptr) return tcaErrorInvalidValue;
-    return tca::guarded([&] {
+    return tca::on_device([&](tca::Device *dev) {
+        if (attr == nullptr) return tcaErrorInvalidValue;
         const tca::DeviceInfo info = dev->info();
         tcaBackendAttr a{};
         copy_text(a.backend, info.backend);
         copy_text(a.job_key, info.job_key);
         copy_text(a.launch_source, info.launch_source);
         copy_text(a.put_mechanism, info.put_mechanism);
-        a.single_copy_dear = info.single_copy_dear ? 1 : 0;
+        a.host_puts_by_target = info.host_puts_by_target ? 1 : 0;
         a.spin_ns = info.spin_ns;
         a.timeout_ns = info.timeout_ns;
         a.takeover_us = info.takeover_ns < 0 ? -1 : static_cast<int>(info.takeover_ns / 1000);
+        a.spans_hosts = tca::device_spans_hosts(info.backend.c_str()) ? 1 : 0;
         auto &cuda = tca::gpu::CudaRuntime::instance();
         a.gpu_built = cuda.compiled_in() && info.gpu_memory ? 1 : 0;
         a.gpu_devices = cuda.available() ? cuda.device_count() : -1;
@@ -94,11 +93,24 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
     });
 }
 
+tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size_t len, int *spans_hosts) {
+    if (backend == nullptr || len == 0 || spans_hosts == nullptr) return tcaErrorInvalidValue;
+    return tca::guarded([&] {
+        tca::set_error_detail("");
+        const char *name = nullptr;
+        if (const tcaResult r = tca::choose_device(params, &name); r != tcaSuccess) return r;
+        if (std::strlen(name) + 1 > len) return tcaErrorInvalidValue;
+        std::memcpy(backend, name, std::strlen(name) + 1);
+        *spans_hosts = tca::device_spans_hosts(name) ? 1 : 0;
+        return tcaSuccess;
+    });
+}
+
 tcaResult tcaSetProgressTakeover(int microseconds) {
-    tca::Device *dev = tca::current_device();
-    if (dev == nullptr) return tcaErrorNotInitialized;
-    if (microseconds < 0 || microseconds > 1'000'000) return tcaErrorInvalidValue;
-    return tca::guarded([&] { return dev->set_progress_takeover(int64_t{microseconds} * 1000); });
+    return tca::on_device([&](tca::Device *dev) {
+        if (microseconds < 0 || microseconds > 1'000'000) return tcaErrorInvalidValue;
+        return dev->set_progress_takeover(int64_t{microseconds} * 1000);
+    });
 }
 
 namespace {
@@ -108,7 +120,7 @@ tcaResult with_timing(F &&f) {
     return tca::guarded([&] {
         if (tca::Device *dev = tca::current_device(); dev != nullptr) return f(dev->timing());
         tca::TimingModel from_env;
-        if (const tcaResult r = tca::loopback::timing_from_environment(&from_env); r != tcaSuccess) return r;
+        if (const tcaResult r = tca::timing_from_environment(&from_env); r != tcaSuccess) return r;
         return f(static_cast<const tca::TimingModel &>(from_env));
     });
 }

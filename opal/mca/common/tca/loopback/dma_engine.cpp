@@ -222,12 +222,12 @@ Result DmaEngine::wait(int channel, bool block) {
         // looked in.  With the timing model on this thread pays the model's
         // delays; they are deadlines from the chain's start, so who runs the
         // chain does not change when its data and notifications land.
-        while (!done() && assist(bound) && std::chrono::steady_clock::now() < bound.deadline) {
+        while (!done() && progress(bound) && std::chrono::steady_clock::now() < bound.deadline) {
         }
-        // One timeout for the whole wait, the assisting above included.
+        // One timeout for the whole wait, the progressing above included.
         bool expired = false;
         auto driven = [&] {
-            if (done() || (assist(bound), done())) return true;
+            if (done() || (progress(bound), done())) return true;
             return expired = std::chrono::steady_clock::now() >= bound.deadline;
         };
         if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1); r != tcaSuccess) return r;
@@ -350,15 +350,15 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
     return true;
 }
 
-bool DmaEngine::assist() {
+bool DmaEngine::progress() {
     // MPI progress calls in on every pass and there is usually nothing to
     // do: then no write to a shared line, no lock.
     if (!writer_.bounce_pending() && !chain_running()) return false;
-    return assist(PutBound::from_first_wait(nodes_.policy().timeout_ns, &interrupt_));
+    return progress(PutBound::from_first_wait(nodes_.policy().timeout_ns, &interrupt_));
 }
 
-bool DmaEngine::assist(const PutBound &bound) {
-    assists_.fetch_add(1, std::memory_order_relaxed);
+bool DmaEngine::progress(const PutBound &bound) {
+    client_passes_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock g(scan_lock_, std::try_to_lock);
     if (!g.owns_lock()) return false;
     bool progress = writer_.service_bounce();
@@ -380,9 +380,9 @@ bool DmaEngine::chain_running() const noexcept {
 // While a chain runs (its triggered descriptors wait on counters) or ran
 // lately, the thread naps and looks in again: 20 us after it last found work,
 // the nap doubling up to 200 us while it finds none.  If an application
-// thread assisted during the nap, the application is waiting and drives the
+// thread progressed the engine during the nap, the application is waiting and drives the
 // chains itself: the thread does not even scan (a scanner preempted while it
-// holds the scan lock would stall the assisting thread for a time slice when
+// holds the scan lock would stall the progressing thread for a time slice when
 // processes outnumber cores).  Counter adds therefore never wake it, and a
 // start finds it napping (no syscall).  Only after 20 ms without chains does
 // it sleep until a start or a bounce request kicks it.
@@ -411,13 +411,13 @@ void DmaEngine::run() {
         const auto now = clock::now();
         if (chain_running()) last_chain = now;
         if (now - last_chain < kLinger) {
-            uint64_t assisted = assists_.load(std::memory_order_relaxed);
+            uint64_t seen_passes = client_passes_.load(std::memory_order_relaxed);
             for (;;) {
                 ev.nap(ev.seq.load(std::memory_order_acquire), nap);
                 nap = std::min(2 * nap, kNapMaxNs);
-                const uint64_t a = assists_.load(std::memory_order_relaxed);
-                if (a == assisted || stop_.load(std::memory_order_acquire)) break;  // nobody helped: look ourselves
-                assisted = a;
+                const uint64_t a = client_passes_.load(std::memory_order_relaxed);
+                if (a == seen_passes || stop_.load(std::memory_order_acquire)) break;  // nobody helped: look ourselves
+                seen_passes = a;
             }
             continue;
         }

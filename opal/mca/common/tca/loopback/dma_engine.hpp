@@ -64,9 +64,9 @@ public:
     // itself (a thread that waits anyway lends its cycles: no wake-up needed).
     // A bounce copy to a peer waits at most until `bound` (default: the
     // policy's timeout), then is left for later.
-    bool assist();
-    bool assist(const PutBound &bound);
-    static constexpr int kAssistBurst = 8;  // descriptors per channel per assist()
+    bool progress();
+    bool progress(const PutBound &bound);
+    static constexpr int kAssistBurst = 8;  // descriptors per channel per progress()
     // Chains of at most this many bytes, without triggered descriptors, run
     // on the starting thread when the channel is idle (timing model off):
     // no hand-off to the engine thread on the latency path, while a larger
@@ -136,10 +136,10 @@ private:
     SourceResolver resolve_;
     std::array<Channel, TCA_NUM_DMA_CHANNELS> channels_;
     std::thread thread_;
-    std::mutex scan_lock_;  // one scanner at a time: the engine thread or an assisting thread
+    std::mutex scan_lock_;  // one scanner at a time: the engine thread or a client thread progressing it
     std::atomic<bool> stop_{false};
     std::atomic<int> interrupt_{0};  // > 0: a stop or an abort wants bounce waits to give up
-    std::atomic<uint64_t> assists_{0};  // assist() calls: the application is waiting
+    std::atomic<uint64_t> client_passes_{0};  // progress() calls from clients: the application is waiting
 };
 
 }  // namespace tca::loopback

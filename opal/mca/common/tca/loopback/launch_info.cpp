@@ -3,7 +3,7 @@
 // programs run under MVAPICH2's mpirun_rsh and index handles by MPI rank, so
 // tca reads the usual launchers itself; none of them needs a TCA_* variable.
 #include "loopback/launch_info.hpp"
-#include "loopback/env_settings.hpp"
+#include "base/env_settings.hpp"
 #include "tca_units.h"
 
 #include <unistd.h>

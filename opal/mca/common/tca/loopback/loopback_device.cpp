@@ -18,8 +18,8 @@
 #include "device.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "loopback/dma_engine.hpp"
-#include "loopback/env_settings.hpp"
-#include "loopback/internal_heap.hpp"
+#include "base/env_settings.hpp"
+#include "base/internal_heap.hpp"
 #include "loopback/launch_info.hpp"
 #include "loopback/launcher_cleanup.hpp"
 #include "loopback/node_set.hpp"
@@ -101,7 +101,7 @@ public:
         // then two copies, the second by the target's CPU, and clients that
         // can copy otherwise (btl tca's copy protocol through its rings,
         // coll tca's staged broadcasts) do better so.
-        i.single_copy_dear = writer_.measured_dear() || !writer_.single_copy();
+        i.host_puts_by_target = writer_.measured_dear() || !writer_.single_copy();
         i.heap_arenas = shared_heap_.arenas();
         i.heap_bytes = shared_heap_.bytes_in_use();
         i.peer_arenas_mapped = writer_.arenas_mapped();
@@ -358,7 +358,7 @@ public:
         // engine thread between the peer's notification and our next start.
         // Bounded by this wait's timeout, as the wait itself.
         const PutBound bound = PutBound::from_first_wait(nodes_.policy().timeout_ns);
-        const std::function<void()> drive = [this, &bound] { engine_.assist(bound); };
+        const std::function<void()> drive = [this, &bound] { engine_.progress(bound); };
         return inbox_.take(
             nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);
     }
@@ -395,7 +395,7 @@ public:
         return nodes_.counter_add(node, id, add);
     }
 
-    bool assist() override { return engine_.assist(); }
+    bool progress() override { return engine_.progress(); }
 
     Result interrupt_raise(int node) override {
         if (node < 0 || node >= nodes_.size()) return tcaErrorInvalidNode;

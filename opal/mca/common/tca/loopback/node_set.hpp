@@ -9,24 +9,12 @@
 #include <mutex>
 #include <vector>
 
+#include "base/env_settings.hpp"
 #include "loopback/launch_info.hpp"
 #include "loopback/node_segment.hpp"
 #include "model/result.hpp"
 
 namespace tca::loopback {
-
-struct WaitPolicy {
-    int64_t spin_ns = 20'000;             // busy-poll this long before sleeping (TCA_SPIN_NS)
-    int64_t timeout_ns = 30'000'000'000;  // give up after (TCA_TIMEOUT_MS)
-    // The ucx device's progress thread drives its worker only this long
-    // after an application thread last did (a wait in libtca, tcaProgress):
-    // sooner, it competes for UCX's worker lock with a thread that is only
-    // off its core for a moment (TCA_TAKEOVER_US; tcaSetProgressTakeover
-    // changes it on the running device).
-    int64_t takeover_ns = 1'000'000;
-    // tcaErrorInvalidValue (after a line naming the variable) on a bad value.
-    static Result from_environment(WaitPolicy *out);
-};
 
 // How long a put may wait for a peer's engine (the bounce path): until the
 // deadline, and not once *cancel is non-zero (the DMA engine's stop or

@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "loopback/env_settings.hpp"
+#include "base/env_settings.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/peer_arenas.hpp"
 #include "tca.h"

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "loopback/event_word.hpp"
+#include "base/event_word.hpp"
 #include "tca.h"
 
 namespace tca::loopback {
@@ -21,8 +21,9 @@ namespace tca::loopback {
 // 2: padded counters, 3: event words with listener lines, 4: start time,
 // 5: notification counts per (source, slot, tag) instead of rings,
 // 6: shared-heap arena table, arena fields in registrations,
-// 9: one bounce mailbox per source node and the posted mask
-inline constexpr uint32_t kLayoutVersion = 9;
+// 9: one bounce mailbox per source node and the posted mask,
+// 10: the mailboxes after the internal memory
+inline constexpr uint32_t kLayoutVersion = 10;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.

@@ -21,7 +21,7 @@
 #include <optional>
 #include <vector>
 
-#include "loopback/internal_heap.hpp"
+#include "base/internal_heap.hpp"
 #include "loopback/node_set.hpp"
 
 namespace tca::loopback {

@@ -3,6 +3,8 @@
 // the checks the hardware model applies before a descriptor is accepted.
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -45,7 +47,7 @@ inline constexpr int kAllDescriptorFlags = tcaDMAUseInternal | tcaDMAUseNotifyIn
                                            tcaDMANotifySelf | tcaDMAPipeline | tcaDMAContinue;
 
 // Structural validity of a handle value (magic, region, node id).
-Result check_handle(const tcaHandle *h, int num_nodes) noexcept;
+TCA_PLUGIN_API Result check_handle(const tcaHandle *h, int num_nodes) noexcept;
 
 // Does [off, off + span) fit in the registration?  Handles overflow.
 bool range_fits(const tcaHandle &h, uint64_t off, uint64_t span) noexcept;
@@ -55,10 +57,10 @@ uint64_t strided_span(uint64_t width, uint64_t height, uint64_t pitch) noexcept;
 
 // A PIO write's arguments, before any memory is touched: the handle, the
 // source, flags (within `allowed`), the slot of a notification, the range.
-Result check_pio_write(const tcaHandle &dst, int num_nodes, uint64_t off, const void *src, uint64_t size, int flags,
+TCA_PLUGIN_API Result check_pio_write(const tcaHandle &dst, int num_nodes, uint64_t off, const void *src, uint64_t size, int flags,
                        int allowed_flags, int slot) noexcept;
 // Everything the hardware model can decide without touching memory: handles,
 // ranges, pitches, flags, slot, the put-only rule (source must be on `local_node`).
-Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) noexcept;
+TCA_PLUGIN_API Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) noexcept;
 
 }  // namespace tca

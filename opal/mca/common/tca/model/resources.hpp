@@ -4,6 +4,8 @@
 // two users of one process ever share one by convention or by accident.
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -20,7 +22,7 @@ namespace tca {
 // name channel numbers); such an index is never handed out afterwards.
 // Acquired indices carry their owner's token (owned_id.hpp): only the id
 // with that token uses or releases them.
-class ResourcePool {
+class TCA_PLUGIN_API ResourcePool {
 public:
     // invalid_index: the error for an index outside 0..size-1.
     ResourcePool(int size, Result invalid_index);
@@ -57,7 +59,7 @@ private:
 };
 
 // Every pool of one node.
-struct ResourceTable {
+struct TCA_PLUGIN_API ResourceTable {
     ResourceTable();
     ResourcePool channels;
     ResourcePool counters;

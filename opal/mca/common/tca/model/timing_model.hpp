@@ -11,6 +11,8 @@
 // slower than the model makes it late, never later by the model's time).
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <cstdint>
 #include <span>
 
@@ -18,7 +20,7 @@ namespace tca {
 
 struct Descriptor;
 
-struct TimingModel {
+struct TCA_PLUGIN_API TimingModel {
     bool enabled = false;
     // PIO (host memory, posted writes)
     double pio_latency_ns = 782;  // one way to an adjacent node
@@ -50,7 +52,7 @@ struct TimingModel {
     double dma_handoff_ns = 330;
 
     // One parameter: its environment variable, unit and meaning (tca_info,
-    // README and loopback::timing_from_environment all use this table), and
+    // README and timing_from_environment all use this table), and
     // the least and most it may be set to.
     struct Parameter {
         const char *variable;
@@ -75,7 +77,7 @@ struct TimingModel {
 };
 
 // What the model needs to know of one descriptor.
-struct DescriptorCost {
+struct TCA_PLUGIN_API DescriptorCost {
     uint64_t width = 0;
     uint64_t height = 1;
     bool gpu = false;       // GPU memory at either end
@@ -89,7 +91,7 @@ struct DescriptorCost {
 };
 
 // The modelled clock of one running chain (in steady_clock nanoseconds).
-class ChainClock {
+class TCA_PLUGIN_API ChainClock {
 public:
     // table_mode: the chain's descriptors are read from a host table.  The
     // clock runs dma_handoff_ns ahead (see TimingModel).
@@ -108,9 +110,9 @@ private:
     bool table_mode_ = false;
 };
 
-int64_t now_ns() noexcept;  // steady_clock
+TCA_PLUGIN_API int64_t now_ns() noexcept;  // steady_clock
 // Busy-wait (a sleep is far too coarse for 782 ns).
-void spin_until_ns(int64_t deadline_ns) noexcept;
-void spin_for_ns(double ns) noexcept;
+TCA_PLUGIN_API void spin_until_ns(int64_t deadline_ns) noexcept;
+TCA_PLUGIN_API void spin_for_ns(double ns) noexcept;
 
 }  // namespace tca

@@ -2,6 +2,8 @@
 // joined by S links, and PEACH2 routing between them.
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -12,7 +14,7 @@ namespace tca {
 enum class Port : uint8_t { North, East, West, South };  // North = into the local node
 const char *port_name(Port p) noexcept;
 
-class Topology {
+class TCA_PLUGIN_API Topology {
 public:
     // s_links: split the nodes into two equal rings joined node-by-node by S
     // links (needs an even node count >= 4), as on HA-PACS/TCA.

@@ -2,6 +2,8 @@
 // components are separate DSOs, but they link one copy of this library.
 #include "session/session_core.h"
 
+#include "session/liveness.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -88,7 +90,11 @@ int tca_session_core_join(int requested_size, int local_rank, int local_size, tc
     return membership().join(requested_size, local_rank, local_size, start, ctx, place, device_result, why, why_len);
 }
 
-int tca_session_core_leave(void) { return membership().leave(); }
+int tca_session_core_leave(void) {
+    const int last = membership().leave();
+    if (last) tca_session_liveness_reset();  // the next session's nodes are others
+    return last;
+}
 
 int tca_session_core_clients(void) { return membership().clients(); }
 

@@ -1,4 +1,4 @@
-// progress_thread.hpp - btl tca's asynchronous progress, run by the TCA
+// progress_client.hpp - btl tca's asynchronous progress, run by the TCA
 // session's one progress thread (session/progress_engine.h) as a client.
 //
 // While the application itself calls into MPI (its progress counter moves),
@@ -26,17 +26,17 @@ struct ProgressHooks {
     void *ctx;
 };
 
-class ProgressThread {
+class ProgressClient {
 public:
     using clock = std::chrono::steady_clock;
 
     // Joins the session's progress engine (throws std::bad_alloc when it cannot).
-    ProgressThread(ProgressHooks hooks, std::chrono::microseconds check_interval,
+    ProgressClient(ProgressHooks hooks, std::chrono::microseconds check_interval,
                    std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep);
     // Leaves it (no pass of ours runs after), withdrawing a doorbell request.
-    ~ProgressThread();
-    ProgressThread(const ProgressThread &) = delete;
-    ProgressThread &operator=(const ProgressThread &) = delete;
+    ~ProgressClient();
+    ProgressClient(const ProgressClient &) = delete;
+    ProgressClient &operator=(const ProgressClient &) = delete;
 
     // Called by the application's own progress calls: cheap, no fence.
     void note_app_progress() noexcept { app_calls_.fetch_add(1, std::memory_order_relaxed); }
@@ -45,11 +45,11 @@ public:
     uint64_t driven_polls() const noexcept { return driven_.load(std::memory_order_relaxed); }
 
 private:
-    static int pass_cb(void *self) { return static_cast<ProgressThread *>(self)->pass(); }
-    static int64_t idle_cb(void *self) { return static_cast<ProgressThread *>(self)->idle_us_; }
+    static int pass_cb(void *self) { return static_cast<ProgressClient *>(self)->pass(); }
+    static int64_t idle_cb(void *self) { return static_cast<ProgressClient *>(self)->idle_us_; }
     // Doorbells matter only while it drives; watching the application it
     // looks at its own times.
-    static int listens_cb(void *self) { return static_cast<ProgressThread *>(self)->driving_ ? 1 : 0; }
+    static int listens_cb(void *self) { return static_cast<ProgressClient *>(self)->driving_ ? 1 : 0; }
     int pass();  // on the engine thread only, like everything below
     bool app_active() noexcept;
     void watch_from(clock::time_point now);

@@ -1,11 +1,11 @@
-#include "progress_thread.hpp"
+#include "progress_client.hpp"
 
 #include <algorithm>
 #include <new>
 
 namespace tca::btl {
 
-ProgressThread::ProgressThread(ProgressHooks hooks, std::chrono::microseconds check_interval,
+ProgressClient::ProgressClient(ProgressHooks hooks, std::chrono::microseconds check_interval,
                                std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep)
     : hooks_(hooks), check_interval_(check_interval),
       max_check_interval_(std::max(check_interval, max_check_interval)), max_sleep_(max_sleep),
@@ -17,25 +17,25 @@ ProgressThread::ProgressThread(ProgressHooks hooks, std::chrono::microseconds ch
     if (client_ == nullptr) throw std::bad_alloc();
 }
 
-ProgressThread::~ProgressThread() {
+ProgressClient::~ProgressClient() {
     tca_progress_leave(client_);  // no pass of ours runs after this
     if (announced_) hooks_.announce_sleep(hooks_.ctx, 0);
 }
 
-bool ProgressThread::app_active() noexcept {
+bool ProgressClient::app_active() noexcept {
     const uint64_t now = app_calls_.load(std::memory_order_relaxed);
     if (now == seen_) return false;
     seen_ = now;
     return true;
 }
 
-void ProgressThread::watch_from(clock::time_point now) {
+void ProgressClient::watch_from(clock::time_point now) {
     driving_ = false;
     next_look_ = now + interval_;
     idle_us_ = interval_.count();
 }
 
-int ProgressThread::pass() {
+int ProgressClient::pass() {
     if (!driving_) {
         const auto now = clock::now();  // only here: a driving pass reads no clock
         // The application drives progress: look again once an interval passed

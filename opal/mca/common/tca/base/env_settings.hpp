@@ -5,14 +5,15 @@
 // refused like any other value that is not one of the accepted spellings.
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <cstdint>
 #include <string>
 
-#include "loopback/node_set.hpp"
 #include "model/result.hpp"
 #include "model/timing_model.hpp"
 
-namespace tca::loopback {
+namespace tca {
 
 struct EnvRange {
     uint64_t fallback;  // when the variable is unset
@@ -41,6 +42,20 @@ Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out);
 // TCA_HOST_BANDWIDTH_MBS, which wins where both are set).
 Result timing_from_environment(TimingModel *out);
 
+// How blocking calls wait, on every backend.
+struct TCA_PLUGIN_API WaitPolicy {
+    int64_t spin_ns = 20'000;             // busy-poll this long before sleeping (TCA_SPIN_NS)
+    int64_t timeout_ns = 30'000'000'000;  // give up after (TCA_TIMEOUT_MS)
+    // The ucx device's progress thread drives its worker only this long
+    // after an application thread last did (a wait in libtca, tcaProgress):
+    // sooner, it competes for UCX's worker lock with a thread that is only
+    // off its core for a moment (TCA_TAKEOVER_US; tcaSetProgressTakeover
+    // changes it on the running device).
+    int64_t takeover_ns = 1'000'000;
+    // tcaErrorInvalidValue (after a line naming the variable) on a bad value.
+    static Result from_environment(WaitPolicy *out);
+};
+
 // Internal memory per node (TCA_INTERNAL_SIZE): at least what the rings of a
 // small job need, at most what fits a node's internal region of the address map.
 constexpr EnvRange kInternalSize{8ull << 20, 64ull << 10, 1ull << 30, true};
@@ -51,7 +66,7 @@ constexpr EnvRange kStreamingMin{0, 0, 1ull << 50, true};
 
 // Everything the environment configures in a device, read and checked before
 // anything is created.
-struct DeviceSettings {
+struct TCA_PLUGIN_API DeviceSettings {
     uint64_t internal_size = kInternalSize.fallback;  // TCA_INTERNAL_SIZE
     // TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
     // it take process_vm_writev or the bounce path (their tests, locked-down hosts).
@@ -71,4 +86,4 @@ struct DeviceSettings {
 // "64K", "1G", "300" - a byte count the way a user would write it.
 std::string format_size(uint64_t bytes);
 
-}  // namespace tca::loopback
+}  // namespace tca

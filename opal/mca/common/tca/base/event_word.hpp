@@ -7,12 +7,14 @@
 // and, for good, a node whose count someone follows (watch()).
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <atomic>
 #include <cstdint>
 
-namespace tca::loopback {
+namespace tca {
 
-struct alignas(64) EventWord {
+struct TCA_PLUGIN_API alignas(64) EventWord {
     // Written on every notify while someone listens; its own line so that the
     // read-mostly listener words below stay shared in every producer's cache.
     std::atomic<uint32_t> seq{0};
@@ -54,4 +56,4 @@ struct alignas(64) EventWord {
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-}  // namespace tca::loopback
+}  // namespace tca

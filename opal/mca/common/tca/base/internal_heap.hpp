@@ -2,14 +2,16 @@
 // PEACH2 on-board memory, here a part of the node's shm segment).
 #pragma once
 
+#include "plugin_api.hpp"
+
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
 
-namespace tca::loopback {
+namespace tca {
 
-class InternalHeap {
+class TCA_PLUGIN_API InternalHeap {
 public:
     static constexpr uint64_t kAlign = 64;
     explicit InternalHeap(uint64_t size) : size_(size) { free_[0] = size; }
@@ -24,16 +26,18 @@ public:
         if (c < base || bytes > size_ || static_cast<uint64_t>(c - base) > size_ - bytes) return std::nullopt;
         return static_cast<uint64_t>(c - base);
     }
-    struct Freed {
+    struct Span {
         uint64_t offset, length;
     };
+    // The allocation that starts at p, if p is one (left allocated).
+    std::optional<Span> span_at(const unsigned char *base, const void *p) const;
     // tcaFree of internal memory: the allocation that starts at p, if p is one.
-    std::optional<Freed> release_at(const unsigned char *base, const void *p) {
+    std::optional<Span> release_at(const unsigned char *base, const void *p) {
         const auto off = offset_of(base, p, 1);
         if (!off) return std::nullopt;
         const auto length = release(*off);
         if (!length) return std::nullopt;
-        return Freed{*off, *length};
+        return Span{*off, *length};
     }
     uint64_t size() const noexcept { return size_; }
     uint64_t used() const;
@@ -45,4 +49,4 @@ private:
     std::map<uint64_t, uint64_t> used_;  // offset -> length
 };
 
-}  // namespace tca::loopback
+}  // namespace tca

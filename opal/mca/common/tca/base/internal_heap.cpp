@@ -1,10 +1,10 @@
 // internal_heap.cpp - coalescing first fit; internal memory is small (MiBs) and
 // allocated rarely (rings at start-up), so simplicity wins.
-#include "loopback/internal_heap.hpp"
+#include "base/internal_heap.hpp"
 
 #include <iterator>
 
-namespace tca::loopback {
+namespace tca {
 
 std::optional<uint64_t> InternalHeap::allocate(uint64_t bytes) {
     if (bytes == 0 || bytes > size_) return std::nullopt;  // also keeps the rounding below from wrapping
@@ -20,6 +20,15 @@ std::optional<uint64_t> InternalHeap::allocate(uint64_t bytes) {
         return off;
     }
     return std::nullopt;
+}
+
+std::optional<InternalHeap::Span> InternalHeap::span_at(const unsigned char *base, const void *p) const {
+    const auto off = offset_of(base, p, 1);
+    if (!off) return std::nullopt;
+    std::lock_guard g(lock_);
+    const auto it = used_.find(*off);
+    if (it == used_.end()) return std::nullopt;
+    return Span{it->first, it->second};
 }
 
 std::optional<uint64_t> InternalHeap::release(uint64_t offset) {
@@ -52,4 +61,4 @@ uint64_t InternalHeap::used() const {
     return n;
 }
 
-}  // namespace tca::loopback
+}  // namespace tca

@@ -1,5 +1,5 @@
 // event_word.cpp - futex wait/wake on a shared 32-bit word.
-#include "loopback/event_word.hpp"
+#include "base/event_word.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <climits>
 
-namespace tca::loopback {
+namespace tca {
 
 namespace {
 long futex(std::atomic<uint32_t> *addr, int op, uint32_t val, const timespec *ts) {
@@ -62,4 +62,4 @@ void EventWord::wait(uint32_t snapshot, int64_t timeout_ns) noexcept {
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-}  // namespace tca::loopback
+}  // namespace tca

@@ -1,5 +1,5 @@
 // env_settings.cpp - strict parsing of libtca's environment variables.
-#include "loopback/env_settings.hpp"
+#include "base/env_settings.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "tca_units.h"
 
-namespace tca::loopback {
+namespace tca {
 
 std::string format_size(uint64_t bytes) {
     static constexpr struct {
@@ -137,4 +137,25 @@ Result DeviceSettings::from_environment(DeviceSettings *out) {
     return tcaSuccess;
 }
 
-}  // namespace tca::loopback
+Result WaitPolicy::from_environment(WaitPolicy *out) {
+    WaitPolicy p;
+    uint64_t spin = 0, timeout_ms = 0, takeover_us = 0;
+    if (Result r = env_number("TCA_SPIN_NS", {static_cast<uint64_t>(p.spin_ns), 0, 1'000'000'000, false}, &spin);
+        r != tcaSuccess)
+        return r;
+    if (Result r = env_number("TCA_TIMEOUT_MS", {static_cast<uint64_t>(p.timeout_ns / 1'000'000), 1, 86'400'000, false},
+                              &timeout_ms);
+        r != tcaSuccess)
+        return r;
+    if (Result r = env_number("TCA_TAKEOVER_US", {static_cast<uint64_t>(p.takeover_ns / 1000), 0, 1'000'000, false},
+                              &takeover_us);
+        r != tcaSuccess)
+        return r;
+    p.spin_ns = static_cast<int64_t>(spin);
+    p.takeover_ns = static_cast<int64_t>(takeover_us) * 1000;
+    p.timeout_ns = static_cast<int64_t>(timeout_ms) * 1'000'000;
+    *out = p;
+    return tcaSuccess;
+}
+
+}  // namespace tca
