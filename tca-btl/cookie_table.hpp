@@ -55,7 +55,8 @@ private:
 template <class Fill>
 bool CookieTable::claim(uint64_t *cookie, Fill &&fill) noexcept {
     uint32_t i = 0;
-    if (!pop_free(&i)) return false;
+    if (!pop_free(&i))
+        return false;
     fill(i);
     return publish(i, this, cookie);  // the value is only a mark: the record is the caller's, at i
 }
@@ -64,7 +65,8 @@ template <class Read>
 bool CookieTable::release(uint64_t cookie, Read &&read) noexcept {
     uint32_t i = 0;
     void *v = nullptr;
-    if (!retire(cookie, &i, &v)) return false;
+    if (!retire(cookie, &i, &v))
+        return false;
     read(i);
     push_free(i);
     return true;

@@ -21,29 +21,34 @@ std::string bytes_text(uint64_t b) {
 }
 
 std::string describe(const tca_btl_path_t &p) {
-    std::string s = "sends up to " + bytes_text(p.eager_limit) +
-                    " through the rings (copied in by the sender, out by the receiver); larger ones by ob1's "
-                    "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) ";
+    std::string s =
+        "sends up to " + bytes_text(p.eager_limit) +
+        " through the rings (copied in by the sender, out by the receiver); larger ones by ob1's "
+        "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) ";
     if (p.copy_max == UINT64_MAX) {
         s += "at every size (measured: a copy into another process is dear here)";
     } else {
         s += "up to " + bytes_text(p.copy_max) + ", larger ones by its ";
-        s += p.get_for_host ? "RGET rendezvous (emulated get: the data owner puts)" : "rendezvous (RDMA put)";
+        s += p.get_for_host ? "RGET rendezvous (emulated get: the data owner puts)"
+                            : "rendezvous (RDMA put)";
     }
-    s += "; puts (" + std::string(p.put_mechanism[0] != '\0' ? p.put_mechanism : "device puts") + "): ";
-    s += p.put_dma_min == 0 ? std::string("all by PIO (no DMA puts)")
-                            : "from " + bytes_text(p.put_dma_min) + " on the DMA engine, smaller by PIO";
+    s += "; puts (" + std::string(p.put_mechanism[0] != '\0' ? p.put_mechanism : "device puts") +
+         "): ";
+    s += p.put_dma_min == 0
+             ? std::string("all by PIO (no DMA puts)")
+             : "from " + bytes_text(p.put_dma_min) + " on the DMA engine, smaller by PIO";
     s += "; progress polls ";
     s += p.poll_by_traffic ? "only the rings marked in its traffic line" : "every peer's ring";
-    s += " (" + std::to_string(p.peers) + (p.peers == 1 ? " peer" : " peers") + ", btl_tca_poll_all_max_peers " +
-         std::to_string(p.poll_all_max_peers) + ")";
+    s += " (" + std::to_string(p.peers) + (p.peers == 1 ? " peer" : " peers") +
+         ", btl_tca_poll_all_max_peers " + std::to_string(p.poll_all_max_peers) + ")";
     return s;
 }
 
 }  // namespace
 
 extern "C" size_t tca_btl_describe_path(const tca_btl_path_t *path, char *text, size_t size) {
-    if (path == nullptr || text == nullptr || size == 0) return 0;
+    if (path == nullptr || text == nullptr || size == 0)
+        return 0;
     try {
         const std::string s = describe(*path);
         std::snprintf(text, size, "%s", s.c_str());

@@ -17,7 +17,8 @@ namespace tca::btl {
 // stores never share a line.
 struct alignas(64) PeerWords {
     std::atomic<uint64_t> consumed{0};  // how many of my messages that peer has consumed (credits)
-    std::atomic<uint32_t> doorbell{0};  // that peer's progress thread sleeps: raise its interrupt after sending
+    std::atomic<uint32_t> doorbell{
+        0};  // that peer's progress thread sleeps: raise its interrupt after sending
 };
 static_assert(sizeof(PeerWords) == 64);
 
@@ -42,12 +43,16 @@ public:
 
     size_t words_offset(int peer) const noexcept { return size_t(peer) * sizeof(PeerWords); }
     size_t traffic_offset() const noexcept { return size_t(nodes_) * sizeof(PeerWords); }
-    size_t ring_offset(int sender) const noexcept { return rings_base() + size_t(sender) * geo_.bytes(); }
+    size_t ring_offset(int sender) const noexcept {
+        return rings_base() + size_t(sender) * geo_.bytes();
+    }
     size_t bytes() const noexcept { return ring_offset(nodes_); }
     const RingGeometry &geometry() const noexcept { return geo_; }
 
 private:
-    size_t rings_base() const noexcept { return (traffic_offset() + sizeof(TrafficLine) + 4095) / 4096 * 4096; }
+    size_t rings_base() const noexcept {
+        return (traffic_offset() + sizeof(TrafficLine) + 4095) / 4096 * 4096;
+    }
     int nodes_;
     RingGeometry geo_;
 };
@@ -87,21 +92,21 @@ private:
 // when the peer polls by traffic.
 class PeerChannel {
 public:
-    PeerChannel(unsigned char *own_area, const RemoteArea &peer_area, const AreaLayout &layout, int self, int peer,
-                bool peer_has_thread, bool peer_polls_by_traffic = false)
+    PeerChannel(unsigned char *own_area, const RemoteArea &peer_area, const AreaLayout &layout,
+                int self, int peer, bool peer_has_thread, bool peer_polls_by_traffic = false)
         : tx_(peer_area, layout.ring_offset(self), &words(own_area, layout, peer)->consumed,
               ring_geometry(layout, peer_area)),
-          rx_(own_area + layout.ring_offset(peer), peer_area, layout.words_offset(self) + offsetof(PeerWords, consumed),
+          rx_(own_area + layout.ring_offset(peer), peer_area,
+              layout.words_offset(self) + offsetof(PeerWords, consumed),
               ring_geometry(layout, peer_area), credit_batch(layout.geometry())),
-          peer_(peer_area),
-          doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
+          peer_(peer_area), doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
           my_doorbell_at_peer_(layout.words_offset(self) + offsetof(PeerWords, doorbell)),
-          my_mark_at_peer_(layout.traffic_offset() + offsetof(TrafficLine, from) + size_t(self) * sizeof(uint32_t)),
-          peer_polls_by_traffic_(peer_polls_by_traffic),
-          peer_has_thread_(peer_has_thread) {}
+          my_mark_at_peer_(layout.traffic_offset() + offsetof(TrafficLine, from) +
+                           size_t(self) * sizeof(uint32_t)),
+          peer_polls_by_traffic_(peer_polls_by_traffic), peer_has_thread_(peer_has_thread) {}
     // The peer's area mapped at `peer_area`.
-    PeerChannel(unsigned char *own_area, unsigned char *peer_area, const AreaLayout &layout, int self, int peer,
-                bool peer_has_thread, bool peer_polls_by_traffic = false)
+    PeerChannel(unsigned char *own_area, unsigned char *peer_area, const AreaLayout &layout,
+                int self, int peer, bool peer_has_thread, bool peer_polls_by_traffic = false)
         : PeerChannel(own_area, RemoteArea::mapped(peer_area), layout, self, peer, peer_has_thread,
                       peer_polls_by_traffic) {}
 
@@ -113,7 +118,8 @@ public:
     // line with our message count (after the header word: a receiver that
     // sees the new mark sees the message).
     tcaResult commit(uint8_t tag, uint32_t size) noexcept {
-        if (tcaResult r = tx_.commit(tag, size); r != tcaSuccess) return r;
+        if (tcaResult r = tx_.commit(tag, size); r != tcaSuccess)
+            return r;
         return mark();
     }
     // The same for a slot taken by tx().hold().
@@ -129,23 +135,29 @@ public:
     // peer's device takes it), so that handshake cannot work: such a peer's
     // interrupt is raised after every message.
     bool wants_interrupt() const noexcept {
-        if (!peer_has_thread_) return false;
-        if (!peer_.is_mapped()) return true;
+        if (!peer_has_thread_)
+            return false;
+        if (!peer_.is_mapped())
+            return true;
         std::atomic_thread_fence(std::memory_order_seq_cst);
         return doorbell_wanted_->load(std::memory_order_relaxed) != 0;
     }
     // Tell the peer whether our progress thread sleeps (the caller fences once
     // after announcing to all peers, then re-polls).
     void announce_sleep(bool sleeping) noexcept {
-        if (peer_.is_mapped()) (void) peer_.store<uint32_t>(my_doorbell_at_peer_, sleeping ? 1u : 0u);
+        if (peer_.is_mapped())
+            (void) peer_.store<uint32_t>(my_doorbell_at_peer_, sleeping ? 1u : 0u);
     }
 
     // Half a ring: the sender keeps the other half while credits travel.
-    static uint32_t credit_batch(const RingGeometry &g) noexcept { return g.slots > 1 ? g.slots / 2 : 1; }
+    static uint32_t credit_batch(const RingGeometry &g) noexcept {
+        return g.slots > 1 ? g.slots / 2 : 1;
+    }
 
 private:
     tcaResult mark() noexcept {
-        if (!peer_polls_by_traffic_) return tcaSuccess;
+        if (!peer_polls_by_traffic_)
+            return tcaSuccess;
         return peer_.store<uint32_t>(my_mark_at_peer_, static_cast<uint32_t>(tx_.published()));
     }
     // A device that cannot map the peer's area cannot map ours either: both

@@ -10,26 +10,30 @@ bool inside(const tcaHandle &h, uint64_t addr, uint64_t size) noexcept {
     return addr >= h.addr && size <= h.size && addr - h.addr <= h.size - size;
 }
 
-PendingGets::PendingGets(uint32_t capacity) : table_(capacity), records_(new Record[table_.capacity()]) {}
+PendingGets::PendingGets(uint32_t capacity)
+    : table_(capacity), records_(new Record[table_.capacity()]) {}
 
-int PendingGets::begin(int peer_node, const void *owner, size_t len, const tcaHandle &src, uint64_t src_addr,
-                       const tcaHandle &dst, uint64_t dst_addr, uint64_t size, tca_btl_get_request_t *req) noexcept {
+int PendingGets::begin(int peer_node, const void *owner, size_t len, const tcaHandle &src,
+                       uint64_t src_addr, const tcaHandle &dst, uint64_t dst_addr, uint64_t size,
+                       tca_btl_get_request_t *req) noexcept {
     // The owner writes into our registration, from its own.
-    if (len > TCA_BTL_OWNER_BYTES || src.node != static_cast<uint16_t>(peer_node) || !inside(src, src_addr, size) ||
-        !inside(dst, dst_addr, size))
+    if (len > TCA_BTL_OWNER_BYTES || src.node != static_cast<uint16_t>(peer_node) ||
+        !inside(src, src_addr, size) || !inside(dst, dst_addr, size))
         return TCA_BTL_GET_BAD;
     *req = tca_btl_get_request_t{0, src_addr, dst_addr, size, src, dst};
     const bool ok = table_.claim(&req->cookie, [&](uint32_t i) {
         records_[i].node = peer_node;
         std::memcpy(records_[i].owner, owner, len);
     });
-    if (!ok) return TCA_BTL_GET_FULL;
+    if (!ok)
+        return TCA_BTL_GET_FULL;
     pending_.fetch_add(1, std::memory_order_relaxed);
     return TCA_BTL_GET_OK;
 }
 
 void PendingGets::cancel(uint64_t cookie) noexcept {
-    if (table_.release(cookie, [](uint32_t) {})) pending_.fetch_sub(1, std::memory_order_relaxed);
+    if (table_.release(cookie, [](uint32_t) {}))
+        pending_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 int PendingGets::finish(const tca_btl_get_done_t &done, int from_node, void *owner) noexcept {
@@ -38,7 +42,8 @@ int PendingGets::finish(const tca_btl_get_done_t &done, int from_node, void *own
         asked = records_[i].node;
         std::memcpy(owner, records_[i].owner, TCA_BTL_OWNER_BYTES);
     });
-    if (!known) return TCA_BTL_GET_UNKNOWN;
+    if (!known)
+        return TCA_BTL_GET_UNKNOWN;
     pending_.fetch_sub(1, std::memory_order_relaxed);
     // Asked of one peer, answered by another: the data cannot be trusted.
     return asked == from_node ? TCA_BTL_GET_OK : TCA_BTL_GET_WRONG_PEER;
@@ -54,22 +59,33 @@ struct tca_btl_gets {
 
 extern "C" {
 
-tca_btl_gets_t *tca_btl_gets_new(uint32_t capacity) { return new (std::nothrow) tca_btl_gets(capacity); }
-void tca_btl_gets_free(tca_btl_gets_t *g) { delete g; }
-int tca_btl_get_begin(tca_btl_gets_t *g, int peer_node, const void *owner, size_t len, const tcaHandle *src,
-                      uint64_t src_addr, const tcaHandle *dst, uint64_t dst_addr, uint64_t size,
-                      tca_btl_get_request_t *req) {
+tca_btl_gets_t *tca_btl_gets_new(uint32_t capacity) {
+    return new (std::nothrow) tca_btl_gets(capacity);
+}
+void tca_btl_gets_free(tca_btl_gets_t *g) {
+    delete g;
+}
+int tca_btl_get_begin(tca_btl_gets_t *g, int peer_node, const void *owner, size_t len,
+                      const tcaHandle *src, uint64_t src_addr, const tcaHandle *dst,
+                      uint64_t dst_addr, uint64_t size, tca_btl_get_request_t *req) {
     return g->gets.begin(peer_node, owner, len, *src, src_addr, *dst, dst_addr, size, req);
 }
-void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie) { g->gets.cancel(cookie); }
-int tca_btl_get_finish(tca_btl_gets_t *g, const tca_btl_get_done_t *done, int from_node, void *owner) {
+void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie) {
+    g->gets.cancel(cookie);
+}
+int tca_btl_get_finish(tca_btl_gets_t *g, const tca_btl_get_done_t *done, int from_node,
+                       void *owner) {
     return g->gets.finish(*done, from_node, owner);
 }
-int tca_btl_gets_pending(const tca_btl_gets_t *g) { return g->gets.pending(); }
+int tca_btl_gets_pending(const tca_btl_gets_t *g) {
+    return g->gets.pending();
+}
 
 int tca_btl_get_request_servable(const tca_btl_get_request_t *req, int self_node, int peer_node) {
-    return req->src.node == static_cast<uint16_t>(self_node) && req->dst.node == static_cast<uint16_t>(peer_node) &&
-           tca::btl::inside(req->src, req->src_addr, req->size) && tca::btl::inside(req->dst, req->dst_addr, req->size);
+    return req->src.node == static_cast<uint16_t>(self_node) &&
+           req->dst.node == static_cast<uint16_t>(peer_node) &&
+           tca::btl::inside(req->src, req->src_addr, req->size) &&
+           tca::btl::inside(req->dst, req->dst_addr, req->size);
 }
 
 }  // extern "C"

@@ -20,7 +20,8 @@ public:
 
     // TCA_BTL_GET_OK (req filled, owner kept), _BAD or _FULL.
     int begin(int peer_node, const void *owner, size_t len, const tcaHandle &src, uint64_t src_addr,
-              const tcaHandle &dst, uint64_t dst_addr, uint64_t size, tca_btl_get_request_t *req) noexcept;
+              const tcaHandle &dst, uint64_t dst_addr, uint64_t size,
+              tca_btl_get_request_t *req) noexcept;
     void cancel(uint64_t cookie) noexcept;
     // TCA_BTL_GET_OK or _WRONG_PEER (owner copied out), or _UNKNOWN.
     int finish(const tca_btl_get_done_t &done, int from_node, void *owner) noexcept;

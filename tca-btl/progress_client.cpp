@@ -6,7 +6,8 @@
 namespace tca::btl {
 
 ProgressClient::ProgressClient(ProgressHooks hooks, std::chrono::microseconds check_interval,
-                               std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep)
+                               std::chrono::microseconds max_check_interval,
+                               std::chrono::microseconds max_sleep)
     : hooks_(hooks), check_interval_(check_interval),
       max_check_interval_(std::max(check_interval, max_check_interval)), max_sleep_(max_sleep),
       interval_(check_interval) {
@@ -14,17 +15,20 @@ ProgressClient::ProgressClient(ProgressHooks hooks, std::chrono::microseconds ch
     watch_from(clock::now());
     const tca_progress_hooks_t h{pass_cb, idle_cb, this, listens_cb};
     client_ = tca_progress_join(&h);
-    if (client_ == nullptr) throw std::bad_alloc();
+    if (client_ == nullptr)
+        throw std::bad_alloc();
 }
 
 ProgressClient::~ProgressClient() {
     tca_progress_leave(client_);  // no pass of ours runs after this
-    if (announced_) hooks_.announce_sleep(hooks_.ctx, 0);
+    if (announced_)
+        hooks_.announce_sleep(hooks_.ctx, 0);
 }
 
 bool ProgressClient::app_active() noexcept {
     const uint64_t now = app_calls_.load(std::memory_order_relaxed);
-    if (now == seen_) return false;
+    if (now == seen_)
+        return false;
     seen_ = now;
     return true;
 }
@@ -41,7 +45,8 @@ int ProgressClient::pass() {
         // The application drives progress: look again once an interval passed
         // (the thread passes more often when other clients or raises wake it).
         if (now < next_look_) {
-            idle_us_ = std::chrono::duration_cast<std::chrono::microseconds>(next_look_ - now).count() + 1;
+            idle_us_ =
+                std::chrono::duration_cast<std::chrono::microseconds>(next_look_ - now).count() + 1;
             return 0;
         }
         if (app_active()) {
@@ -54,13 +59,15 @@ int ProgressClient::pass() {
     const int n = hooks_.poll(hooks_.ctx);
     driven_.fetch_add(1, std::memory_order_relaxed);
     if (app_active()) {  // the application is back in MPI
-        if (announced_) hooks_.announce_sleep(hooks_.ctx, 0);
+        if (announced_)
+            hooks_.announce_sleep(hooks_.ctx, 0);
         announced_ = false;
         interval_ = check_interval_;
         watch_from(clock::now());
         return n;
     }
-    if (n > 0) return n;
+    if (n > 0)
+        return n;
     if (!announced_) {
         // Ask for doorbells, then look once more (pass again at once): a
         // message sent before a peer saw the request is found by that poll

@@ -21,7 +21,7 @@
 namespace tca::btl {
 
 struct ProgressHooks {
-    int (*poll)(void *ctx);                    // one progress pass; events handled
+    int (*poll)(void *ctx);                     // one progress pass; events handled
     void (*announce_sleep)(void *ctx, int on);  // ask peers (1) or not (0) to raise our interrupt
     void *ctx;
 };
@@ -32,7 +32,8 @@ public:
 
     // Joins the session's progress engine (throws std::bad_alloc when it cannot).
     ProgressClient(ProgressHooks hooks, std::chrono::microseconds check_interval,
-                   std::chrono::microseconds max_check_interval, std::chrono::microseconds max_sleep);
+                   std::chrono::microseconds max_check_interval,
+                   std::chrono::microseconds max_sleep);
     // Leaves it (no pass of ours runs after), withdrawing a doorbell request.
     ~ProgressClient();
     ProgressClient(const ProgressClient &) = delete;
@@ -49,7 +50,9 @@ private:
     static int64_t idle_cb(void *self) { return static_cast<ProgressClient *>(self)->idle_us_; }
     // Doorbells matter only while it drives; watching the application it
     // looks at its own times.
-    static int listens_cb(void *self) { return static_cast<ProgressClient *>(self)->driving_ ? 1 : 0; }
+    static int listens_cb(void *self) {
+        return static_cast<ProgressClient *>(self)->driving_ ? 1 : 0;
+    }
     int pass();  // on the engine thread only, like everything below
     bool app_active() noexcept;
     void watch_from(clock::time_point now);

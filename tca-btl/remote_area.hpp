@@ -28,7 +28,8 @@ public:
     tcaResult store(size_t off, T value) const noexcept {
         static_assert(std::atomic<T>::is_always_lock_free && sizeof(std::atomic<T>) == sizeof(T));
         if (is_mapped()) {
-            reinterpret_cast<std::atomic<T> *>(base_ + off)->store(value, std::memory_order_release);
+            reinterpret_cast<std::atomic<T> *>(base_ + off)
+                ->store(value, std::memory_order_release);
             return tcaSuccess;
         }
         return write(off, &value, sizeof value);

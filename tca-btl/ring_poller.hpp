@@ -17,11 +17,13 @@ namespace tca::btl {
 
 class RingPoller {
 public:
-    RingPoller(unsigned char *own_area, int nodes, bool by_marks, uint32_t batch, RingGeometry g = {}) noexcept
+    RingPoller(unsigned char *own_area, int nodes, bool by_marks, uint32_t batch,
+               RingGeometry g = {}) noexcept
         : own_area_(own_area), layout_(nodes, g), nodes_(nodes < kMaxPeers ? nodes : kMaxPeers),
           batch_(batch ? batch : 1) {
         // Only the traffic line's offset matters, and it depends on the node count alone.
-        if (by_marks) marks_.emplace(own_area, AreaLayout(nodes, RingGeometry{}), nodes_);
+        if (by_marks)
+            marks_.emplace(own_area, AreaLayout(nodes, RingGeometry{}), nodes_);
     }
 
     // Bit n: node n is not added, yet its first message is in its ring (slot
@@ -32,12 +34,15 @@ public:
     uint64_t unknown_senders() const noexcept {
         uint64_t found = 0;
         // Every other node added (a pass of every poll once the job talked): nothing to look at.
-        if (layout_.geometry().slots == 0 || added_.load(std::memory_order_acquire) >= nodes_ - 1) return 0;
+        if (layout_.geometry().slots == 0 || added_.load(std::memory_order_acquire) >= nodes_ - 1)
+            return 0;
         for (int n = 0; n < nodes_; ++n) {
-            if (peers_[n].load(std::memory_order_acquire) != nullptr) continue;
-            const auto *first =
-                reinterpret_cast<const HeaderWord *>(own_area_ + layout_.ring_offset(n) + layout_.geometry().header_at());
-            if (static_cast<uint32_t>(first->load(std::memory_order_acquire)) == 1) found |= uint64_t{1} << n;
+            if (peers_[n].load(std::memory_order_acquire) != nullptr)
+                continue;
+            const auto *first = reinterpret_cast<const HeaderWord *>(
+                own_area_ + layout_.ring_offset(n) + layout_.geometry().header_at());
+            if (static_cast<uint32_t>(first->load(std::memory_order_acquire)) == 1)
+                found |= uint64_t{1} << n;
         }
         return found;
     }
@@ -45,9 +50,11 @@ public:
     bool by_marks() const noexcept { return marks_.has_value(); }
 
     void add(int node, PeerChannel *ch) noexcept {
-        if (node < 0 || node >= nodes_) return;
+        if (node < 0 || node >= nodes_)
+            return;
         const PeerChannel *was = peers_[node].exchange(ch, std::memory_order_acq_rel);
-        if ((was == nullptr) != (ch == nullptr)) added_.fetch_add(ch != nullptr ? 1 : -1, std::memory_order_acq_rel);
+        if ((was == nullptr) != (ch == nullptr))
+            added_.fetch_add(ch != nullptr ? 1 : -1, std::memory_order_acq_rel);
     }
 
     // deliver(node, header, payload) for each arrived message, which is
@@ -56,7 +63,8 @@ public:
     int poll(Deliver &&deliver) {
         int count = 0;
         if (!marks_) {
-            for (int n = 0; n < nodes_; ++n) count += drain(n, deliver);
+            for (int n = 0; n < nodes_; ++n)
+                count += drain(n, deliver);
             return count;
         }
         uint64_t todo = marks_->take() | unfinished_;
@@ -75,7 +83,8 @@ private:
     template <class Deliver>
     uint32_t drain(int node, Deliver &deliver) {
         PeerChannel *ch = peers_[node].load(std::memory_order_acquire);
-        if (ch == nullptr) return 0;
+        if (ch == nullptr)
+            return 0;
         uint32_t got = 0;
         MessageHeader h;
         const unsigned char *payload;
@@ -94,7 +103,7 @@ private:
     std::optional<TrafficMarks> marks_;
     std::atomic<PeerChannel *> peers_[kMaxPeers] = {};
     std::atomic<int> added_{0};  // non-null entries of peers_
-    uint64_t unfinished_ = 0;  // rings to poll next pass without a mark
+    uint64_t unfinished_ = 0;    // rings to poll next pass without a mark
 };
 
 }  // namespace tca::btl

@@ -32,8 +32,9 @@ typedef struct tca_btl_peer tca_btl_peer_t;
  * end with their header (the peer's device cannot map ours either).
  * peer_polls_by_traffic: the peer reads its traffic line (it said so in its
  * modex), so every commit also marks our ring there. */
-TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, const tcaHandle *peer_handle,
-                                                     int nodes, int self, int peer, uint32_t slots,
+TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area,
+                                                     const tcaHandle *peer_handle, int nodes,
+                                                     int self, int peer, uint32_t slots,
                                                      uint32_t max_payload, int peer_has_thread,
                                                      int peer_polls_by_traffic);
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_free(tca_btl_peer_t *p);
@@ -45,7 +46,8 @@ TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p);
  * asked for an interrupt after each message (its progress thread sleeps),
  * 0 when not, -1 when the device refused a PIO write (*err: why; the
  * message is not sent). */
-TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *err);
+TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size,
+                                          tcaResult *err);
 /* Take the next slot of a mapped ring for a message packed into it later
  * (no copy of the sender's own), or NULL (ring full, or written by PIO).
  * Messages committed meanwhile reach the peer after it: every held slot must
@@ -54,7 +56,8 @@ TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32
 TCA_BTL_CORE_HIDDEN void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index);
 /* 1 where slots can be held (a mapped ring): hold's NULL then means full. */
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_can_hold(const tca_btl_peer_t *p);
-TCA_BTL_CORE_HIDDEN int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag, uint32_t size);
+TCA_BTL_CORE_HIDDEN int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag,
+                                           uint32_t size);
 
 /* ---- receiving: which rings a progress pass looks at ----
  * by_traffic: we read our traffic line (and say so in the modex): only rings
@@ -65,8 +68,9 @@ typedef struct tca_btl_poller tca_btl_poller_t;
 /* written_by_pio: our rings are written by PIO (peers whose device cannot
  * map our area: tca_btl_peer_new with peer_area NULL), their slots end with
  * the header. */
-TCA_BTL_CORE_HIDDEN tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic, uint32_t batch,
-                                                         uint32_t slots, uint32_t max_payload, int written_by_pio);
+TCA_BTL_CORE_HIDDEN tca_btl_poller_t *tca_btl_poller_new(void *own_area, int nodes, int by_traffic,
+                                                         uint32_t batch, uint32_t slots,
+                                                         uint32_t max_payload, int written_by_pio);
 /* Bit n: node n is not added, yet its first message has arrived in its ring.
  * Open MPI adds a process of another host only when it first talks to it:
  * the glue adds such a sender itself (as btl tcp does for a connection). */
@@ -75,8 +79,10 @@ TCA_BTL_CORE_HIDDEN void tca_btl_poller_free(tca_btl_poller_t *p);
 TCA_BTL_CORE_HIDDEN void tca_btl_poller_add(tca_btl_poller_t *p, int node, tca_btl_peer_t *peer);
 /* deliver(ctx, node, tag, payload, size) per arrived message; the payload is
  * valid until deliver returns (the slot is released then).  Returns how many. */
-typedef void (*tca_btl_deliver_fn)(void *ctx, int node, uint8_t tag, const void *payload, uint32_t size);
-TCA_BTL_CORE_HIDDEN int tca_btl_poller_poll(tca_btl_poller_t *p, tca_btl_deliver_fn deliver, void *ctx);
+typedef void (*tca_btl_deliver_fn)(void *ctx, int node, uint8_t tag, const void *payload,
+                                   uint32_t size);
+TCA_BTL_CORE_HIDDEN int tca_btl_poller_poll(tca_btl_poller_t *p, tca_btl_deliver_fn deliver,
+                                            void *ctx);
 
 /* Our progress thread sleeps (1) or not (0): ask this peer for doorbells. */
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping);
@@ -99,16 +105,18 @@ enum {
     TCA_BTL_PUT_FAILED      /* not taken: *err says why */
 };
 /* log(ctx, text): a channel taken, or none free when first needed (verbose output). */
-TCA_BTL_CORE_HIDDEN tca_btl_dma_puts_t *tca_btl_dma_puts_new(int max_channels, void (*log)(void *ctx, const char *text),
-                                                             void *log_ctx);
+TCA_BTL_CORE_HIDDEN tca_btl_dma_puts_t *
+tca_btl_dma_puts_new(int max_channels, void (*log)(void *ctx, const char *text), void *log_ctx);
 /* Waits for the puts on our channels (no callbacks), drops waiting ones, releases the channels. */
 TCA_BTL_CORE_HIDDEN void tca_btl_dma_puts_free(tca_btl_dma_puts_t *q);
-TCA_BTL_CORE_HIDDEN int tca_btl_dma_put_submit(tca_btl_dma_puts_t *q, const tca_btl_dma_put_t *put, tcaResult *err);
+TCA_BTL_CORE_HIDDEN int tca_btl_dma_put_submit(tca_btl_dma_puts_t *q, const tca_btl_dma_put_t *put,
+                                               tcaResult *err);
 /* Reaps finished channels and starts waiting puts; done(ctx, put, result)
  * runs for each finished or failed one, without the queue's lock.  Returns how many. */
-TCA_BTL_CORE_HIDDEN int tca_btl_dma_puts_progress(tca_btl_dma_puts_t *q,
-                                                  void (*done)(void *ctx, const tca_btl_dma_put_t *put, tcaResult r),
-                                                  void *ctx);
+TCA_BTL_CORE_HIDDEN int
+tca_btl_dma_puts_progress(tca_btl_dma_puts_t *q,
+                          void (*done)(void *ctx, const tca_btl_dma_put_t *put, tcaResult r),
+                          void *ctx);
 /* Puts taken and not yet handed back (one atomic load: progress asks every pass; 0 for NULL). */
 TCA_BTL_CORE_HIDDEN int tca_btl_dma_puts_busy(const tca_btl_dma_puts_t *q);
 
@@ -121,8 +129,8 @@ typedef struct tca_btl_get_request {
     uint64_t src_addr; /* in the owner's address space */
     uint64_t dst_addr; /* in the requester's address space */
     uint64_t size;
-    tcaHandle src;     /* the owner's registration */
-    tcaHandle dst;     /* the requester's registration */
+    tcaHandle src; /* the owner's registration */
+    tcaHandle dst; /* the requester's registration */
 } tca_btl_get_request_t;
 typedef struct tca_btl_get_done {
     uint64_t cookie;
@@ -133,49 +141,50 @@ typedef struct tca_btl_get_done {
 typedef struct tca_btl_gets tca_btl_gets_t;
 enum {
     TCA_BTL_GET_OK,
-    TCA_BTL_GET_BAD,        /* outside a registration, or the source is not the peer's */
-    TCA_BTL_GET_FULL,       /* every record in use: try again later */
-    TCA_BTL_GET_UNKNOWN,    /* an answer whose cookie names nothing of ours */
-    TCA_BTL_GET_WRONG_PEER  /* an answer from another peer than the one asked: the get failed */
+    TCA_BTL_GET_BAD,       /* outside a registration, or the source is not the peer's */
+    TCA_BTL_GET_FULL,      /* every record in use: try again later */
+    TCA_BTL_GET_UNKNOWN,   /* an answer whose cookie names nothing of ours */
+    TCA_BTL_GET_WRONG_PEER /* an answer from another peer than the one asked: the get failed */
 };
 TCA_BTL_CORE_HIDDEN tca_btl_gets_t *tca_btl_gets_new(uint32_t capacity);
 TCA_BTL_CORE_HIDDEN void tca_btl_gets_free(tca_btl_gets_t *g);
 /* Checks the get, records owner (len <= TCA_BTL_OWNER_BYTES) and fills req. */
-TCA_BTL_CORE_HIDDEN int tca_btl_get_begin(tca_btl_gets_t *g, int peer_node, const void *owner, size_t len,
-                                          const tcaHandle *src, uint64_t src_addr, const tcaHandle *dst,
-                                          uint64_t dst_addr, uint64_t size, tca_btl_get_request_t *req);
+TCA_BTL_CORE_HIDDEN int tca_btl_get_begin(tca_btl_gets_t *g, int peer_node, const void *owner,
+                                          size_t len, const tcaHandle *src, uint64_t src_addr,
+                                          const tcaHandle *dst, uint64_t dst_addr, uint64_t size,
+                                          tca_btl_get_request_t *req);
 /* The request could not be sent: forget it. */
 TCA_BTL_CORE_HIDDEN void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie);
 /* An answer from from_node: OK or WRONG_PEER with the owner record copied
  * out (TCA_BTL_OWNER_BYTES), or UNKNOWN with nothing. */
-TCA_BTL_CORE_HIDDEN int tca_btl_get_finish(tca_btl_gets_t *g, const tca_btl_get_done_t *done, int from_node,
-                                           void *owner);
+TCA_BTL_CORE_HIDDEN int tca_btl_get_finish(tca_btl_gets_t *g, const tca_btl_get_done_t *done,
+                                           int from_node, void *owner);
 TCA_BTL_CORE_HIDDEN int tca_btl_gets_pending(const tca_btl_gets_t *g);
 /* The owner's check of a peer's request: only its own registrations, only
  * inside them, and only into the asking peer's memory. */
-TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t *req, int self_node, int peer_node);
+TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t *req,
+                                                     int self_node, int peer_node);
 
 /* ---- the data path by size, as one line for the verbose output ---- */
 typedef struct tca_btl_path {
-    uint64_t eager_limit;          /* up to here: the rings */
-    uint64_t copy_max;             /* up to here: ob1's copy protocol through the rings (UINT64_MAX: all) */
-    uint64_t put_dma_min;          /* puts from here on the DMA engine (0: none) */
-    int get_for_host;              /* ob1 uses the emulated get (RGET) for host buffers */
+    uint64_t eager_limit; /* up to here: the rings */
+    uint64_t copy_max;    /* up to here: ob1's copy protocol through the rings (UINT64_MAX: all) */
+    uint64_t put_dma_min; /* puts from here on the DMA engine (0: none) */
+    int get_for_host;     /* ob1 uses the emulated get (RGET) for host buffers */
     int poll_by_traffic;
     int peers, poll_all_max_peers;
-    const char *put_mechanism;     /* the device's (tcaQueryBackend) */
+    const char *put_mechanism; /* the device's (tcaQueryBackend) */
 } tca_btl_path_t;
 /* Writes the line into text (truncated to size); returns its full length. */
-TCA_BTL_CORE_HIDDEN size_t tca_btl_describe_path(const tca_btl_path_t *path, char *text, size_t size);
+TCA_BTL_CORE_HIDDEN size_t tca_btl_describe_path(const tca_btl_path_t *path, char *text,
+                                                 size_t size);
 
 /* ---- asynchronous progress: a client of the TCA session's one progress
  * thread (session/progress_engine.h); NULL when it could not join ---- */
 typedef struct tca_btl_progress_thread tca_btl_progress_thread_t;
-TCA_BTL_CORE_HIDDEN tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *ctx),
-                                                                             void (*announce_sleep)(void *ctx,
-                                                                                                    int on),
-                                                                             void *ctx, int check_interval_us,
-                                                                             int check_max_us, int max_sleep_us);
+TCA_BTL_CORE_HIDDEN tca_btl_progress_thread_t *
+tca_btl_progress_thread_start(int (*poll)(void *ctx), void (*announce_sleep)(void *ctx, int on),
+                              void *ctx, int check_interval_us, int check_max_us, int max_sleep_us);
 TCA_BTL_CORE_HIDDEN void tca_btl_progress_thread_note_app(tca_btl_progress_thread_t *t);
 TCA_BTL_CORE_HIDDEN void tca_btl_progress_thread_stop(tca_btl_progress_thread_t *t);
 

@@ -51,13 +51,14 @@ struct Counter {
 tcaResult counter_moved(const Counter &c, uint64_t *moved);
 
 struct Neighbour {
-    int node = -1;          // device node id
-    tcaHandle buffer{};     // where a parent writes: its staging area (staged) or its buffer (direct)
-    tcaHandle scratch{};    // a few bytes of its memory that credit descriptors write into
-    int data_counter = -1;  // its counter for "segments landed"
-    int ready_counter = -1; // direct: its counter for "my children started"
+    int node = -1;        // device node id
+    tcaHandle buffer{};   // where a parent writes: its staging area (staged) or its buffer (direct)
+    tcaHandle scratch{};  // a few bytes of its memory that credit descriptors write into
+    int data_counter = -1;    // its counter for "segments landed"
+    int ready_counter = -1;   // direct: its counter for "my children started"
     int credit_counter = -1;  // staged: the first of its per-child credit counters
-    uint64_t buffer_offset = 0;  // direct: where its buffer starts inside `buffer` (GPU: base + offset)
+    uint64_t buffer_offset =
+        0;  // direct: where its buffer starts inside `buffer` (GPU: base + offset)
 };
 
 // Bytes of scratch memory every rank provides (credit landing byte, gate bytes).
@@ -72,13 +73,14 @@ struct EngineSetup {
     // registered as its whole CUDA allocation (IPC handles name allocations).
     uint64_t buffer_offset = 0;
     GpuBuffer gpu;  // gpu.on_gpu: the CPU cannot read `buffer` (the thread engine copies out first)
-    unsigned char *staging = nullptr;  // plan.slots slots, plan.slot_stride apart, where has_staging_area
+    unsigned char *staging =
+        nullptr;  // plan.slots slots, plan.slot_stride apart, where has_staging_area
     tcaHandle staging_handle{};
-    tcaHandle scratch_handle{};  // kScratchBytes
-    Counter data, ready;         // this rank's counters, both protocols
-    Counter go, done;            // staged: "started epoch k", "finished epoch k" (local)
-    std::vector<Counter> credits;  // staged: one per child, consecutive indices, plan order
-    Neighbour parent;              // unused at the root
+    tcaHandle scratch_handle{};       // kScratchBytes
+    Counter data, ready;              // this rank's counters, both protocols
+    Counter go, done;                 // staged: "started epoch k", "finished epoch k" (local)
+    std::vector<Counter> credits;     // staged: one per child, consecutive indices, plan order
+    Neighbour parent;                 // unused at the root
     std::vector<Neighbour> children;  // in plan order
     int channel = -1;                 // offload: the DMA channel this request owns
 };

@@ -16,7 +16,9 @@ std::vector<int> ring_order(int root, std::span<const int> node_of, int ring_siz
     std::iota(order.begin(), order.end(), 0);
     const int base = node_of[static_cast<size_t>(root)];
     auto dist = [&](int r) {
-        return r == root ? -1 : ((node_of[static_cast<size_t>(r)] - base) % ring_size + ring_size) % ring_size;
+        return r == root
+                   ? -1
+                   : ((node_of[static_cast<size_t>(r)] - base) % ring_size + ring_size) % ring_size;
     };
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return dist(a) < dist(b); });
     return order;
@@ -32,23 +34,28 @@ void binomial_tree(int n, Link link) {
     for (int v = 0; v < n; ++v) {
         int low = v == 0 ? 1 : (v & -v);
         if (v == 0)
-            while (low < n) low <<= 1;
+            while (low < n)
+                low <<= 1;
         for (int step = low >> 1; step > 0; step >>= 1)  // farthest child first
-            if (v + step < n) link(v, v + step);
+            if (v + step < n)
+                link(v, v + step);
     }
 }
 
 // Staging, once the roles are known (they decide what a block costs).
 void stage(BcastPlan &plan, const PlanParams &p) {
-    if (p.bytes == 0 || p.bytes > p.staging_bytes) return;
+    if (p.bytes == 0 || p.bytes > p.staging_bytes)
+        return;
     size_t costliest = 1;
     for (const RankRole &r : plan.roles)
-        costliest = std::max(costliest, staged_descriptors_per_block(r.children.size(), r.parent < 0));
+        costliest =
+            std::max(costliest, staged_descriptors_per_block(r.children.size(), r.parent < 0));
     const size_t blocks = kMaxChainDescriptors / costliest;
     auto stride = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
     if (plan.segments == 1) {  // a run covers `slots` epochs, one slot each
         plan.slot_stride = stride(p.bytes);
-        plan.slots = std::min({kMaxStagingSlots, blocks, std::max<size_t>(1, p.staging_budget / plan.slot_stride)});
+        plan.slots = std::min(
+            {kMaxStagingSlots, blocks, std::max<size_t>(1, p.staging_budget / plan.slot_stride)});
         plan.epochs_per_run = plan.slots;
         for (size_t b = plan.slots / 4; b > 1; --b)
             if (plan.slots % b == 0) {
@@ -85,30 +92,37 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     // does one on the ucx device (pipeline_pairs: np 2 over 2 hosts, 4 MiB,
     // 0.64-1.4 ms in 60 KiB segments against 2.6-4.5 as one write).
     const bool staged = p.bytes > 0 && p.bytes <= p.staging_bytes;
-    plan.shape = p.bytes >= p.chain_threshold && (n > 2 || staged || p.pipeline_pairs) ? Shape::Chain
-                 : staged && n <= kFlatMaxRanks                                        ? Shape::FlatTree
-                                                                                       : Shape::BinomialTree;
-    plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes) : std::max<size_t>(1, p.bytes);
+    plan.shape = p.bytes >= p.chain_threshold && (n > 2 || staged || p.pipeline_pairs)
+                     ? Shape::Chain
+                 : staged && n <= kFlatMaxRanks ? Shape::FlatTree
+                                                : Shape::BinomialTree;
+    plan.segment_bytes = plan.shape == Shape::Chain ? std::max<size_t>(1, p.segment_bytes)
+                                                    : std::max<size_t>(1, p.bytes);
     if (p.max_segments > 0)  // e.g. a descriptor chain holds at most 255 entries
-        plan.segment_bytes = std::max(plan.segment_bytes, (p.bytes + p.max_segments - 1) / p.max_segments);
+        plan.segment_bytes =
+            std::max(plan.segment_bytes, (p.bytes + p.max_segments - 1) / p.max_segments);
     // Not (bytes + seg - 1) / seg: with a huge segment that wraps to 0 segments
     // and the broadcast silently moves nothing.
     plan.segments = p.bytes / plan.segment_bytes + (p.bytes % plan.segment_bytes != 0 ? 1 : 0);
-    if (n <= 1) return plan;
+    if (n <= 1)
+        return plan;
 
     const std::vector<int> order = ring_order(p.root, node_of, std::max(1, ring_size));
     auto link = [&](int parent_v, int child_v) {
-        const int parent = order[static_cast<size_t>(parent_v)], child = order[static_cast<size_t>(child_v)];
+        const int parent = order[static_cast<size_t>(parent_v)],
+                  child = order[static_cast<size_t>(child_v)];
         plan.roles[static_cast<size_t>(child)].parent = parent;
         plan.roles[static_cast<size_t>(parent)].children.push_back(child);
     };
     if (plan.shape == Shape::Chain) {
-        for (int v = 1; v < n; ++v) link(v - 1, v);
+        for (int v = 1; v < n; ++v)
+            link(v - 1, v);
         stage(plan, p);
         return plan;
     }
     if (plan.shape == Shape::FlatTree) {
-        for (int v = 1; v < n; ++v) link(0, v);  // in ring order from the root
+        for (int v = 1; v < n; ++v)
+            link(0, v);  // in ring order from the root
         stage(plan, p);
         return plan;
     }
@@ -121,7 +135,8 @@ int BcastPlan::depth() const {
     int deepest = 0;
     for (size_t r = 0; r < roles.size(); ++r) {
         int d = 0;
-        for (int x = static_cast<int>(r); roles[static_cast<size_t>(x)].parent >= 0 && d <= static_cast<int>(roles.size());
+        for (int x = static_cast<int>(r);
+             roles[static_cast<size_t>(x)].parent >= 0 && d <= static_cast<int>(roles.size());
              x = roles[static_cast<size_t>(x)].parent)
             ++d;
         deepest = std::max(deepest, d);
@@ -132,12 +147,14 @@ int BcastPlan::depth() const {
 int BcastPlan::total_hops(const std::function<int(int, int)> &hops) const {
     int sum = 0;
     for (size_t r = 0; r < roles.size(); ++r)
-        for (int c : roles[r].children) sum += hops(static_cast<int>(r), c);
+        for (int c : roles[r].children)
+            sum += hops(static_cast<int>(r), c);
     return sum;
 }
 
 bool has_staging_area(const BcastPlan &plan, int rank, bool buffer_dear_to_read) {
-    if (plan.slots == 0) return false;
+    if (plan.slots == 0)
+        return false;
     const RankRole &role = plan.roles[static_cast<size_t>(rank)];
     return role.parent >= 0 || (buffer_dear_to_read && role.children.size() >= 2);
 }

@@ -36,13 +36,14 @@ enum class Shape { FlatTree, BinomialTree, Chain };
 inline constexpr int kFlatMaxRanks = 4;
 
 struct PlanParams {
-    int root = 0;                          // communicator rank of the root
-    size_t bytes = 0;                      // message size
-    size_t segment_bytes = 64 * 1024;      // pipeline segment (chains)
-    size_t chain_threshold = 64 * 1024;    // at or above: pipelined chain
-    size_t max_segments = 0;               // 0: no limit; else segments grow to stay within it
-    size_t staging_bytes = 0;              // at most this (and not empty): staged
-    size_t staging_budget = 2 * 1024 * 1024;  // a staged non-root's slots take at most this (but one slot at least)
+    int root = 0;                        // communicator rank of the root
+    size_t bytes = 0;                    // message size
+    size_t segment_bytes = 64 * 1024;    // pipeline segment (chains)
+    size_t chain_threshold = 64 * 1024;  // at or above: pipelined chain
+    size_t max_segments = 0;             // 0: no limit; else segments grow to stay within it
+    size_t staging_bytes = 0;            // at most this (and not empty): staged
+    size_t staging_budget =
+        2 * 1024 * 1024;  // a staged non-root's slots take at most this (but one slot at least)
     // Two ranks get a chain of segments too (from chain_threshold up): where
     // the device sends one large write as a synchronous rendezvous (the ucx
     // device above 256 KiB), segments in flight pipeline the link.
@@ -77,8 +78,8 @@ struct BcastPlan {
     // of `segments` blocks each; block b of a run lands in slot b mod slots
     // (slots divides the blocks of a run, so every run uses the slots alike).
     // One-segment plans: epochs_per_run == slots; chains: 1 epoch per run.
-    size_t slots = 0;          // landing slots per non-root (0: not staged)
-    size_t slot_stride = 0;    // bytes between slots (cache-line aligned)
+    size_t slots = 0;        // landing slots per non-root (0: not staged)
+    size_t slot_stride = 0;  // bytes between slots (cache-line aligned)
     size_t epochs_per_run = 0;
     // Staged plans: a child returns its credits in batches of this many
     // blocks (a multiple-of-it block sends them all), and what it still owes
@@ -96,7 +97,8 @@ struct BcastPlan {
     bool credits_due_after(uint64_t b) const noexcept { return (b + 1) % credit_batch == 0; }
     size_t segment_offset(size_t s) const noexcept { return s * segment_bytes; }
     size_t segment_length(size_t s) const noexcept {
-        return s + 1 < segments ? segment_bytes : bytes - (segments ? (segments - 1) * segment_bytes : 0);
+        return s + 1 < segments ? segment_bytes
+                                : bytes - (segments ? (segments - 1) * segment_bytes : 0);
     }
     // Longest root-to-leaf path in links, and the sum of link hops under `hops`.
     int depth() const;

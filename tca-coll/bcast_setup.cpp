@@ -10,11 +10,14 @@ namespace tca::coll {
 tcaResult init_counters(EngineSetup &s) {
     for (Counter *c : {&s.data, &s.ready, &s.go, &s.done})
         if (c->index >= 0)
-            if (const tcaResult r = tcaCounterRead(c->index, &c->base); r != tcaSuccess) return r;
+            if (const tcaResult r = tcaCounterRead(c->index, &c->base); r != tcaSuccess)
+                return r;
     for (Counter &c : s.credits) {
-        if (const tcaResult r = tcaCounterRead(c.index, &c.base); r != tcaSuccess) return r;
+        if (const tcaResult r = tcaCounterRead(c.index, &c.base); r != tcaSuccess)
+            return r;
         // Every slot of every child starts free.
-        if (const tcaResult r = tcaCounterAdd(c.index, s.plan->slots); r != tcaSuccess) return r;
+        if (const tcaResult r = tcaCounterAdd(c.index, s.plan->slots); r != tcaSuccess)
+            return r;
     }
     return tcaSuccess;
 }
@@ -28,25 +31,31 @@ tcaResult counter_moved(const Counter &c, uint64_t *moved) {
 
 int index_at_parent(const BcastPlan &plan, int rank) {
     const int parent = plan.roles[static_cast<size_t>(rank)].parent;
-    if (parent < 0) return -1;
+    if (parent < 0)
+        return -1;
     const std::vector<int> &siblings = plan.roles[static_cast<size_t>(parent)].children;
     return static_cast<int>(std::find(siblings.begin(), siblings.end(), rank) - siblings.begin());
 }
 
 bool credits_settled(const EngineSetup &s, uint64_t epochs) {
-    if (s.plan->slots == 0) return true;  // direct plans return no credits
+    if (s.plan->slots == 0)
+        return true;  // direct plans return no credits
     for (const Counter &c : s.credits) {
         uint64_t moved = 0;
-        if (counter_moved(c, &moved) != tcaSuccess || moved < s.plan->slots + epochs * s.plan->segments) return false;
+        if (counter_moved(c, &moved) != tcaSuccess ||
+            moved < s.plan->slots + epochs * s.plan->segments)
+            return false;
     }
     return true;
 }
 
 tcaResult return_owed_credits(const EngineSetup &s, uint64_t epochs) {
     const BcastPlan &p = *s.plan;
-    if (p.slots == 0 || p.roles[static_cast<size_t>(s.rank)].parent < 0) return tcaSuccess;
+    if (p.slots == 0 || p.roles[static_cast<size_t>(s.rank)].parent < 0)
+        return tcaSuccess;
     const uint64_t owed = epochs * p.segments % p.credit_batch;
-    if (owed == 0) return tcaSuccess;
+    if (owed == 0)
+        return tcaSuccess;
     return tcaCounterAddRemote(s.parent.node, credit_counter_at_parent(s), owed);
 }
 
@@ -56,8 +65,10 @@ int credit_counter_at_parent(const EngineSetup &s) {
 
 bool offload_needs_channel(const BcastPlan &plan, int rank) {
     const RankRole &role = plan.roles[static_cast<size_t>(rank)];
-    if (plan.segments == 0) return false;
-    return !role.children.empty() || (plan.slots > 0 && role.parent >= 0);  // staged leaves copy out by DMA
+    if (plan.segments == 0)
+        return false;
+    return !role.children.empty() ||
+           (plan.slots > 0 && role.parent >= 0);  // staged leaves copy out by DMA
 }
 
 }  // namespace tca::coll

@@ -8,7 +8,8 @@ namespace tca::coll {
 tcaResult DeviceArea::allocate(size_t bytes) {
     release();
     for (const tcaMemoryType t : {tcaMemoryInternal, tcaMemoryCPU}) {
-        if (tcaMalloc(&ptr_, bytes, t) != tcaSuccess) continue;
+        if (tcaMalloc(&ptr_, bytes, t) != tcaSuccess)
+            continue;
         type_ = t;
         std::memset(ptr_, 0, bytes);
         const tcaResult r = tcaCreateHandle(&handle_, ptr_, bytes, t);
@@ -24,9 +25,11 @@ tcaResult DeviceArea::allocate(size_t bytes) {
 }
 
 void DeviceArea::release() noexcept {
-    if (registered_) tcaDestroyHandle(&handle_);
+    if (registered_)
+        tcaDestroyHandle(&handle_);
     registered_ = false;
-    if (ptr_ != nullptr) tcaFree(ptr_, type_);
+    if (ptr_ != nullptr)
+        tcaFree(ptr_, type_);
     ptr_ = nullptr;
 }
 

@@ -35,11 +35,14 @@ const Driver *driver() {
     static std::mutex lock;
     static Driver d;
     std::lock_guard g(lock);
-    if (d.ok) return &d;
+    if (d.ok)
+        return &d;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (lib == nullptr) return nullptr;
-    d.ok = sym(lib, "cuPointerGetAttribute", &d.pointer_attribute) && sym(lib, "cuCtxPushCurrent_v2", &d.push) &&
-           sym(lib, "cuCtxPopCurrent_v2", &d.pop) && sym(lib, "cuMemcpy", &d.copy);
+    if (lib == nullptr)
+        return nullptr;
+    d.ok = sym(lib, "cuPointerGetAttribute", &d.pointer_attribute) &&
+           sym(lib, "cuCtxPushCurrent_v2", &d.push) && sym(lib, "cuCtxPopCurrent_v2", &d.pop) &&
+           sym(lib, "cuMemcpy", &d.copy);
     dlclose(lib);  // NOLOAD took a reference; the program's own keeps it loaded
     return d.ok ? &d : nullptr;
 }
@@ -49,7 +52,8 @@ const Driver *driver() {
 tcaResult locate_buffer(const void *p, size_t bytes, GpuBuffer *out) {
     *out = GpuBuffer{};
     const Driver *d = driver();
-    if (d == nullptr || p == nullptr) return tcaSuccess;
+    if (d == nullptr || p == nullptr)
+        return tcaSuccess;
     const auto ptr = reinterpret_cast<CUdeviceptr>(p);
     unsigned int type = 0;
     // Host memory (malloc'd: CUDA_ERROR_INVALID_VALUE; cudaHostAlloc'd:
@@ -64,7 +68,8 @@ tcaResult locate_buffer(const void *p, size_t bytes, GpuBuffer *out) {
         d->pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr) != CUDA_SUCCESS ||
         d->pointer_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr) != CUDA_SUCCESS)
         return tcaErrorNotSupported;
-    if (ptr < base || ptr - base > size || bytes > size - (ptr - base)) return tcaErrorOutOfRange;
+    if (ptr < base || ptr - base > size || bytes > size - (ptr - base))
+        return tcaErrorOutOfRange;
     out->on_gpu = true;
     out->base = reinterpret_cast<void *>(base);
     out->offset = static_cast<size_t>(ptr - base);
@@ -74,9 +79,11 @@ tcaResult locate_buffer(const void *p, size_t bytes, GpuBuffer *out) {
 
 tcaResult gpu_copy_to_host(const GpuBuffer &g, void *dst, const void *src, size_t n) {
     const Driver *d = driver();
-    if (d == nullptr || !g.on_gpu) return tcaErrorNotSupported;
+    if (d == nullptr || !g.on_gpu)
+        return tcaErrorNotSupported;
     // The engine's thread has no current context: borrow the allocation's.
-    if (d->push(static_cast<CUcontext>(g.context)) != CUDA_SUCCESS) return tcaErrorNotSupported;
+    if (d->push(static_cast<CUcontext>(g.context)) != CUDA_SUCCESS)
+        return tcaErrorNotSupported;
     const CUresult r =
         d->copy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), n);
     CUcontext popped = nullptr;
@@ -90,7 +97,9 @@ tcaResult locate_buffer(const void *, size_t, GpuBuffer *out) {
     *out = GpuBuffer{};
     return tcaSuccess;
 }
-tcaResult gpu_copy_to_host(const GpuBuffer &, void *, const void *, size_t) { return tcaErrorNotSupported; }
+tcaResult gpu_copy_to_host(const GpuBuffer &, void *, const void *, size_t) {
+    return tcaErrorNotSupported;
+}
 
 #endif
 

@@ -25,13 +25,14 @@ tcaResult gpu_copy_to_host(const GpuBuffer &g, void *dst, const void *src, size_
 
 struct GpuBuffer {
     bool on_gpu = false;
-    void *base = nullptr;  // start of the CUDA allocation holding the buffer
-    size_t offset = 0;     // of the buffer inside it
+    void *base = nullptr;     // start of the CUDA allocation holding the buffer
+    size_t offset = 0;        // of the buffer inside it
     void *context = nullptr;  // the allocation's CUcontext (copies from other threads)
     // How the thread engine reads it: gpu_copy_to_host.  The engine tests
     // put a counting copy here, so a host buffer standing in for GPU memory
     // runs the engine's GPU path and its reads are counted.
-    tcaResult (*copy_to_host)(const GpuBuffer &g, void *dst, const void *src, size_t n) = gpu_copy_to_host;
+    tcaResult (*copy_to_host)(const GpuBuffer &g, void *dst, const void *src,
+                              size_t n) = gpu_copy_to_host;
 };
 
 // On success *out says where p lives; host memory (or no CUDA in the process):

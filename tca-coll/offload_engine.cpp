@@ -31,7 +31,8 @@
 namespace tca::coll {
 
 size_t offload_max_segments(size_t children) {
-    if (children == 0) return 1u << 30;
+    if (children == 0)
+        return 1u << 30;
     return (TCA_MAX_DESCRIPTORS - 1) / children;  // one descriptor for the gate
 }
 
@@ -45,22 +46,27 @@ public:
     explicit OffloadEngine(const EngineSetup &s)
         : s_(s), root_(s.plan->roles[static_cast<size_t>(s.rank)].parent < 0) {}
     ~OffloadEngine() override {
-        if (!desc_) return;
+        if (!desc_)
+            return;
         // A staged run spans K epochs: its descriptors for epochs that will
         // never be started still wait on triggers.  Stop it before the
         // counters and memory they name go to another request.
         // The wait takes the dropped runs' tcaErrorAborted, which would
         // otherwise greet the channel's next user.
-        if (loaded_ && tcaAbortDMAC(s_.channel) == tcaSuccess) (void) tcaWaitDMAC(s_.channel);
+        if (loaded_ && tcaAbortDMAC(s_.channel) == tcaSuccess)
+            (void) tcaWaitDMAC(s_.channel);
         tcaDescFree(desc_);
     }
 
     tcaResult build() {
-        if (!offload_needs_channel(*s_.plan, s_.rank)) return tcaSuccess;  // leaf of a direct plan, or empty
+        if (!offload_needs_channel(*s_.plan, s_.rank))
+            return tcaSuccess;  // leaf of a direct plan, or empty
         desc_ = tcaDescNew();
-        if (desc_ == nullptr) return tcaErrorNoMemory;
+        if (desc_ == nullptr)
+            return tcaErrorNoMemory;
         tcaResult r = s_.plan->slots > 0 ? build_staged() : build_direct();
-        if (r == tcaSuccess && (r = tcaDescSet(desc_, s_.channel)) == tcaSuccess) loaded_ = true;
+        if (r == tcaSuccess && (r = tcaDescSet(desc_, s_.channel)) == tcaSuccess)
+            loaded_ = true;
         return r;
     }
 
@@ -83,25 +89,33 @@ private:
     tcaResult build_direct() {
         const BcastPlan &p = *s_.plan;
         const size_t nch = s_.children.size();
-        if (p.segments > offload_max_segments(nch)) return tcaErrorTooManyDescriptors;
+        if (p.segments > offload_max_segments(nch))
+            return tcaErrorTooManyDescriptors;
         tcaResult r = tcaSuccess;
         if (!root_) {  // the gate: waits for the children's ready
-            if ((r = gate(s_.ready.index, s_.ready.base + nch, nch)) != tcaSuccess) return r;
+            if ((r = gate(s_.ready.index, s_.ready.base + nch, nch)) != tcaSuccess)
+                return r;
         }
         tcaHandle mine = s_.buffer_handle;
         for (size_t seg = 0; seg < p.segments; ++seg) {
             const off_t off = static_cast<off_t>(p.segment_offset(seg));
             for (size_t c = 0; c < nch; ++c) {
                 Neighbour child = s_.children[c];
-                if ((r = tcaDescSetMemcpy(desc_, &child.buffer, off + static_cast<off_t>(child.buffer_offset), &mine,
-                                          off + static_cast<off_t>(s_.buffer_offset), p.segment_length(seg),
-                                          tcaDMAUseInternal, 0, 0)) != tcaSuccess)
+                if ((r = tcaDescSetMemcpy(
+                         desc_, &child.buffer, off + static_cast<off_t>(child.buffer_offset), &mine,
+                         off + static_cast<off_t>(s_.buffer_offset), p.segment_length(seg),
+                         tcaDMAUseInternal, 0, 0)) != tcaSuccess)
                     return r;
-                if ((r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess) return r;
+                if ((r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess)
+                    return r;
                 if (c == 0) {
-                    if (root_ && seg == 0) r = tcaDescSetTrigger(desc_, s_.ready.index, s_.ready.base + nch, nch);
-                    else if (!root_) r = tcaDescSetTrigger(desc_, s_.data.index, s_.data.base + seg + 1, p.segments);
-                    if (r != tcaSuccess) return r;
+                    if (root_ && seg == 0)
+                        r = tcaDescSetTrigger(desc_, s_.ready.index, s_.ready.base + nch, nch);
+                    else if (!root_)
+                        r = tcaDescSetTrigger(desc_, s_.data.index, s_.data.base + seg + 1,
+                                              p.segments);
+                    if (r != tcaSuccess)
+                        return r;
                 }
             }
         }
@@ -110,17 +124,21 @@ private:
 
     tcaResult start_direct() {
         if (!root_ && s_.plan->segments > 0)
-            if (const tcaResult r = tcaCounterAddRemote(s_.parent.node, s_.parent.ready_counter, 1); r != tcaSuccess)
+            if (const tcaResult r = tcaCounterAddRemote(s_.parent.node, s_.parent.ready_counter, 1);
+                r != tcaSuccess)
                 return r;
         return desc_ ? tcaStartDMADesc(s_.channel) : tcaSuccess;
     }
 
     tcaResult test_direct() {
-        if (desc_) return channel_done();
+        if (desc_)
+            return channel_done();
         if (!root_ && s_.plan->segments > 0) {  // a leaf: count the landed segments
             uint64_t landed = 0;
-            if (const tcaResult r = counter_moved(s_.data, &landed); r != tcaSuccess) return r;
-            if (landed < s_.plan->segments * epoch_) return tcaErrorNotReady;
+            if (const tcaResult r = counter_moved(s_.data, &landed); r != tcaSuccess)
+                return r;
+            if (landed < s_.plan->segments * epoch_)
+                return tcaErrorNotReady;
         }
         return tcaSuccess;
     }
@@ -140,7 +158,8 @@ private:
             const off_t at = static_cast<off_t>(s_.buffer_offset + p.segment_offset(seg));
             const size_t len = p.segment_length(seg);
             const bool last = seg + 1 == p.segments;
-            if (root_ ? seg == 0 && (r = gate(s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess
+            if (root_ ? seg == 0 &&
+                            (r = gate(s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess
                       : (r = gate(s_.data.index, s_.data.base + b + 1, blocks)) != tcaSuccess)
                 return r;
             // A root with a staging area reads its buffer once per block.  The
@@ -148,14 +167,17 @@ private:
             // before block b + K overwrites the slot.
             const bool from_slot = !root_ || s_.staging != nullptr;
             if (root_ && from_slot &&
-                (r = tcaDescSetMemcpy(desc_, &staging, slot, &mine, at, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess)
+                (r = tcaDescSetMemcpy(desc_, &staging, slot, &mine, at, len, tcaDMAUseInternal, 0,
+                                      0)) != tcaSuccess)
                 return r;
             for (size_t c = 0; c < s_.children.size(); ++c) {
                 Neighbour child = s_.children[c];
                 if ((r = tcaDescSetMemcpy(desc_, &child.buffer, slot, from_slot ? &staging : &mine,
-                                          from_slot ? slot : at, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                                          from_slot ? slot : at, len, tcaDMAUseInternal, 0, 0)) !=
+                        tcaSuccess ||
                     (r = tcaDescSetCounterAdd(desc_, child.data_counter, 1)) != tcaSuccess ||
-                    (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + b + 1, blocks)) != tcaSuccess)
+                    (r = tcaDescSetTrigger(desc_, s_.credits[c].index, s_.credits[c].base + b + 1,
+                                           blocks)) != tcaSuccess)
                     return r;
             }
             // The epoch is done once its last block has gone (the root: its
@@ -168,29 +190,36 @@ private:
                 Neighbour parent = s_.parent;
                 const int credit = credit_counter_at_parent(s_);
                 const bool credits_due = p.credits_due_after(b);
-                if ((r = tcaDescSetMemcpy(desc_, &mine, at, &staging, slot, len, tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
-                    (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + epoch + 1, epochs)) != tcaSuccess)
+                if ((r = tcaDescSetMemcpy(desc_, &mine, at, &staging, slot, len, tcaDMAUseInternal,
+                                          0, 0)) != tcaSuccess ||
+                    (r = tcaDescSetTrigger(desc_, s_.go.index, s_.go.base + epoch + 1, epochs)) !=
+                        tcaSuccess)
                     return r;
                 if (last && !credits_due) {
-                    if ((r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess) return r;
+                    if ((r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess)
+                        return r;
                     done_added = true;
                 }
                 if (credits_due &&
-                    ((r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch, kGateSource, 1,
-                                           tcaDMAUseInternal, 0, 0)) != tcaSuccess ||
+                    ((r = tcaDescSetMemcpy(desc_, &parent.scratch, kCreditLanding, &scratch,
+                                           kGateSource, 1, tcaDMAUseInternal, 0, 0)) !=
+                         tcaSuccess ||
                      (r = tcaDescSetCounterAdd(desc_, credit, p.credit_batch)) != tcaSuccess))
                     return r;
             }
             if (last && !done_added &&
-                ((r = gate(-1, 0, 0)) != tcaSuccess || (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess))
+                ((r = gate(-1, 0, 0)) != tcaSuccess ||
+                 (r = tcaDescSetCounterAdd(desc_, s_.done.index, 1)) != tcaSuccess))
                 return r;
         }
         return tcaSuccess;
     }
 
     tcaResult start_staged() {
-        if (const tcaResult r = tcaCounterAdd(s_.go.index, 1); r != tcaSuccess) return r;
-        if (!desc_ || (epoch_ - 1) % s_.plan->epochs_per_run != 0) return tcaSuccess;
+        if (const tcaResult r = tcaCounterAdd(s_.go.index, 1); r != tcaSuccess)
+            return r;
+        if (!desc_ || (epoch_ - 1) % s_.plan->epochs_per_run != 0)
+            return tcaSuccess;
         // A new run.  The last run's final descriptors (no triggers left) may
         // still be executing: the start queues behind them.
         return tcaStartDMADesc(s_.channel);
@@ -198,8 +227,10 @@ private:
 
     tcaResult test_staged() {
         uint64_t done = 0;
-        if (const tcaResult r = counter_moved(s_.done, &done); r != tcaSuccess) return r;
-        if (done >= epoch_) return tcaSuccess;
+        if (const tcaResult r = counter_moved(s_.done, &done); r != tcaSuccess)
+            return r;
+        if (done >= epoch_)
+            return tcaSuccess;
         // Not there yet: has the program failed?
         int finished = 0;
         const tcaResult r = tcaTestDMAC(s_.channel, &finished);
@@ -208,7 +239,8 @@ private:
 
     tcaResult channel_done() {
         int done = 0;
-        if (const tcaResult r = tcaTestDMAC(s_.channel, &done); r != tcaSuccess) return r;
+        if (const tcaResult r = tcaTestDMAC(s_.channel, &done); r != tcaSuccess)
+            return r;
         return done ? tcaSuccess : tcaErrorNotReady;
     }
 
@@ -216,8 +248,10 @@ private:
     // >= 0), or only adds (counter < 0, the caller adds the counter update).
     tcaResult gate(int counter, uint64_t value, uint64_t step) {
         tcaHandle scratch = s_.scratch_handle;
-        tcaResult r = tcaDescSetMemcpy(desc_, &scratch, kGateTarget, &scratch, kGateSource, 1, tcaDMAUseInternal, 0, 0);
-        if (r == tcaSuccess && counter >= 0) r = tcaDescSetTrigger(desc_, counter, value, step);
+        tcaResult r = tcaDescSetMemcpy(desc_, &scratch, kGateTarget, &scratch, kGateSource, 1,
+                                       tcaDMAUseInternal, 0, 0);
+        if (r == tcaSuccess && counter >= 0)
+            r = tcaDescSetTrigger(desc_, counter, value, step);
         return r;
     }
 
@@ -231,12 +265,14 @@ private:
 }  // namespace
 
 tcaResult make_offload_engine(const EngineSetup &setup, std::unique_ptr<BcastEngine> *out) {
-    if (setup.plan == nullptr || out == nullptr) return tcaErrorInvalidValue;
+    if (setup.plan == nullptr || out == nullptr)
+        return tcaErrorInvalidValue;
     if (offload_needs_channel(*setup.plan, setup.rank) &&
         setup.channel < 0)  // an id of tcaChannelAcquire (libtca checks its holder on every use)
         return tcaErrorInvalidChannel;
     auto e = std::make_unique<OffloadEngine>(setup);
-    if (const tcaResult r = e->build(); r != tcaSuccess) return r;
+    if (const tcaResult r = e->build(); r != tcaSuccess)
+        return r;
     *out = std::move(e);
     return tcaSuccess;
 }

@@ -27,7 +27,8 @@ typedef struct tca_coll_peer_info {
     int32_t data_counter;
     int32_t ready_counter;
     int32_t credit_counter; /* first of one per child (staged plans) */
-    uint64_t buffer_offset; /* direct plans: the buffer inside `buffer` (GPU: offset in its allocation) */
+    uint64_t
+        buffer_offset; /* direct plans: the buffer inside `buffer` (GPU: offset in its allocation) */
 } tca_coll_peer_info_t;
 
 typedef struct tca_coll_bcast tca_coll_bcast_t;
@@ -58,22 +59,24 @@ typedef struct tca_coll_bcast_params {
 /* Plans, registers the buffer, acquires counters (and staging memory); *mine is what to send
  * to the parent and children.  NULL on failure (*err says why: tcaErrorNoResource when the
  * device has no run of free counters left). */
-TCA_COLL_HIDDEN tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_peer_info_t *mine,
-                                                     tcaResult *err);
+TCA_COLL_HIDDEN tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p,
+                                                     tca_coll_peer_info_t *mine, tcaResult *err);
 TCA_COLL_HIDDEN int tca_coll_bcast_parent(const tca_coll_bcast_t *b); /* -1 at the root */
 TCA_COLL_HIDDEN int tca_coll_bcast_num_children(const tca_coll_bcast_t *b);
 TCA_COLL_HIDDEN int tca_coll_bcast_child(const tca_coll_bcast_t *b, int i);
 TCA_COLL_HIDDEN int tca_coll_bcast_engine(const tca_coll_bcast_t *b); /* after connect */
-TCA_COLL_HIDDEN int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b);  /* the buffer is GPU memory */
-TCA_COLL_HIDDEN size_t tca_coll_bcast_segments(const tca_coll_bcast_t *b);      /* pipeline segments */
-TCA_COLL_HIDDEN size_t tca_coll_bcast_segment_bytes(const tca_coll_bcast_t *b);  /* each but maybe the last */
+TCA_COLL_HIDDEN int tca_coll_bcast_on_gpu(const tca_coll_bcast_t *b); /* the buffer is GPU memory */
+TCA_COLL_HIDDEN size_t tca_coll_bcast_segments(const tca_coll_bcast_t *b); /* pipeline segments */
+TCA_COLL_HIDDEN size_t
+tca_coll_bcast_segment_bytes(const tca_coll_bcast_t *b); /* each but maybe the last */
 /* Landing slots per child (0: not staged: parents write into the buffers),
  * the bytes of each, and whether stage_all took effect here. */
 TCA_COLL_HIDDEN size_t tca_coll_bcast_slots(const tca_coll_bcast_t *b);
 TCA_COLL_HIDDEN size_t tca_coll_bcast_slot_bytes(const tca_coll_bcast_t *b);
 TCA_COLL_HIDDEN int tca_coll_bcast_stages_all(const tca_coll_bcast_t *b);
 /* With the neighbours' infos (parent's ignored at the root): build the engine. */
-TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b, const tca_coll_peer_info_t *parent,
+TCA_COLL_HIDDEN tcaResult tca_coll_bcast_connect(tca_coll_bcast_t *b,
+                                                 const tca_coll_peer_info_t *parent,
                                                  const tca_coll_peer_info_t *children);
 TCA_COLL_HIDDEN tcaResult tca_coll_bcast_start(tca_coll_bcast_t *b);
 /* tcaSuccess: this rank's part of the epoch is done; tcaErrorNotReady: not yet. */

@@ -37,7 +37,8 @@ static double max_over_ranks(double v) {
  * barrier between iterations, the average over ranks.  A root that only
  * posts its sends, or leaves that find the data already there, count as
  * fast here, where the loop above counts the slowest rank's pace. */
-static double avg_per_call(int persistent, MPI_Request *req, char *buf, size_t n, int iters, int warm) {
+static double avg_per_call(int persistent, MPI_Request *req, char *buf, size_t n, int iters,
+                           int warm) {
     double mine = 0, sum = 0;
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -49,7 +50,8 @@ static double avg_per_call(int persistent, MPI_Request *req, char *buf, size_t n
         } else {
             MPI_Bcast(buf, (int) n, MPI_BYTE, 0, MPI_COMM_WORLD);
         }
-        if (i >= warm) mine += MPI_Wtime() - a;
+        if (i >= warm)
+            mine += MPI_Wtime() - a;
         MPI_Barrier(MPI_COMM_WORLD);
     }
     mine = mine * 1e6 / iters;
@@ -69,23 +71,28 @@ int main(int argc, char **argv) {
     const int persistent = argc > 1 && !strcmp(argv[1], "persistent");
     if (gpu) { /* every rank decides alike, rank 0 says why */
         char why[240];
-        int unusable = cuda_dl_open(why, sizeof why) != 0 || !cuda_dl_mpi_aware(why, sizeof why), any = 0;
+        int unusable = cuda_dl_open(why, sizeof why) != 0 || !cuda_dl_mpi_aware(why, sizeof why),
+            any = 0;
         MPI_Allreduce(&unusable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (any) {
-            if (unusable && rank == 0) printf("SKIP: %s\n", why);
+            if (unusable && rank == 0)
+                printf("SKIP: %s\n", why);
             MPI_Finalize();
             return 77;
         }
         cuda_dl_pick_device();
     }
     char *buf = gpu ? cuda_dl_malloc(sizes[NSIZES - 1]) : malloc(sizes[NSIZES - 1]);
-    if (gpu) cuda_dl_fill(buf, 1, sizes[NSIZES - 1]);
-    else memset(buf, 1, sizes[NSIZES - 1]);
+    if (gpu)
+        cuda_dl_fill(buf, 1, sizes[NSIZES - 1]);
+    else
+        memset(buf, 1, sizes[NSIZES - 1]);
     for (int s = 0; s < NSIZES; s++) {
         const size_t n = sizes[s];
         const int iters = n <= 8192 ? 2000 : n <= 65536 ? 500 : 40, warm = iters / 10 + 1;
         MPI_Request req = MPI_REQUEST_NULL;
-        if (persistent) BCAST_INIT(buf, (int) n, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+        if (persistent)
+            BCAST_INIT(buf, (int) n, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
         double t0 = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < iters + warm; i++) {
@@ -101,9 +108,12 @@ int main(int argc, char **argv) {
             }
         }
         const double us = max_over_ranks((MPI_Wtime() - t0) * 1e6 / iters);
-        if (rank == 0) printf("RESULT bcast %zu %.3f\n", n, us);
-        const double avg = avg_per_call(persistent, &req, buf, n, n <= 65536 ? iters / 2 : iters, warm);
-        if (rank == 0) printf("RESULT bcast_avg %zu %.3f\n", n, avg);
+        if (rank == 0)
+            printf("RESULT bcast %zu %.3f\n", n, us);
+        const double avg =
+            avg_per_call(persistent, &req, buf, n, n <= 65536 ? iters / 2 : iters, warm);
+        if (rank == 0)
+            printf("RESULT bcast_avg %zu %.3f\n", n, avg);
         if (persistent && n >= 65536) {
             /* overlap: compute >= max(t, 3 ms) between Start and Wait, OSU's formula */
             const double pure = us * 1e-6, compute = pure > 3e-3 ? pure : 3e-3;
@@ -118,11 +128,15 @@ int main(int argc, char **argv) {
             }
             total = max_over_ranks(total / 10);
             double ov = 100.0 * (1.0 - (total - compute) / pure);
-            if (ov < 0) ov = 0;
-            if (ov > 100) ov = 100;
-            if (rank == 0) printf("RESULT overlap %zu %.1f\n", n, ov);
+            if (ov < 0)
+                ov = 0;
+            if (ov > 100)
+                ov = 100;
+            if (rank == 0)
+                printf("RESULT overlap %zu %.1f\n", n, ov);
         }
-        if (persistent) MPI_Request_free(&req);
+        if (persistent)
+            MPI_Request_free(&req);
         fflush(stdout);
     }
     if (persistent) { /* init and start costs at 1 KiB */
@@ -134,19 +148,25 @@ int main(int argc, char **argv) {
             double a = MPI_Wtime();
             BCAST_INIT(buf, 1024, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
             init += MPI_Wtime() - a;
-            for (int k = 0; k < 3; k++) { /* the first start may finish the exchange: time later ones */
+            for (int k = 0; k < 3;
+                 k++) { /* the first start may finish the exchange: time later ones */
                 MPI_Barrier(MPI_COMM_WORLD);
                 a = MPI_Wtime();
                 MPI_Start(&req);
-                if (k == 2) start += MPI_Wtime() - a;
+                if (k == 2)
+                    start += MPI_Wtime() - a;
                 MPI_Wait(&req, MPI_STATUS_IGNORE);
             }
             MPI_Request_free(&req);
         }
-        if (rank == 0) printf("RESULT init_us 1024 %.3f\nRESULT start_us 1024 %.3f\n", init / reps * 1e6, start / reps * 1e6);
+        if (rank == 0)
+            printf("RESULT init_us 1024 %.3f\nRESULT start_us 1024 %.3f\n", init / reps * 1e6,
+                   start / reps * 1e6);
     }
-    if (gpu) cuda_dl_free(buf);
-    else free(buf);
+    if (gpu)
+        cuda_dl_free(buf);
+    else
+        free(buf);
     MPI_Finalize();
     return 0;
 }

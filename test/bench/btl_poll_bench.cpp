@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 struct SubCluster {
     SubCluster(int nodes, bool by_marks)
         : nodes(nodes), layout(nodes, RingGeometry::for_payload(64, 256)),
-          area(size_t(nodes), std::vector<unsigned char>(layout.bytes())), marks(area[0].data(), layout, nodes) {
+          area(size_t(nodes), std::vector<unsigned char>(layout.bytes())),
+          marks(area[0].data(), layout, nodes) {
         for (int s = 1; s < nodes; ++s) {
             to_receiver.emplace_back(area[s].data(), area[0].data(), layout, s, 0, false, by_marks);
             from_sender.emplace_back(area[0].data(), area[s].data(), layout, 0, s, false, false);
@@ -56,7 +57,8 @@ int drain(PeerChannel &ch) {
 
 int pass_every_ring(SubCluster &c) {
     int got = 0;
-    for (auto &ch : c.from_sender) got += drain(ch);
+    for (auto &ch : c.from_sender)
+        got += drain(ch);
     return got;
 }
 
@@ -81,8 +83,10 @@ double run(SubCluster &c, bool by_marks, bool send, long passes) {
         }
         received += by_marks ? pass_marked_rings(c) : pass_every_ring(c);
     }
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / double(passes);
-    if (send && received != passes) std::fprintf(stderr, "lost messages: %ld of %ld\n", passes - received, passes);
+    const double ns =
+        std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / double(passes);
+    if (send && received != passes)
+        std::fprintf(stderr, "lost messages: %ld of %ld\n", passes - received, passes);
     return ns;
 }
 
@@ -90,10 +94,11 @@ double run(SubCluster &c, bool by_marks, bool send, long passes) {
 
 int main(int argc, char **argv) {
     int repeats = 7;
-    if (argc == 3 && std::strcmp(argv[1], "-r") == 0) repeats = std::max(1, std::atoi(argv[2]));
+    if (argc == 3 && std::strcmp(argv[1], "-r") == 0)
+        repeats = std::max(1, std::atoi(argv[2]));
     constexpr long kPasses = 200000;
-    std::printf("# btl tca progress pass, ns per pass (min / median of %d repeats of %ld passes)\n", repeats,
-                kPasses);
+    std::printf("# btl tca progress pass, ns per pass (min / median of %d repeats of %ld passes)\n",
+                repeats, kPasses);
     std::printf("%6s %-5s %21s %21s %8s\n", "peers", "load", "every ring", "marked rings", "ratio");
     for (int nodes : {2, 4, 8, 9, 16, 32, 64}) {
         for (bool send : {false, true}) {
@@ -106,8 +111,8 @@ int main(int argc, char **argv) {
             std::sort(a.begin(), a.end());
             std::sort(b.begin(), b.end());
             const double ma = a[a.size() / 2], mb = b[b.size() / 2];
-            std::printf("%6d %-5s %9.1f / %9.1f %9.1f / %9.1f %8.2f\n", nodes - 1, send ? "one" : "idle", a[0], ma,
-                        b[0], mb, mb / ma);
+            std::printf("%6d %-5s %9.1f / %9.1f %9.1f / %9.1f %8.2f\n", nodes - 1,
+                        send ? "one" : "idle", a[0], ma, b[0], mb, mb / ma);
         }
     }
     return 0;

@@ -36,7 +36,8 @@ static void die(const char *what) {
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n > 0 ? n : 1);
-    if (p == NULL) die("out of memory");
+    if (p == NULL)
+        die("out of memory");
     return p;
 }
 
@@ -65,7 +66,8 @@ static void report(const char *bench, size_t bytes, double mine) {
 static void alltoall(size_t bytes) {
     unsigned char *s = xmalloc(bytes * size), *r = xmalloc(bytes * size);
     for (int p = 0; p < size; p++)
-        for (size_t i = 0; i < bytes; i++) s[p * bytes + i] = pattern(rank, p, i);
+        for (size_t i = 0; i < bytes; i++)
+            s[p * bytes + i] = pattern(rank, p, i);
     memset(r, 0, bytes * size);
     MPI_Barrier(MPI_COMM_WORLD);
     double t = MPI_Wtime();
@@ -73,7 +75,8 @@ static void alltoall(size_t bytes) {
     t = MPI_Wtime() - t;
     for (int p = 0; p < size; p++)
         for (size_t i = 0; i < bytes; i++)
-            if (r[p * bytes + i] != pattern(p, rank, i)) die("alltoall: wrong data");
+            if (r[p * bytes + i] != pattern(p, rank, i))
+                die("alltoall: wrong data");
     const int iters = fit_iterations(t);
     MPI_Barrier(MPI_COMM_WORLD);
     t = MPI_Wtime();
@@ -87,17 +90,20 @@ static void alltoall(size_t bytes) {
 static void allreduce(size_t bytes) {
     const size_t n = bytes / sizeof(double) > 0 ? bytes / sizeof(double) : 1;
     double *s = xmalloc(n * sizeof(double)), *r = xmalloc(n * sizeof(double));
-    for (size_t i = 0; i < n; i++) s[i] = (double) ((rank + 1) * (i % 1000));
+    for (size_t i = 0; i < n; i++)
+        s[i] = (double) ((rank + 1) * (i % 1000));
     double t = MPI_Wtime();
     MPI_Allreduce(s, r, (int) n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     t = MPI_Wtime() - t;
     const double ranks = (double) size * (size + 1) / 2;
     for (size_t i = 0; i < n; i++)
-        if (r[i] != ranks * (double) (i % 1000)) die("allreduce: wrong sum");
+        if (r[i] != ranks * (double) (i % 1000))
+            die("allreduce: wrong sum");
     const int iters = fit_iterations(t);
     MPI_Barrier(MPI_COMM_WORLD);
     t = MPI_Wtime();
-    for (int k = 0; k < iters; k++) MPI_Allreduce(s, r, (int) n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int k = 0; k < iters; k++)
+        MPI_Allreduce(s, r, (int) n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     report("allreduce", n * sizeof(double), (MPI_Wtime() - t) * 1e6 / iters);
     free(s);
     free(r);
@@ -105,16 +111,19 @@ static void allreduce(size_t bytes) {
 
 static void bcast(size_t bytes) {
     unsigned char *b = xmalloc(bytes);
-    for (size_t i = 0; i < bytes; i++) b[i] = rank == 0 ? pattern(0, 1, i) : 0;
+    for (size_t i = 0; i < bytes; i++)
+        b[i] = rank == 0 ? pattern(0, 1, i) : 0;
     double t = MPI_Wtime();
     MPI_Bcast(b, (int) bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
     t = MPI_Wtime() - t;
     for (size_t i = 0; i < bytes; i++)
-        if (b[i] != pattern(0, 1, i)) die("bcast: wrong data");
+        if (b[i] != pattern(0, 1, i))
+            die("bcast: wrong data");
     const int iters = fit_iterations(t);
     MPI_Barrier(MPI_COMM_WORLD);
     t = MPI_Wtime();
-    for (int k = 0; k < iters; k++) MPI_Bcast(b, (int) bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    for (int k = 0; k < iters; k++)
+        MPI_Bcast(b, (int) bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
     report("bcast", bytes, (MPI_Wtime() - t) * 1e6 / iters);
     free(b);
 }
@@ -128,7 +137,8 @@ static double pair_window(unsigned char *buf, size_t bytes, int peer, int sender
         if (sender)
             MPI_Isend(buf, (int) bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD, &req[w]);
         else
-            MPI_Irecv(buf + (size_t) w * bytes, (int) bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD, &req[w]);
+            MPI_Irecv(buf + (size_t) w * bytes, (int) bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD,
+                      &req[w]);
     }
     MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
     if (sender)
@@ -140,21 +150,26 @@ static double pair_window(unsigned char *buf, size_t bytes, int peer, int sender
 
 static void pairs(size_t bytes) {
     const int half = size / 2;
-    if (half == 0) die("pairs needs 2 ranks or more");
+    if (half == 0)
+        die("pairs needs 2 ranks or more");
     const int active = rank < 2 * half, sender = rank < half;
     const int peer = sender ? rank + half : rank - half;
     unsigned char *buf = xmalloc(sender ? bytes : bytes * WINDOW);
-    for (size_t i = 0; i < bytes; i++) buf[i] = pattern(rank, peer, i);
+    for (size_t i = 0; i < bytes; i++)
+        buf[i] = pattern(rank, peer, i);
     double one = 0;
-    if (active) one = pair_window(buf, bytes, peer, sender);
+    if (active)
+        one = pair_window(buf, bytes, peer, sender);
     if (active && !sender)
         for (int w = 0; w < WINDOW; w++)
             for (size_t i = 0; i < bytes; i++)
-                if (buf[(size_t) w * bytes + i] != pattern(peer, rank, i)) die("pairs: wrong data");
+                if (buf[(size_t) w * bytes + i] != pattern(peer, rank, i))
+                    die("pairs: wrong data");
     const int windows = fit_iterations(one);
     MPI_Barrier(MPI_COMM_WORLD);
     const double t = MPI_Wtime();
-    for (int k = 0; k < windows && active; k++) pair_window(buf, bytes, peer, sender);
+    for (int k = 0; k < windows && active; k++)
+        pair_window(buf, bytes, peer, sender);
     MPI_Barrier(MPI_COMM_WORLD);
     const double secs = MPI_Wtime() - t;
     /* all pairs' bytes over the time the slowest took */
@@ -173,27 +188,36 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int first = 1;
     for (; first < argc && argv[first][0] == '-'; first += 2) {
-        if (first + 1 >= argc) die("an option without its value");
+        if (first + 1 >= argc)
+            die("an option without its value");
         if (!strcmp(argv[first], "-s")) {
             unsigned long long a = 0, b = 0;
-            if (sscanf(argv[first + 1], "%llu-%llu", &a, &b) != 2 || a == 0 || b < a) die("-s MIN-MAX");
+            if (sscanf(argv[first + 1], "%llu-%llu", &a, &b) != 2 || a == 0 || b < a)
+                die("-s MIN-MAX");
             lo = (size_t) a;
             hi = (size_t) b;
         } else if (!strcmp(argv[first], "-t")) {
             budget = atof(argv[first + 1]);
-            if (!(budget > 0)) die("-t SECONDS");
+            if (!(budget > 0))
+                die("-t SECONDS");
         } else {
             die("unknown option");
         }
     }
-    if (first == argc) die("usage: coll_bench [-s MIN-MAX] [-t SECONDS] alltoall|allreduce|bcast|pairs...");
+    if (first == argc)
+        die("usage: coll_bench [-s MIN-MAX] [-t SECONDS] alltoall|allreduce|bcast|pairs...");
     for (int b = first; b < argc; b++) {
         for (size_t n = lo; n <= hi; n *= 4) {
-            if (!strcmp(argv[b], "alltoall")) alltoall(n);
-            else if (!strcmp(argv[b], "allreduce")) allreduce(n);
-            else if (!strcmp(argv[b], "bcast")) bcast(n);
-            else if (!strcmp(argv[b], "pairs")) pairs(n);
-            else die("unknown benchmark");
+            if (!strcmp(argv[b], "alltoall"))
+                alltoall(n);
+            else if (!strcmp(argv[b], "allreduce"))
+                allreduce(n);
+            else if (!strcmp(argv[b], "bcast"))
+                bcast(n);
+            else if (!strcmp(argv[b], "pairs"))
+                pairs(n);
+            else
+                die("unknown benchmark");
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);

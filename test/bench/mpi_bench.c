@@ -39,7 +39,8 @@ static int iterations(size_t n, int small, int large) {
 
 static void latency(int persistent, int only8) {
     for (int s = 0; s < NSIZES; s++) {
-        if (only8 && sizes[s] != 8) continue;
+        if (only8 && sizes[s] != 8)
+            continue;
         const size_t n = sizes[s];
         const int iters = iterations(n, 20000, n >= 1048576 ? 100 : 500), warm = iters / 10;
         MPI_Request req[2];
@@ -51,19 +52,24 @@ static void latency(int persistent, int only8) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = 0;
         for (int i = 0; i < iters + warm; i++) {
-            if (i == warm) t0 = MPI_Wtime();
+            if (i == warm)
+                t0 = MPI_Wtime();
             if (rank == 0) {
                 if (persistent) {
-                    MPI_Start(&req[0]); MPI_Wait(&req[0], MPI_STATUS_IGNORE);
-                    MPI_Start(&req[1]); MPI_Wait(&req[1], MPI_STATUS_IGNORE);
+                    MPI_Start(&req[0]);
+                    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+                    MPI_Start(&req[1]);
+                    MPI_Wait(&req[1], MPI_STATUS_IGNORE);
                 } else {
                     MPI_Send(sbuf, (int) n, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
                     MPI_Recv(rbuf, (int) n, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 }
             } else {
                 if (persistent) {
-                    MPI_Start(&req[1]); MPI_Wait(&req[1], MPI_STATUS_IGNORE);
-                    MPI_Start(&req[0]); MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+                    MPI_Start(&req[1]);
+                    MPI_Wait(&req[1], MPI_STATUS_IGNORE);
+                    MPI_Start(&req[0]);
+                    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
                 } else {
                     MPI_Recv(rbuf, (int) n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                     MPI_Send(sbuf, (int) n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
@@ -71,8 +77,12 @@ static void latency(int persistent, int only8) {
             }
         }
         const double us = (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
-        if (persistent) { MPI_Request_free(&req[0]); MPI_Request_free(&req[1]); }
-        if (rank == 0) printf("RESULT %s %zu %.3f\n", persistent ? "plat" : "latency", n, us);
+        if (persistent) {
+            MPI_Request_free(&req[0]);
+            MPI_Request_free(&req[1]);
+        }
+        if (rank == 0)
+            printf("RESULT %s %zu %.3f\n", persistent ? "plat" : "latency", n, us);
     }
 }
 
@@ -84,25 +94,30 @@ static void bandwidth(int bidirectional) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = 0;
         for (int i = 0; i < iters + warm; i++) {
-            if (i == warm) t0 = MPI_Wtime();
+            if (i == warm)
+                t0 = MPI_Wtime();
             int nreq = 0;
             if (rank == 0 || bidirectional)
                 for (int w = 0; w < WINDOW; w++)
-                    MPI_Isend(sbuf + (size_t) w * n, (int) n, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD, &req[nreq++]);
+                    MPI_Isend(sbuf + (size_t) w * n, (int) n, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD,
+                              &req[nreq++]);
             if (rank == 1 || bidirectional)
                 for (int w = 0; w < WINDOW; w++)
-                    MPI_Irecv(rbuf + (size_t) w * n, (int) n, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD, &req[nreq++]);
+                    MPI_Irecv(rbuf + (size_t) w * n, (int) n, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD,
+                              &req[nreq++]);
             MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
             char ack = 0;
-            if (rank == 1) MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
-            else MPI_Recv(&ack, 1, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (rank == 1)
+                MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+            else
+                MPI_Recv(&ack, 1, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         const double secs = MPI_Wtime() - t0;
         const double mbs = (double) n * WINDOW * iters * (bidirectional ? 2 : 1) / secs / 1e6;
-        if (rank == 0) printf("RESULT %s %zu %.1f\n", bidirectional ? "bibw" : "bw", n, mbs);
+        if (rank == 0)
+            printf("RESULT %s %zu %.1f\n", bidirectional ? "bibw" : "bw", n, mbs);
     }
 }
-
 
 /* OSU-style: overlap = 1 - (t_total - t_compute) / t_pure, with the compute
  * time at least the pure transfer time - here at least 3 ms: a progress thread
@@ -115,7 +130,8 @@ static void overlap(void) {
         double pure = 0, total = 0;
         for (int phase = 0; phase < 2; phase++) {
             double sum = 0, compute = 0;
-            if (phase == 1) compute = pure > 3e-3 ? pure : 3e-3;
+            if (phase == 1)
+                compute = pure > 3e-3 ? pure : 3e-3;
             for (int i = 0; i < iters + 2; i++) {
                 MPI_Barrier(MPI_COMM_WORLD);
                 if (rank == 0) {
@@ -124,18 +140,24 @@ static void overlap(void) {
                     MPI_Request r;
                     const double t0 = compute_now();
                     MPI_Irecv(rbuf, (int) n, MPI_CHAR, 0, 4, MPI_COMM_WORLD, &r);
-                    if (compute > 0) compute_for(compute);
+                    if (compute > 0)
+                        compute_for(compute);
                     MPI_Wait(&r, MPI_STATUS_IGNORE);
-                    if (i >= 2) sum += compute_now() - t0;
+                    if (i >= 2)
+                        sum += compute_now() - t0;
                 }
             }
-            if (phase == 0) pure = sum / iters;
-            else total = sum / iters;
+            if (phase == 0)
+                pure = sum / iters;
+            else
+                total = sum / iters;
             MPI_Bcast(&pure, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
             if (phase == 1 && rank == 1) {
                 double ov = 100.0 * (1.0 - (total - compute) / pure);
-                if (ov < 0) ov = 0;
-                if (ov > 100) ov = 100;
+                if (ov < 0)
+                    ov = 0;
+                if (ov > 100)
+                    ov = 100;
                 printf("RESULT overlap %zu %.1f\n", n, ov);
                 fflush(stdout);
             }
@@ -149,24 +171,28 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 2) {
-        if (rank == 0) fprintf(stderr, "mpi_bench: run on exactly 2 ranks\n");
+        if (rank == 0)
+            fprintf(stderr, "mpi_bench: run on exactly 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int gpu = 0, first = 1;
     if (argc > 2 && !strcmp(argv[1], "-d")) {
         gpu = !strcmp(argv[2], "cuda");
         if (!gpu && strcmp(argv[2], "host")) {
-            if (rank == 0) fprintf(stderr, "mpi_bench: -d host or -d cuda\n");
+            if (rank == 0)
+                fprintf(stderr, "mpi_bench: -d host or -d cuda\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         first = 3;
     }
     if (gpu) { /* both ranks decide alike, rank 0 says why */
         char why[240];
-        int unusable = cuda_dl_open(why, sizeof why) != 0 || !cuda_dl_mpi_aware(why, sizeof why), any = 0;
+        int unusable = cuda_dl_open(why, sizeof why) != 0 || !cuda_dl_mpi_aware(why, sizeof why),
+            any = 0;
         MPI_Allreduce(&unusable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (any) {
-            if (unusable && rank == 0) printf("SKIP: %s\n", why);
+            if (unusable && rank == 0)
+                printf("SKIP: %s\n", why);
             MPI_Finalize();
             return 77;
         }
@@ -176,7 +202,8 @@ int main(int argc, char **argv) {
     /* Slower links (scripts/bench-multihost.sh: TCP between namespace hosts)
      * divide the iteration counts further. */
     const char *div = getenv("TCA_BENCH_ITER_DIVISOR");
-    if (div != NULL && atoi(div) > 0) iteration_divisor *= atoi(div);
+    if (div != NULL && atoi(div) > 0)
+        iteration_divisor *= atoi(div);
     const size_t bytes = sizes[NSIZES - 1] * WINDOW;
     sbuf = gpu ? cuda_dl_malloc(bytes) : malloc(bytes);
     rbuf = gpu ? cuda_dl_malloc(bytes) : malloc(bytes);
@@ -191,13 +218,20 @@ int main(int argc, char **argv) {
     const char **which = argc > first ? (const char **) argv + first : all;
     const int count = argc > first ? argc - first : 4;
     for (int i = 0; i < count; i++) {
-        if (!strcmp(which[i], "latency")) latency(0, 0);
-        else if (!strcmp(which[i], "latency8")) latency(0, 1);
-        else if (!strcmp(which[i], "plat")) latency(1, 0);
-        else if (!strcmp(which[i], "bw")) bandwidth(0);
-        else if (!strcmp(which[i], "bibw")) bandwidth(1);
-        else if (!strcmp(which[i], "overlap")) overlap();
-        else if (rank == 0) fprintf(stderr, "mpi_bench: unknown benchmark %s\n", which[i]);
+        if (!strcmp(which[i], "latency"))
+            latency(0, 0);
+        else if (!strcmp(which[i], "latency8"))
+            latency(0, 1);
+        else if (!strcmp(which[i], "plat"))
+            latency(1, 0);
+        else if (!strcmp(which[i], "bw"))
+            bandwidth(0);
+        else if (!strcmp(which[i], "bibw"))
+            bandwidth(1);
+        else if (!strcmp(which[i], "overlap"))
+            overlap();
+        else if (rank == 0)
+            fprintf(stderr, "mpi_bench: unknown benchmark %s\n", which[i]);
         fflush(stdout);
     }
     if (gpu) {

@@ -52,7 +52,7 @@ using namespace std::chrono_literals;
 
 constexpr int kNumNodes = 2;
 constexpr auto kChildTimeout = 120s;
-constexpr auto kFlagTimeout = 10s;   // raw PIO polling: give up on a dead peer
+constexpr auto kFlagTimeout = 10s;    // raw PIO polling: give up on a dead peer
 constexpr size_t kSmallBytes = 4096;  // ping-pong buffers (internal and host)
 constexpr size_t kPayload = 8;
 // tcaPioMap test: payload then flag in one cache line, away from the bytes
@@ -68,8 +68,10 @@ std::vector<size_t> dma_sizes() {
     std::vector<size_t> v(std::begin(kDmaSizes), std::end(kDmaSizes));
     const long llc = std::max(sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE));
     size_t out = 1;
-    while (llc > 0 && out < 2 * static_cast<size_t>(llc)) out <<= 1;
-    if (llc > 0 && out > v.back() && out <= kMaxOutOfCacheBytes) v.push_back(out);
+    while (llc > 0 && out < 2 * static_cast<size_t>(llc))
+        out <<= 1;
+    if (llc > 0 && out > v.back() && out <= kMaxOutOfCacheBytes)
+        v.push_back(out);
     return v;
 }
 // Published-style ping-pong: each node sends from offset 0 of its buffer to
@@ -83,7 +85,8 @@ constexpr size_t kDescChunk = 1u << 20;
 // ... and larger pieces where 1 MiB ones would pass the chain limit.
 size_t desc_chunk(size_t size) {
     size_t chunk = kDescChunk;
-    while ((size + chunk - 1) / chunk > 255) chunk *= 2;  // TCA_MAX_DESCRIPTORS
+    while ((size + chunk - 1) / chunk > 255)
+        chunk *= 2;  // TCA_MAX_DESCRIPTORS
     return chunk;
 }
 constexpr int kDmaChannel = 0;
@@ -91,12 +94,18 @@ constexpr int kTag = 0;
 
 // One notification slot per phase, so a stray notification of one phase can
 // never satisfy a wait of another.
-enum Slot : int { kSlotPingInternal = 1, kSlotPingHost = 2, kSlotDmaData = 3, kSlotDmaDone = 4, kSlotDmaPing = 5 };
+enum Slot : int {
+    kSlotPingInternal = 1,
+    kSlotPingHost = 2,
+    kSlotDmaData = 3,
+    kSlotDmaDone = 4,
+    kSlotDmaPing = 5
+};
 
 struct Options {
     int repeats = 5;
-    bool quick = false;  // smoke-test sizes: fewer iterations
-    bool pin = true;     // one CPU per node
+    bool quick = false;         // smoke-test sizes: fewer iterations
+    bool pin = true;            // one CPU per node
     bool latency_only = false;  // skip the copy measurements (profiling the ping-pongs)
     size_t only_size = 0;       // > 0: the copy measurements at this size only
 
@@ -114,16 +123,18 @@ struct Options {
 
 [[noreturn]] void die(const char *what) {
     int node = -1;
-    (void)tcaGetNodeId(&node);  // stays -1 before tcaInit
+    (void) tcaGetNodeId(&node);  // stays -1 before tcaInit
     std::fprintf(stderr, "tca_device_bench: node %d: %s\n", node, what);
     std::exit(1);
 }
 
 void check(tcaResult r, const char *call) {
-    if (r == tcaSuccess) return;
+    if (r == tcaSuccess)
+        return;
     int node = -1;
-    (void)tcaGetNodeId(&node);
-    std::fprintf(stderr, "tca_device_bench: node %d: %s failed: %s\n", node, call, tcaGetErrorString(r));
+    (void) tcaGetNodeId(&node);
+    std::fprintf(stderr, "tca_device_bench: node %d: %s failed: %s\n", node, call,
+                 tcaGetErrorString(r));
     std::exit(1);
 }
 #define TCA_CHECK(call) check((call), #call)
@@ -149,8 +160,10 @@ void write_all(int fd, const void *p, size_t n) {
     const auto *c = static_cast<const unsigned char *>(p);
     while (n > 0) {
         const ssize_t k = write(fd, c, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) die("write to the peer's pipe failed");
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            die("write to the peer's pipe failed");
         c += k;
         n -= static_cast<size_t>(k);
     }
@@ -160,9 +173,12 @@ void read_all(int fd, void *p, size_t n) {
     auto *c = static_cast<unsigned char *>(p);
     while (n > 0) {
         const ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k == 0) die("the peer closed its pipe (it exited?)");
-        if (k < 0) die("read from the peer's pipe failed");
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k == 0)
+            die("the peer closed its pipe (it exited?)");
+        if (k < 0)
+            die("read from the peer's pipe failed");
         c += k;
         n -= static_cast<size_t>(k);
     }
@@ -200,8 +216,8 @@ struct Node {
     Handles mine{};
     Handles peer{};
     unsigned char *peer_window = nullptr;  // tcaPioMap of peer.internal: stores only
-    uint64_t seq = 0;  // ping-pong value; both nodes advance it identically
-    size_t max_dma = 0;  // the largest size measured
+    uint64_t seq = 0;                      // ping-pong value; both nodes advance it identically
+    size_t max_dma = 0;                    // the largest size measured
 };
 
 // 4.'s page, made by the parent before fork: node i waits on flag i, each
@@ -262,8 +278,8 @@ Stat summarize(std::vector<double> v) {
 // ---- 1. PIO put + notification ping-pong ----
 
 struct PingTarget {
-    tcaHandle *peer;             // where our puts go
-    const unsigned char *mine;   // where the peer's puts land
+    tcaHandle *peer;            // where our puts go
+    const unsigned char *mine;  // where the peer's puts land
     int slot;
 };
 
@@ -275,7 +291,8 @@ void take_value(const PingTarget &t, uint64_t v) {
     TCA_CHECK(tcaWaitDMARecvDesc(t.peer, t.slot, kTag));
     uint64_t got = 0;
     std::memcpy(&got, t.mine, sizeof got);
-    if (got != v) die("PIO payload not there when its notification was");
+    if (got != v)
+        die("PIO payload not there when its notification was");
 }
 
 // Returns the elapsed seconds of `iters` round trips.
@@ -313,14 +330,18 @@ void raw_take(unsigned char *own, uint64_t v) {
     const auto start = Clock::now();
     for (uint32_t spins = 1; flag.load(std::memory_order_acquire) != v; ++spins) {
         cpu_relax();
-        if (spins % 1024 != 0) continue;
+        if (spins % 1024 != 0)
+            continue;
         const auto waited = Clock::now() - start;
-        if (waited > 50us) sched_yield();
-        if (waited > kFlagTimeout) die("timed out waiting for the peer's PIO store");
+        if (waited > 50us)
+            sched_yield();
+        if (waited > kFlagTimeout)
+            die("timed out waiting for the peer's PIO store");
     }
     uint64_t got = 0;
     std::memcpy(&got, own + kRawPayloadOff, sizeof got);
-    if (got != v) die("raw PIO payload not there when its flag was");
+    if (got != v)
+        die("raw PIO payload not there when its flag was");
 }
 
 double raw_store_pingpong(Node &n, int iters) {
@@ -344,10 +365,13 @@ void flag_wait(std::atomic<uint64_t> &flag, uint64_t v) {
     const auto start = Clock::now();
     for (uint32_t spins = 1; flag.load(std::memory_order_acquire) != v; ++spins) {
         cpu_relax();
-        if (spins % 1024 != 0) continue;
+        if (spins % 1024 != 0)
+            continue;
         const auto waited = Clock::now() - start;
-        if (waited > 50us) sched_yield();  // as raw_take: a loaded host
-        if (waited > kFlagTimeout) die("timed out waiting for the peer's flag");
+        if (waited > 50us)
+            sched_yield();  // as raw_take: a loaded host
+        if (waited > kFlagTimeout)
+            die("timed out waiting for the peer's flag");
     }
 }
 
@@ -372,9 +396,10 @@ double shm_flag_pingpong(Node &n, int iters) {
 // One descriptor, loaded once: 8 B from our buffer to the peer's, notifying it.
 void load_ping_chain(Node &n) {
     tcaDesc *d = tcaDescNew();
-    if (d == nullptr) die("tcaDescNew returned NULL");
-    TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_ping, kPingDstOff, &n.mine.host_ping, 0, kPayload, tcaDMANotify,
-                               kSlotDmaPing, kTag));
+    if (d == nullptr)
+        die("tcaDescNew returned NULL");
+    TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_ping, kPingDstOff, &n.mine.host_ping, 0, kPayload,
+                               tcaDMANotify, kSlotDmaPing, kTag));
     TCA_CHECK(tcaDescSet(d, kPingChannel));
     TCA_CHECK(tcaDescFree(d));  // the loaded chain is the channel's copy
 }
@@ -382,7 +407,8 @@ void load_ping_chain(Node &n) {
 void check_ping(const Node &n, uint64_t v) {
     uint64_t got = 0;
     std::memcpy(&got, n.host_ping + kPingDstOff, sizeof got);
-    if (got != v) die("DMA payload not there when its notification was");
+    if (got != v)
+        die("DMA payload not there when its notification was");
 }
 
 // Blocking calls only, as published programs: start, wait for our channel,
@@ -403,14 +429,16 @@ void dma_send_polling(Node &n, uint64_t v) {
     TCA_CHECK(tcaStartDMADesc(kPingChannel));
     for (int done = 0;;) {
         TCA_CHECK(tcaTestDMAC(kPingChannel, &done));
-        if (done) break;
+        if (done)
+            break;
         TCA_CHECK(tcaProgress(nullptr));
     }
 }
 void dma_recv_polling(Node &n, uint64_t v) {
     for (int flag = 0;;) {
         TCA_CHECK(tcaTestDMARecvDesc(&n.peer.host_ping, kSlotDmaPing, kTag, &flag));
-        if (flag) break;
+        if (flag)
+            break;
         TCA_CHECK(tcaProgress(nullptr));
     }
     check_ping(n, v);
@@ -440,7 +468,8 @@ Stat measure_latency(Node &n, PingPong &&run, int divide = 1) {
     run(n.opt.warmup() / divide);
     std::vector<double> us;
     const int iters = n.opt.latency_iters() / divide;
-    for (int r = 0; r < n.opt.repeats; ++r) us.push_back(run(iters) / iters / 2 * 1e6);
+    for (int r = 0; r < n.opt.repeats; ++r)
+        us.push_back(run(iters) / iters / 2 * 1e6);
     return summarize(us);
 }
 
@@ -450,13 +479,15 @@ Stat measure_latency(Node &n, PingPong &&run, int divide = 1) {
 // last descriptor.
 tcaDesc *build_chain(Node &n, size_t size) {
     tcaDesc *d = tcaDescNew();
-    if (d == nullptr) die("tcaDescNew returned NULL");
+    if (d == nullptr)
+        die("tcaDescNew returned NULL");
     const size_t chunk = desc_chunk(size);
     for (size_t off = 0; off < size; off += chunk) {
         const size_t len = std::min(chunk, size - off);
         const bool last = off + len == size;
         TCA_CHECK(tcaDescSetMemcpy(d, &n.peer.host_big, static_cast<off_t>(off), &n.mine.host_big,
-                                   static_cast<off_t>(off), len, last ? tcaDMANotify : 0, kSlotDmaData, kTag));
+                                   static_cast<off_t>(off), len, last ? tcaDMANotify : 0,
+                                   kSlotDmaData, kTag));
     }
     return d;
 }
@@ -474,7 +505,8 @@ double dma_stream(Node &n, int iters) {
         }
         TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.internal, kSlotDmaDone, kTag));
     } else {
-        for (int i = 0; i < iters; ++i) TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_big, kSlotDmaData, kTag));
+        for (int i = 0; i < iters; ++i)
+            TCA_CHECK(tcaWaitDMARecvDesc(&n.peer.host_big, kSlotDmaData, kTag));
         TCA_CHECK(tcaPioWrite(&n.peer.internal, 0, nullptr, 0, tcaDMANotify, kSlotDmaDone, kTag));
     }
     return seconds_since(t0);
@@ -496,7 +528,8 @@ double memcpy_chunked_run(unsigned char *dst, const unsigned char *src, size_t s
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
         const size_t chunk = desc_chunk(size);
-        for (size_t off = 0; off < size; off += chunk) std::memcpy(dst + off, src + off, std::min(chunk, size - off));
+        for (size_t off = 0; off < size; off += chunk)
+            std::memcpy(dst + off, src + off, std::min(chunk, size - off));
         asm volatile("" ::: "memory");
     }
     return seconds_since(t0);
@@ -511,8 +544,8 @@ double stream_copy_run(unsigned char *dst, const unsigned char *src, size_t size
         auto *d = reinterpret_cast<__m128i *>(dst);
         const auto *s = reinterpret_cast<const __m128i *>(src);
         for (size_t k = 0; k < size / 16; k += 4) {
-            const __m128i a = _mm_load_si128(s + k), b = _mm_load_si128(s + k + 1), c = _mm_load_si128(s + k + 2),
-                          e = _mm_load_si128(s + k + 3);
+            const __m128i a = _mm_load_si128(s + k), b = _mm_load_si128(s + k + 1),
+                          c = _mm_load_si128(s + k + 2), e = _mm_load_si128(s + k + 3);
             _mm_stream_si128(d + k, a);
             _mm_stream_si128(d + k + 1, b);
             _mm_stream_si128(d + k + 2, c);
@@ -531,8 +564,8 @@ struct PlainCopies {
 // copies of the same bytes right before it (while node 1 sleeps in the
 // pipe), so all see the same load on a shared host.  Node 1's numbers are
 // meaningless.
-void measure_dma(Node &n, size_t size, int iters, unsigned char *memcpy_dst, std::vector<double> *dma_s,
-                 PlainCopies *plain) {
+void measure_dma(Node &n, size_t size, int iters, unsigned char *memcpy_dst,
+                 std::vector<double> *dma_s, PlainCopies *plain) {
     tcaDesc *chain = nullptr;
     if (n.id == 0) {
         chain = build_chain(n, size);
@@ -551,7 +584,8 @@ void measure_dma(Node &n, size_t size, int iters, unsigned char *memcpy_dst, std
         sync_peers(n.link, n.id);
         dma_s->push_back(dma_stream(n, iters));
     }
-    if (chain != nullptr) TCA_CHECK(tcaDescFree(chain));
+    if (chain != nullptr)
+        TCA_CHECK(tcaDescFree(chain));
 }
 
 // ---- report (node 0) ----
@@ -573,44 +607,54 @@ double gbps(size_t size, int iters, double seconds) {
 }
 
 std::string size_name(size_t size) {
-    if (size >= (1u << 20)) return std::to_string(size >> 20) + "MiB";
+    if (size >= (1u << 20))
+        return std::to_string(size >> 20) + "MiB";
     return std::to_string(size >> 10) + "KiB";
 }
 
-void print_report(const Options &opt, const std::vector<LatencyRow> &lat, const std::vector<BandwidthRow> &bw) {
-    std::printf("# TCA device benchmark (loopback), %d nodes, %d repeats%s\n", kNumNodes, opt.repeats,
-                opt.quick ? ", quick mode" : "");
-    std::printf("# latency: one-way = round trip / 2 in us, %d round trips per repeat after %d warm-up\n",
-                opt.latency_iters(), opt.warmup());
+void print_report(const Options &opt, const std::vector<LatencyRow> &lat,
+                  const std::vector<BandwidthRow> &bw) {
+    std::printf("# TCA device benchmark (loopback), %d nodes, %d repeats%s\n", kNumNodes,
+                opt.repeats, opt.quick ? ", quick mode" : "");
+    std::printf(
+        "# latency: one-way = round trip / 2 in us, %d round trips per repeat after %d warm-up\n",
+        opt.latency_iters(), opt.warmup());
     std::printf("# %-34s %10s %10s\n", "test", "min", "median");
-    for (const LatencyRow &r : lat) std::printf("%-36s %10.3f %10.3f\n", r.name, r.us.min, r.us.median);
+    for (const LatencyRow &r : lat)
+        std::printf("%-36s %10.3f %10.3f\n", r.name, r.us.min, r.us.median);
     std::printf("#\n");
-    std::printf("# DMA node 0 -> node 1 host memory (chain of <= 1 MiB descriptors, notify on the last) vs plain\n");
-    std::printf("# copies in one process: memcpy, memcpy in 1 MiB pieces (the engine's), streaming stores;\n");
-    std::printf("# GB/s = 1e9 B/s of medians over repeats; dma/best = DMA / the fastest plain copy\n");
-    std::printf("# %-10s %7s %9s %9s %9s %9s %11s %9s\n", "size", "iters", "dma", "memcpy", "chunked", "stream",
-                "dma/memcpy", "dma/best");
+    std::printf("# DMA node 0 -> node 1 host memory (chain of <= 1 MiB descriptors, notify on the "
+                "last) vs plain\n");
+    std::printf("# copies in one process: memcpy, memcpy in 1 MiB pieces (the engine's), streaming "
+                "stores;\n");
+    std::printf(
+        "# GB/s = 1e9 B/s of medians over repeats; dma/best = DMA / the fastest plain copy\n");
+    std::printf("# %-10s %7s %9s %9s %9s %9s %11s %9s\n", "size", "iters", "dma", "memcpy",
+                "chunked", "stream", "dma/memcpy", "dma/best");
     for (const BandwidthRow &r : bw) {
         const double dma = gbps(r.size, r.iters, r.dma_s.median);
         const double mem = gbps(r.size, r.iters, r.memcpy_s.median);
         const double chunked = gbps(r.size, r.iters, r.chunked_s.median);
         const double stream = gbps(r.size, r.iters, r.stream_s.median);
-        std::printf("%-12s %7d %9.2f %9.2f %9.2f %9.2f %11.3f %9.3f\n", ("dma_" + size_name(r.size)).c_str(), r.iters,
-                    dma, mem, chunked, stream, dma / mem, dma / std::max({mem, chunked, stream}));
+        std::printf("%-12s %7d %9.2f %9.2f %9.2f %9.2f %11.3f %9.3f\n",
+                    ("dma_" + size_name(r.size)).c_str(), r.iters, dma, mem, chunked, stream,
+                    dma / mem, dma / std::max({mem, chunked, stream}));
     }
     std::printf("RESULT pio_put_notify_8B_us %.3f\n", lat.front().us.median);
     for (const LatencyRow &r : lat)
         if (std::strncmp(r.name, "dma_pingpong", 12) == 0)
             std::printf("RESULT %s %.3f %.3f\n", r.name, r.us.min, r.us.median);
     for (const LatencyRow &r : lat)
-        if (std::strncmp(r.name, "shm_flag", 8) == 0) std::printf("RESULT %s %.3f %.3f\n", r.name, r.us.min, r.us.median);
+        if (std::strncmp(r.name, "shm_flag", 8) == 0)
+            std::printf("RESULT %s %.3f %.3f\n", r.name, r.us.min, r.us.median);
     // dma_bw_<size> dma memcpy dma/memcpy chunked stream dma/best (GB/s of medians)
     for (const BandwidthRow &r : bw) {
-        const double dma = gbps(r.size, r.iters, r.dma_s.median), mem = gbps(r.size, r.iters, r.memcpy_s.median),
+        const double dma = gbps(r.size, r.iters, r.dma_s.median),
+                     mem = gbps(r.size, r.iters, r.memcpy_s.median),
                      chunked = gbps(r.size, r.iters, r.chunked_s.median),
                      stream = gbps(r.size, r.iters, r.stream_s.median);
-        std::printf("RESULT dma_bw_%s %.3f %.3f %.3f %.3f %.3f %.3f\n", size_name(r.size).c_str(), dma, mem, dma / mem,
-                    chunked, stream, dma / std::max({mem, chunked, stream}));
+        std::printf("RESULT dma_bw_%s %.3f %.3f %.3f %.3f %.3f %.3f\n", size_name(r.size).c_str(),
+                    dma, mem, dma / mem, chunked, stream, dma / std::max({mem, chunked, stream}));
     }
     std::fflush(stdout);
 }
@@ -637,37 +681,44 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
                    measure_latency(n, [&](int k) { return pio_notify_pingpong(n, host, k); })});
     lat.push_back({"pio_map_store_8B_internal_us",
                    measure_latency(n, [&](int k) { return raw_store_pingpong(n, k); })});
-    lat.push_back({"shm_flag_pingpong_8B_us", measure_latency(n, [&](int k) { return shm_flag_pingpong(n, k); })});
+    lat.push_back({"shm_flag_pingpong_8B_us",
+                   measure_latency(n, [&](int k) { return shm_flag_pingpong(n, k); })});
     load_ping_chain(n);
-    lat.push_back({"dma_pingpong_8B_blocking_us", measure_latency(n, [&](int k) {
-                       return dma_pingpong(n, k, dma_send_blocking, dma_recv_blocking);
-                   }, 4)});
-    lat.push_back({"dma_pingpong_8B_polling_us", measure_latency(n, [&](int k) {
-                       return dma_pingpong(n, k, dma_send_polling, dma_recv_polling);
-                   }, 4)});
+    lat.push_back(
+        {"dma_pingpong_8B_blocking_us",
+         measure_latency(
+             n, [&](int k) { return dma_pingpong(n, k, dma_send_blocking, dma_recv_blocking); },
+             4)});
+    lat.push_back(
+        {"dma_pingpong_8B_polling_us",
+         measure_latency(
+             n, [&](int k) { return dma_pingpong(n, k, dma_send_polling, dma_recv_polling); }, 4)});
 
     // memcpy on node 0 only: plain private memory, as an application has.
     unsigned char *dst = nullptr;
     if (id == 0) {
         dst = static_cast<unsigned char *>(std::aligned_alloc(4096, n.max_dma));
-        if (dst == nullptr) die("out of memory for the memcpy buffer");
+        if (dst == nullptr)
+            die("out of memory for the memcpy buffer");
         std::memset(dst, 0, n.max_dma);
     }
     std::vector<BandwidthRow> bw;
     for (const size_t size : opt.latency_only ? std::vector<size_t>{} : sizes) {
-        if (opt.only_size != 0 && size != opt.only_size) continue;
+        if (opt.only_size != 0 && size != opt.only_size)
+            continue;
         const int iters = opt.dma_iters(size);
         std::vector<double> dma_s;
         PlainCopies plain;
         measure_dma(n, size, iters, dst, &dma_s, &plain);
         if (id == 0)
-            bw.push_back({size, iters, summarize(dma_s), summarize(plain.memcpy_s), summarize(plain.chunked_s),
-                          summarize(plain.stream_s)});
+            bw.push_back({size, iters, summarize(dma_s), summarize(plain.memcpy_s),
+                          summarize(plain.chunked_s), summarize(plain.stream_s)});
     }
     std::free(dst);
     sync_peers(n.link, n.id);  // the peer is done with our memory after this
 
-    if (id == 0) print_report(opt, lat, bw);
+    if (id == 0)
+        print_report(opt, lat, bw);
     teardown(n);
     TCA_CHECK(tcaFinalize());
     return 0;
@@ -676,15 +727,16 @@ int run_node(int id, const Options &opt, const std::string &job_key, Link link) 
 // ---- the parent ----
 
 void usage(FILE *f, const char *prog) {
-    std::fprintf(f,
-                 "usage: %s [-r repeats] [-q] [-L] [-s bytes] [-P] [-h]\n"
-                 "  -r N  repeat every measurement N times (default 5); min and median are printed\n"
-                 "  -q    quick mode: fewer iterations (smoke test)\n"
-                 "  -L    latency only: skip the DMA copy measurements\n"
-                 "  -s N  the DMA copy measurements at N bytes only (one of the sizes measured)\n"
-                 "  -P    do not pin the two nodes to one CPU each\n"
-                 "  -h    this help\n",
-                 prog);
+    std::fprintf(
+        f,
+        "usage: %s [-r repeats] [-q] [-L] [-s bytes] [-P] [-h]\n"
+        "  -r N  repeat every measurement N times (default 5); min and median are printed\n"
+        "  -q    quick mode: fewer iterations (smoke test)\n"
+        "  -L    latency only: skip the DMA copy measurements\n"
+        "  -s N  the DMA copy measurements at N bytes only (one of the sizes measured)\n"
+        "  -P    do not pin the two nodes to one CPU each\n"
+        "  -h    this help\n",
+        prog);
 }
 
 // Returns false (after printing why) when the options are bad.
@@ -702,24 +754,35 @@ bool parse_options(int argc, char **argv, Options *opt, bool *help) {
             opt->repeats = static_cast<int>(v);
             break;
         }
-        case 'q': opt->quick = true; break;
-        case 'L': opt->latency_only = true; break;
+        case 'q':
+            opt->quick = true;
+            break;
+        case 'L':
+            opt->latency_only = true;
+            break;
         case 's': {
             char *end = nullptr;
             const unsigned long long v = std::strtoull(optarg, &end, 10);
             const std::vector<size_t> sizes = dma_sizes();
-            if (end == optarg || *end != '\0' || std::find(sizes.begin(), sizes.end(), v) == sizes.end()) {
+            if (end == optarg || *end != '\0' ||
+                std::find(sizes.begin(), sizes.end(), v) == sizes.end()) {
                 std::fprintf(stderr, "%s: -s wants one of the measured sizes in bytes:", argv[0]);
-                for (const size_t z : sizes) std::fprintf(stderr, " %zu", z);
+                for (const size_t z : sizes)
+                    std::fprintf(stderr, " %zu", z);
                 std::fprintf(stderr, "\n");
                 return false;
             }
             opt->only_size = static_cast<size_t>(v);
             break;
         }
-        case 'P': opt->pin = false; break;
-        case 'h': *help = true; return true;
-        default: return false;
+        case 'P':
+            opt->pin = false;
+            break;
+        case 'h':
+            *help = true;
+            return true;
+        default:
+            return false;
         }
     }
     if (optind != argc) {
@@ -731,7 +794,8 @@ bool parse_options(int argc, char **argv, Options *opt, bool *help) {
 
 void kill_children(const pid_t (&pids)[kNumNodes]) {
     for (const pid_t p : pids)
-        if (p > 0) kill(p, SIGKILL);
+        if (p > 0)
+            kill(p, SIGKILL);
 }
 
 // Reaps both nodes.  One failing node takes the other down (it would only wait
@@ -745,13 +809,15 @@ bool wait_children(pid_t (&pids)[kNumNodes]) {
         int status = 0;
         const pid_t p = waitpid(-1, &status, WNOHANG);
         if (p < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             std::perror("waitpid");
             return false;
         }
         if (p == 0) {
             if (!killed && Clock::now() > deadline) {
-                std::fprintf(stderr, "tca_device_bench: nodes still running after %lld s: killing them\n",
+                std::fprintf(stderr,
+                             "tca_device_bench: nodes still running after %lld s: killing them\n",
                              static_cast<long long>(kChildTimeout.count()));
                 kill_children(pids);
                 killed = true;
@@ -761,16 +827,20 @@ bool wait_children(pid_t (&pids)[kNumNodes]) {
             continue;
         }
         const auto it = std::find(std::begin(pids), std::end(pids), p);
-        if (it == std::end(pids)) continue;
+        if (it == std::end(pids))
+            continue;
         const int node = static_cast<int>(it - std::begin(pids));
         *it = -1;
         --left;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            continue;
         if (!killed) {
             if (WIFEXITED(status))
-                std::fprintf(stderr, "tca_device_bench: node %d exited with %d\n", node, WEXITSTATUS(status));
+                std::fprintf(stderr, "tca_device_bench: node %d exited with %d\n", node,
+                             WEXITSTATUS(status));
             else
-                std::fprintf(stderr, "tca_device_bench: node %d killed by signal %d\n", node, WTERMSIG(status));
+                std::fprintf(stderr, "tca_device_bench: node %d killed by signal %d\n", node,
+                             WTERMSIG(status));
             kill_children(pids);
             killed = true;
         }
@@ -810,9 +880,12 @@ int main(int argc, char **argv) {
     cpu_set_t allowed;
     if (opt.pin && sched_getaffinity(0, sizeof allowed, &allowed) == 0)
         for (int c = 0, k = 0; c < CPU_SETSIZE && k < kNumNodes; ++c)
-            if (CPU_ISSET(c, &allowed)) cpus[k++] = c;
-    if (cpus[1] >= 0) std::printf("# nodes pinned to CPUs %d and %d\n", cpus[0], cpus[1]);
-    else std::printf("# nodes not pinned\n");
+            if (CPU_ISSET(c, &allowed))
+                cpus[k++] = c;
+    if (cpus[1] >= 0)
+        std::printf("# nodes pinned to CPUs %d and %d\n", cpus[0], cpus[1]);
+    else
+        std::printf("# nodes not pinned\n");
     // The receiver of a put polls for up to 1 ms before it sleeps (unless the
     // user set TCA_SPIN_NS).  Measured on a 2-vCPU VM: with the default 20 us
     // the receiver of each 1 MiB put is asleep when it lands, and waking it
@@ -833,16 +906,19 @@ int main(int argc, char **argv) {
         if (pids[node] == 0) {
             // Keep only this node's ends: a peer's exit must show as EOF.
             for (const int fd : {to_node1[0], to_node1[1], to_node0[0], to_node0[1]})
-                if (fd != links[node].in && fd != links[node].out) close(fd);
+                if (fd != links[node].in && fd != links[node].out)
+                    close(fd);
             if (cpus[1] >= 0) {
                 cpu_set_t one;
                 CPU_ZERO(&one);
                 CPU_SET(cpus[node], &one);
-                if (sched_setaffinity(0, sizeof one, &one) != 0) std::perror("sched_setaffinity");
+                if (sched_setaffinity(0, sizeof one, &one) != 0)
+                    std::perror("sched_setaffinity");
             }
             std::exit(run_node(node, opt, job_key, links[node]));
         }
     }
-    for (const int fd : {to_node1[0], to_node1[1], to_node0[0], to_node0[1]}) close(fd);
+    for (const int fd : {to_node1[0], to_node1[1], to_node0[0], to_node0[1]})
+        close(fd);
     return wait_children(pids) ? 0 : 1;
 }

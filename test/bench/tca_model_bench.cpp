@@ -61,7 +61,8 @@ struct Options {
 Options g_opt;
 
 void check(tcaResult r, const char *call, int line) {
-    if (r == tcaSuccess) return;
+    if (r == tcaSuccess)
+        return;
     std::fprintf(stderr, "tca_model_bench:%d: %s failed: %s\n", line, call, tcaGetErrorString(r));
     std::exit(1);
 }
@@ -110,13 +111,17 @@ using PhaseBody = std::function<void(int node, Board &b)>;
 // nodes exit without tcaFinalize, as published programs do.
 // Settings of one phase, applied in its nodes before tcaInit.
 struct PhaseEnv {
-    unsigned spin = ~0u;     // nodes (bits) whose waits busy-poll (TCA_SPIN_NS 100 ms, unless set by the user)
+    unsigned spin =
+        ~0u;  // nodes (bits) whose waits busy-poll (TCA_SPIN_NS 100 ms, unless set by the user)
     bool model_off = false;  // TCA_TIMING=0: the emulation's own costs
 };
 
-bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out, PhaseEnv env = {}) {
-    void *mem = mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return false;
+bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out,
+               PhaseEnv env = {}) {
+    void *mem =
+        mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return false;
     auto *b = new (mem) Board{};
     b->num_nodes = nodes;
     const std::string key = std::string("modelbench.") + name + "." + std::to_string(getpid());
@@ -132,8 +137,10 @@ bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out,
             // after 20 us (a blocking wait drives the device only while it
             // spins).  Bandwidth phases: only the sender, so the waiting
             // receiver leaves the core to the copy.
-            if (env.spin & (1u << node)) setenv("TCA_SPIN_NS", "100000000", 0);
-            if (env.model_off) setenv("TCA_TIMING", "0", 1);
+            if (env.spin & (1u << node))
+                setenv("TCA_SPIN_NS", "100000000", 0);
+            if (env.model_off)
+                setenv("TCA_TIMING", "0", 1);
             TCA_CHECK(tcaInit());
             body(node, *b);
             b->barrier();  // nobody exits while a peer may still write to it
@@ -157,12 +164,14 @@ bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out,
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
                 ok = false;
                 for (pid_t q : pids)
-                    if (q != p) kill(q, SIGKILL);
+                    if (q != p)
+                        kill(q, SIGKILL);
             }
             continue;
         }
         if (Clock::now() > deadline) {
-            for (pid_t q : pids) kill(q, SIGKILL);
+            for (pid_t q : pids)
+                kill(q, SIGKILL);
             ok = false;
         }
         const timespec ts{0, 1'000'000};
@@ -173,7 +182,8 @@ bool run_phase(int nodes, const char *name, const PhaseBody &body, Results *out,
         out->gpu = b->gpu.load();
     }
     munmap(mem, sizeof(Board));
-    if (!ok) std::fprintf(stderr, "tca_model_bench: phase %s failed\n", name);
+    if (!ok)
+        std::fprintf(stderr, "tca_model_bench: phase %s failed\n", name);
     return ok;
 }
 
@@ -186,13 +196,16 @@ Buffer alloc(size_t size, tcaMemoryType type) {
     Buffer b;
     void *p = nullptr;
     TCA_CHECK(tcaMalloc(&p, size, type));
-    if (type != tcaMemoryGPU) std::memset(p, 0, size);
+    if (type != tcaMemoryGPU)
+        std::memset(p, 0, size);
     TCA_CHECK(tcaCreateHandle(&b.h, p, size, type));
     b.p = static_cast<unsigned char *>(p);
     return b;
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Round trips are timed one by one and the median taken: on a machine with
 // fewer cores than busy processes a preempted round trip costs a time slice,
@@ -214,7 +227,8 @@ double pio_pingpong(int node, Board &b, int a, int peer_of_a, Buffer &buf, int i
     for (int rep = 0; rep < repeats; ++rep) {
         b.barrier();
         ++round;
-        if (node != a && node != peer_of_a) continue;
+        if (node != a && node != peer_of_a)
+            continue;
         // Values unique to the repeat: nothing to clear between repeats.
         const uint64_t base = static_cast<uint64_t>(round) << 32;
         std::vector<double> one_way;
@@ -225,14 +239,18 @@ double pio_pingpong(int node, Board &b, int a, int peer_of_a, Buffer &buf, int i
             if (node == a) {
                 const auto t0 = Clock::now();
                 TCA_CHECK(tcaPioWrite(&dst, 0, &v, sizeof v, 0, 0, 0));
-                while (*flag != v) cpu_relax();
-                if (i >= warm) one_way.push_back(seconds_since(t0) * 1e9 / 2);
+                while (*flag != v)
+                    cpu_relax();
+                if (i >= warm)
+                    one_way.push_back(seconds_since(t0) * 1e9 / 2);
             } else {
-                while (*flag != v) cpu_relax();
+                while (*flag != v)
+                    cpu_relax();
                 TCA_CHECK(tcaPioWrite(&dst, 0, &v, sizeof v, 0, 0, 0));
             }
         }
-        if (node == a) best = std::min(best, median(one_way));
+        if (node == a)
+            best = std::min(best, median(one_way));
     }
     return best;
 }
@@ -244,13 +262,15 @@ void pio_phase(int node, Board &b, int far_node) {
     const int iters = g_opt.quick ? 2000 : 20000;
     if (far_node <= 0) {
         const double adjacent = pio_pingpong(node, b, 0, 1, buf, iters, g_opt.repeats);
-        if (node == 0) b.results[0] = adjacent;
+        if (node == 0)
+            b.results[0] = adjacent;
         return;
     }
     int hops = 0;
     TCA_CHECK(tcaGetHopCount(0, far_node, &hops));
     if (hops != 2) {
-        std::fprintf(stderr, "tca_model_bench: node %d is %d hops from node 0, not 2\n", far_node, hops);
+        std::fprintf(stderr, "tca_model_bench: node %d is %d hops from node 0, not 2\n", far_node,
+                     hops);
         std::exit(1);
     }
     // 1 and 2 hops alternately, so a slow spell of the machine hits both.
@@ -288,11 +308,13 @@ void dma_bandwidth_phase(int node, Board &b) {
         const int iters = g_opt.quick ? 20 : 100;
         if (node == 0) {
             tcaDesc *d = tcaDescNew();
-            if (d == nullptr) std::exit(1);
+            if (d == nullptr)
+                std::exit(1);
             for (int i = 0; i < cases[c].descs; ++i) {
                 const off_t off = static_cast<off_t>(i * cases[c].each);
                 const int flags = kFlags | (i == cases[c].descs - 1 ? tcaDMANotify : 0);
-                TCA_CHECK(tcaDescSetMemcpy(d, &peer, off, &buf.h, off, cases[c].each, flags, kSlot, kTag));
+                TCA_CHECK(tcaDescSetMemcpy(d, &peer, off, &buf.h, off, cases[c].each, flags, kSlot,
+                                           kTag));
             }
             TCA_CHECK(tcaDescSet(d, 0));
             double best = 1e30;
@@ -306,10 +328,12 @@ void dma_bandwidth_phase(int node, Board &b) {
                 }
                 best = std::min(best, seconds_since(t0) / iters);
             }
-            b.results[c] = static_cast<double>(cases[c].descs * cases[c].each) / best / 1e6;  // MB/s
+            b.results[c] =
+                static_cast<double>(cases[c].descs * cases[c].each) / best / 1e6;  // MB/s
             TCA_CHECK(tcaDescFree(d));
         } else {
-            for (int i = 0; i < (iters + 1) * g_opt.repeats; ++i) TCA_CHECK(tcaWaitDMARecvDesc(&peer, kSlot, kTag));
+            for (int i = 0; i < (iters + 1) * g_opt.repeats; ++i)
+                TCA_CHECK(tcaWaitDMARecvDesc(&peer, kSlot, kTag));
         }
         b.barrier();
     }
@@ -321,13 +345,18 @@ void dma_bandwidth_phase(int node, Board &b) {
 // waits, starts, waits self.  One way = round trip / 2 (median of the round
 // trips of a repeat; the published figure is their mean).  width x
 // height with the given pitch (height 1: 1-D).
-double dma_pingpong(int node, Board &b, Buffer &mine, size_t width, size_t height, size_t pitch, int iters) {
+double dma_pingpong(int node, Board &b, Buffer &mine, size_t width, size_t height, size_t pitch,
+                    int iters) {
     tcaHandle peer = b.handles[1 - node][0];
     tcaDesc *d = tcaDescNew();
-    if (d == nullptr) std::exit(1);
+    if (d == nullptr)
+        std::exit(1);
     const int flags = kFlags | tcaDMANotify | tcaDMANotifySelf;
-    if (height <= 1) TCA_CHECK(tcaDescSetMemcpy(d, &peer, 0, &mine.h, 0, width, flags, kSlot, kTag));
-    else TCA_CHECK(tcaDescSetMemcpy2D(d, &peer, 0, pitch, &mine.h, 0, pitch, width, height, flags, kSlot, kTag));
+    if (height <= 1)
+        TCA_CHECK(tcaDescSetMemcpy(d, &peer, 0, &mine.h, 0, width, flags, kSlot, kTag));
+    else
+        TCA_CHECK(tcaDescSetMemcpy2D(d, &peer, 0, pitch, &mine.h, 0, pitch, width, height, flags,
+                                     kSlot, kTag));
     TCA_CHECK(tcaDescSet(d, 0));
     double best = 1e30;
     const int warm = 10;
@@ -341,14 +370,16 @@ double dma_pingpong(int node, Board &b, Buffer &mine, size_t width, size_t heigh
                 TCA_CHECK(tcaStartDMADesc(0));
                 TCA_CHECK(tcaWaitDMARecvDesc(&mine.h, kSlot, kTag));
                 TCA_CHECK(tcaWaitDMARecvDesc(&peer, kSlot, kTag));
-                if (i >= warm) one_way.push_back(seconds_since(t0) * 1e9 / 2);
+                if (i >= warm)
+                    one_way.push_back(seconds_since(t0) * 1e9 / 2);
             } else {
                 TCA_CHECK(tcaWaitDMARecvDesc(&peer, kSlot, kTag));
                 TCA_CHECK(tcaStartDMADesc(0));
                 TCA_CHECK(tcaWaitDMARecvDesc(&mine.h, kSlot, kTag));
             }
         }
-        if (node == 0) best = std::min(best, median(one_way));
+        if (node == 0)
+            best = std::min(best, median(one_way));
     }
     TCA_CHECK(tcaWaitDMAC(0));
     TCA_CHECK(tcaDescFree(d));
@@ -357,7 +388,8 @@ double dma_pingpong(int node, Board &b, Buffer &mine, size_t width, size_t heigh
 
 std::vector<size_t> b1_sizes() {
     std::vector<size_t> v;
-    for (size_t s = 8; s <= kB1Max; s *= 2) v.push_back(s);
+    for (size_t s = 8; s <= kB1Max; s *= 2)
+        v.push_back(s);
     return v;
 }
 const std::vector<size_t> kB2N = {2, 4, 8, 16, 32, 64, 128, 256, 512};
@@ -365,7 +397,8 @@ const std::vector<size_t> kB2N = {2, 4, 8, 16, 32, 64, 128, 256, 512};
 int iters_for(size_t bytes) {
     // about the same time per size; the published run used 500
     const size_t budget = g_opt.quick ? (8u << 20) : (64u << 20);
-    return static_cast<int>(std::clamp<size_t>(budget / std::max<size_t>(bytes, 1), 5, g_opt.quick ? 500 : 2000));
+    return static_cast<int>(
+        std::clamp<size_t>(budget / std::max<size_t>(bytes, 1), 5, g_opt.quick ? 500 : 2000));
 }
 
 void b1_phase(int node, Board &b, tcaMemoryType type) {
@@ -375,7 +408,8 @@ void b1_phase(int node, Board &b, tcaMemoryType type) {
     int i = 0;
     for (size_t s : b1_sizes()) {
         const double t = dma_pingpong(node, b, buf, s, 1, s, iters_for(s));
-        if (node == 0) b.results[i] = t;
+        if (node == 0)
+            b.results[i] = t;
         ++i;
     }
 }
@@ -387,10 +421,12 @@ void b2_phase(int node, Board &b) {
     b.barrier();
     int i = 0;
     for (size_t n : kB2N) {
-        if (n > max_n) break;
+        if (n > max_n)
+            break;
         const double t = dma_pingpong(node, b, buf, n * sizeof(double), n, n * n * sizeof(double),
                                       iters_for(n * n * sizeof(double)));
-        if (node == 0) b.results[i] = t;
+        if (node == 0)
+            b.results[i] = t;
         ++i;
     }
 }
@@ -399,45 +435,55 @@ void gpu_probe_phase(int node, Board &b) {
     if (node == 0) {
         void *p = nullptr;
         const bool ok = tcaMalloc(&p, 4096, tcaMemoryGPU) == tcaSuccess;
-        if (ok) (void)tcaFree(p, tcaMemoryGPU);
+        if (ok)
+            (void) tcaFree(p, tcaMemoryGPU);
         b.gpu.store(ok ? 1 : -1);
     }
 }
 
 // ---- the table ----
 
-const double kB1Published[] = {2.015,  2.017,  2.016,  2.015,  2.015,   2.014,   2.041,   2.086,   2.184,   3.540,  4.952,
-                               7.929,  14.403, 26.589, 51.645, 102.114, 201.693, 447.694, 891.056, 1781.322};
-const double kB2Published[] = {2.060, 2.151, 2.325, 2.680, 4.455, 12.181, 45.080, 191.674, 1022.011};
+const double kB1Published[] = {2.015,  2.017,   2.016,   2.015,   2.015,   2.014,   2.041,
+                               2.086,  2.184,   3.540,   4.952,   7.929,   14.403,  26.589,
+                               51.645, 102.114, 201.693, 447.694, 891.056, 1781.322};
+const double kB2Published[] = {2.060,  2.151,  2.325,   2.680,   4.455,
+                               12.181, 45.080, 191.674, 1022.011};
 
 int g_within = 0, g_outside = 0;
 
-void row(const std::string &figure, double published, double model, double emulated, const char *unit) {
+void row(const std::string &figure, double published, double model, double emulated,
+         const char *unit) {
     const double err = 100.0 * (emulated - published) / published;
     const bool ok = err <= 10.0 && err >= -10.0;
     (ok ? g_within : g_outside)++;
-    std::printf("%-44s %11.3f %11.3f %11.3f %+9.1f %s %s\n", figure.c_str(), published, model, emulated, err, unit,
-                ok ? "" : "  (> 10 %)");
+    std::printf("%-44s %11.3f %11.3f %11.3f %+9.1f %s %s\n", figure.c_str(), published, model,
+                emulated, err, unit, ok ? "" : "  (> 10 %)");
 }
 
 // A published range: the error is the distance to the nearer bound.
-void row_range(const std::string &figure, double lo, double hi, double model, double emulated, const char *unit) {
-    const double err = emulated < lo ? 100.0 * (emulated - lo) / lo : emulated > hi ? 100.0 * (emulated - hi) / hi : 0;
+void row_range(const std::string &figure, double lo, double hi, double model, double emulated,
+               const char *unit) {
+    const double err = emulated < lo   ? 100.0 * (emulated - lo) / lo
+                       : emulated > hi ? 100.0 * (emulated - hi) / hi
+                                       : 0;
     const bool ok = err <= 10.0 && err >= -10.0;
     (ok ? g_within : g_outside)++;
     char published[32];
     std::snprintf(published, sizeof published, "%.0f-%.0f", lo, hi);
-    std::printf("%-44s %11s %11.3f %11.3f %+9.1f %s %s\n", figure.c_str(), published, model, emulated, err, unit,
-                ok ? "" : "  (> 10 %)");
+    std::printf("%-44s %11s %11.3f %11.3f %+9.1f %s %s\n", figure.c_str(), published, model,
+                emulated, err, unit, ok ? "" : "  (> 10 %)");
 }
 
-void not_run(const std::string &figure, double published, double model, const char *why, const char *unit) {
+void not_run(const std::string &figure, double published, double model, const char *why,
+             const char *unit) {
     std::printf("%-44s %11.3f %11.3f  %-24s %s\n", figure.c_str(), published, model, why, unit);
 }
 
 std::string size_name(size_t s) {
-    if (s >= (1u << 20)) return std::to_string(s >> 20) + " MiB";
-    if (s >= 1024) return std::to_string(s >> 10) + " KiB";
+    if (s >= (1u << 20))
+        return std::to_string(s >> 20) + " MiB";
+    if (s >= 1024)
+        return std::to_string(s >> 10) + " KiB";
     return std::to_string(s) + " B";
 }
 
@@ -447,8 +493,12 @@ int main(int argc, char **argv) {
     int opt;
     while ((opt = getopt(argc, argv, "r:qh")) != -1) {
         switch (opt) {
-        case 'r': g_opt.repeats = std::max(1, std::atoi(optarg)); break;
-        case 'q': g_opt.quick = true; break;
+        case 'r':
+            g_opt.repeats = std::max(1, std::atoi(optarg));
+            break;
+        case 'q':
+            g_opt.quick = true;
+            break;
         default:
             std::fprintf(stderr, "usage: %s [-r repeats] [-q]\n", argv[0]);
             return opt == 'h' ? 0 : 2;
@@ -457,50 +507,67 @@ int main(int argc, char **argv) {
     // The published programs measure PEACH2: the model on.
     setenv("TCA_TIMING", "1", 0);
     tca::TimingModel m;
-    if (tca::timing_from_environment(&m) != tcaSuccess) return 2;  // the line is out
+    if (tca::timing_from_environment(&m) != tcaSuccess)
+        return 2;  // the line is out
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    std::printf("# tca_model_bench: PEACH2's published figures against the loopback device with the timing model\n");
-    std::printf("# (TCA_TIMING=%s, %d repeats, min of repeats; %ld cores online; model parameters: tca_info)\n",
+    std::printf("# tca_model_bench: PEACH2's published figures against the loopback device with "
+                "the timing model\n");
+    std::printf("# (TCA_TIMING=%s, %d repeats, min of repeats; %ld cores online; model parameters: "
+                "tca_info)\n",
                 std::getenv("TCA_TIMING"), g_opt.repeats, cores);
-    std::printf("%-44s %11s %11s %11s %9s\n", "# figure", "published", "model", "emulated", "error %");
+    std::printf("%-44s %11s %11s %11s %9s\n", "# figure", "published", "model", "emulated",
+                "error %");
 
     Results r{};
     // 1 + 2: PIO
-    if (run_phase(2, "pio", [](int node, Board &b) { pio_phase(node, b, 0); }, &r))
+    if (run_phase(
+            2, "pio", [](int node, Board &b) { pio_phase(node, b, 0); }, &r))
         row("host PIO one way, adjacent nodes", 782, m.pio_ns(1), r.results[0], "ns");
-    if (run_phase(4, "hop", [](int node, Board &b) { pio_phase(node, b, 2); }, &r)) {
+    if (run_phase(
+            4, "hop", [](int node, Board &b) { pio_phase(node, b, 2); }, &r)) {
         const double per_hop = r.results[1] - r.results[0];
-        std::printf("#   4 nodes: 0<->1 %.0f ns, 0<->2 (2 hops) %.0f ns; 4 processes on %ld cores: noisy\n",
-                    r.results[0], r.results[1], cores);
+        std::printf(
+            "#   4 nodes: 0<->1 %.0f ns, 0<->2 (2 hops) %.0f ns; 4 processes on %ld cores: noisy\n",
+            r.results[0], r.results[1], cores);
         row_range("host PIO per extra hop", 200, 300, m.pio_ns(2) - m.pio_ns(1), per_hop, "ns");
     }
     // 3: host DMA bandwidth
     if (run_phase(2, "bw", dma_bandwidth_phase, &r, PhaseEnv{1u, false})) {
-        row("host DMA 255 x 4 KiB chain", 3300, 255 * 4096 * 1000.0 / m.chain_ns(255, 4096, false, 1, false, false),
-            r.results[0], "MB/s");
+        row("host DMA 255 x 4 KiB chain", 3300,
+            255 * 4096 * 1000.0 / m.chain_ns(255, 4096, false, 1, false, false), r.results[0],
+            "MB/s");
         row("host DMA 4 MiB, saturated (~3.5 GB/s)", 3500,
             (4u << 20) * 1000.0 / m.one_way_dma_ns(4u << 20, 1, false, 1), r.results[1], "MB/s");
     }
     // 4: GPU curves
     bool gpu = false;
-    if (run_phase(1, "probe", gpu_probe_phase, &r)) gpu = r.gpu == 1;
+    if (run_phase(1, "probe", gpu_probe_phase, &r))
+        gpu = r.gpu == 1;
     const auto sizes = b1_sizes();
     Results b1{};
-    const bool b1_ok = gpu && run_phase(2, "b1", [](int node, Board &b) { b1_phase(node, b, tcaMemoryGPU); }, &b1);
+    const bool b1_ok =
+        gpu && run_phase(
+                   2, "b1", [](int node, Board &b) { b1_phase(node, b, tcaMemoryGPU); }, &b1);
     for (size_t i = 0; i < sizes.size(); ++i) {
         const std::string f = "GPU B1 ping-pong " + size_name(sizes[i]) + " one way";
         const double model = m.one_way_dma_ns(sizes[i], 1, true, 1) / 1000;
-        if (b1_ok) row(f, kB1Published[i], model, b1.results[i] / 1000, "us");
-        else not_run(f, kB1Published[i], model, gpu ? "not run: failed" : "not run: no GPU", "us");
+        if (b1_ok)
+            row(f, kB1Published[i], model, b1.results[i] / 1000, "us");
+        else
+            not_run(f, kB1Published[i], model, gpu ? "not run: failed" : "not run: no GPU", "us");
     }
     Results b2{};
     const bool b2_ok = gpu && run_phase(2, "b2", b2_phase, &b2);
     for (size_t i = 0; i < kB2N.size(); ++i) {
         const size_t n = kB2N[i];
-        const std::string f = "GPU B2 block-stride N=" + std::to_string(n) + " (" + size_name(n * n * 8) + ")";
+        const std::string f =
+            "GPU B2 block-stride N=" + std::to_string(n) + " (" + size_name(n * n * 8) + ")";
         const double model = m.one_way_dma_ns(n * 8, n, true, 1) / 1000;
-        if (b2_ok && b2.results[i] > 0) row(f, kB2Published[i], model, b2.results[i] / 1000, "us");
-        else not_run(f, kB2Published[i], model, gpu ? "not run (-q: N <= 128)" : "not run: no GPU", "us");
+        if (b2_ok && b2.results[i] > 0)
+            row(f, kB2Published[i], model, b2.results[i] / 1000, "us");
+        else
+            not_run(f, kB2Published[i], model, gpu ? "not run (-q: N <= 128)" : "not run: no GPU",
+                    "us");
     }
     std::printf("%-44s %11s %11s  %s\n", "16-rank bcast B4 / allgather B5 (4.3/4.4)", "-", "-",
                 cores >= 16 && gpu ? "not run: not in this bench yet (GPU programs at 16 ranks)"
@@ -508,33 +575,41 @@ int main(int argc, char **argv) {
     // The emulation's own one-way costs (model off): what the handoff
     // parameters take off the modelled delays on this machine.
     Results off{};
-    if (run_phase(2, "off", [](int node, Board &b) {
-            pio_phase(node, b, 0);
-            Buffer buf = alloc(64, tcaMemoryCPU);
-            b.handles[node][0] = buf.h;
-            b.barrier();
-            const double t = dma_pingpong(node, b, buf, 8, 1, 8, g_opt.quick ? 2000 : 20000);
-            if (node == 0) b.results[1] = t;
-        }, &off, PhaseEnv{~0u, true}))
-        std::printf("# emulation's own one way with the model off: PIO %.0f ns, DMA 8 B %.0f ns "
-                    "(taken off the model's delays: TCA_PIO_HANDOFF_NS=%.0f, TCA_DMA_HANDOFF_NS=%.0f)\n",
-                    off.results[0], off.results[1], m.pio_handoff_ns, m.dma_handoff_ns);
+    if (run_phase(
+            2, "off",
+            [](int node, Board &b) {
+                pio_phase(node, b, 0);
+                Buffer buf = alloc(64, tcaMemoryCPU);
+                b.handles[node][0] = buf.h;
+                b.barrier();
+                const double t = dma_pingpong(node, b, buf, 8, 1, 8, g_opt.quick ? 2000 : 20000);
+                if (node == 0)
+                    b.results[1] = t;
+            },
+            &off, PhaseEnv{~0u, true}))
+        std::printf(
+            "# emulation's own one way with the model off: PIO %.0f ns, DMA 8 B %.0f ns "
+            "(taken off the model's delays: TCA_PIO_HANDOFF_NS=%.0f, TCA_DMA_HANDOFF_NS=%.0f)\n",
+            off.results[0], off.results[1], m.pio_handoff_ns, m.dma_handoff_ns);
     // 5: host memory, no published figure: the device against its own model
-    std::printf("# host-memory DMA ping-pong at the B1 sizes (no published figure): emulated vs the model\n");
+    std::printf("# host-memory DMA ping-pong at the B1 sizes (no published figure): emulated vs "
+                "the model\n");
     Results h{};
-    if (run_phase(2, "hostpp", [](int node, Board &b) { b1_phase(node, b, tcaMemoryCPU); }, &h)) {
+    if (run_phase(
+            2, "hostpp", [](int node, Board &b) { b1_phase(node, b, tcaMemoryCPU); }, &h)) {
         for (size_t i = 0; i < sizes.size(); ++i) {
             const double model = m.one_way_dma_ns(sizes[i], 1, false, 1) / 1000;
             const double emu = h.results[i] / 1000;
             std::printf("%-44s %11s %11.3f %11.3f %+9.1f us (vs model)\n",
-                        ("host ping-pong " + size_name(sizes[i]) + " one way").c_str(), "-", model, emu,
-                        100 * (emu - model) / model);
+                        ("host ping-pong " + size_name(sizes[i]) + " one way").c_str(), "-", model,
+                        emu, 100 * (emu - model) / model);
         }
     }
-    std::printf("# published points within 10 %%: %d, outside: %d, not run here: %s\n", g_within, g_outside,
-                gpu ? "none" : "the GPU curves (no GPU)");
+    std::printf("# published points within 10 %%: %d, outside: %d, not run here: %s\n", g_within,
+                g_outside, gpu ? "none" : "the GPU curves (no GPU)");
     // The table is the result, but the model claims every graded point
     // within 10 %: a point outside is a failed claim, said by the exit code.
-    if (g_outside > 0) std::printf("FAIL: %d graded point(s) off by more than 10 %%\n", g_outside);
+    if (g_outside > 0)
+        std::printf("FAIL: %d graded point(s) off by more than 10 %%\n", g_outside);
     return g_outside == 0 ? 0 : 1;
 }

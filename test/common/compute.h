@@ -17,7 +17,8 @@ static inline void compute_for(double seconds) {
     const double end = compute_now() + seconds;
     double x = 1.0;
     while (compute_now() < end)
-        for (int i = 0; i < 200; i++) x = x * 1.0000001 + 1e-9;
+        for (int i = 0; i < 200; i++)
+            x = x * 1.0000001 + 1e-9;
     compute_sink = x;
 }
 

@@ -41,10 +41,11 @@ enum { CUDA_DL_MEMCPY_DEFAULT = 4 }; /* cudaMemcpyDefault: direction from the po
 /* 0 when the runtime is loaded and at least one device is there; else a
  * reason in why, starting "no GPU: ". */
 static inline int cuda_dl_open(char *why, size_t len) {
-    static const char *names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-                                  "/usr/local/cuda/lib64/libcudart.so"};
+    static const char *names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+                                  "libcudart.so.11.0", "/usr/local/cuda/lib64/libcudart.so"};
     void *lib = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && lib == NULL; ++i) lib = dlopen(names[i], RTLD_NOW);
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && lib == NULL; ++i)
+        lib = dlopen(names[i], RTLD_NOW);
     if (lib == NULL) {
         snprintf(why, len, "no GPU: no CUDA runtime (libcudart) to load");
         return -1;
@@ -59,15 +60,16 @@ static inline int cuda_dl_open(char *why, size_t len) {
     CUDA_DL_SYM(synchronize, "cudaDeviceSynchronize");
     CUDA_DL_SYM(error_string, "cudaGetErrorString");
 #undef CUDA_DL_SYM
-    if (!cuda_dl.get_device_count || !cuda_dl.set_device || !cuda_dl.malloc_ || !cuda_dl.free_ || !cuda_dl.memcpy_ ||
-        !cuda_dl.memset_ || !cuda_dl.synchronize || !cuda_dl.error_string) {
+    if (!cuda_dl.get_device_count || !cuda_dl.set_device || !cuda_dl.malloc_ || !cuda_dl.free_ ||
+        !cuda_dl.memcpy_ || !cuda_dl.memset_ || !cuda_dl.synchronize || !cuda_dl.error_string) {
         snprintf(why, len, "no GPU: libcudart lacks a runtime call the test needs");
         return -1;
     }
     int n = 0;
     const int rc = cuda_dl.get_device_count(&n);
     if (rc != 0 || n < 1) {
-        snprintf(why, len, "no GPU: cudaGetDeviceCount: %s", rc != 0 ? cuda_dl.error_string(rc) : "0 devices");
+        snprintf(why, len, "no GPU: cudaGetDeviceCount: %s",
+                 rc != 0 ? cuda_dl.error_string(rc) : "0 devices");
         return -1;
     }
     cuda_dl.devices = n;
@@ -78,11 +80,14 @@ static inline int cuda_dl_open(char *why, size_t len) {
  * MPI_Init).  0 with a reason otherwise. */
 static inline int cuda_dl_mpi_aware(char *why, size_t len) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    if (MPIX_Query_cuda_support()) return 1;
+    if (MPIX_Query_cuda_support())
+        return 1;
     snprintf(why, len, "Open MPI was built with CUDA support but it is off at run time");
     return 0;
 #else
-    snprintf(why, len, "this Open MPI is not CUDA-aware (build one with scripts/build-ompi.sh, configure --with-ompi)");
+    snprintf(why, len,
+             "this Open MPI is not CUDA-aware (build one with scripts/build-ompi.sh, configure "
+             "--with-ompi)");
     return 0;
 #endif
 }
@@ -90,7 +95,8 @@ static inline int cuda_dl_mpi_aware(char *why, size_t len) {
 /* Every call below aborts the job on a CUDA error: a test must not go on
  * with memory it does not have. */
 static inline void cuda_dl_check(int rc, const char *what) {
-    if (rc == 0) return;
+    if (rc == 0)
+        return;
     fprintf(stderr, "CUDA error in %s: %s\n", what, cuda_dl.error_string(rc));
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -99,12 +105,16 @@ static inline void *cuda_dl_malloc(size_t n) {
     cuda_dl_check(cuda_dl.malloc_(&p, n > 0 ? n : 1), "cudaMalloc");
     return p;
 }
-static inline void cuda_dl_free(void *p) { cuda_dl_check(cuda_dl.free_(p), "cudaFree"); }
+static inline void cuda_dl_free(void *p) {
+    cuda_dl_check(cuda_dl.free_(p), "cudaFree");
+}
 static inline void cuda_dl_copy(void *dst, const void *src, size_t n) {
-    if (n > 0) cuda_dl_check(cuda_dl.memcpy_(dst, src, n, CUDA_DL_MEMCPY_DEFAULT), "cudaMemcpy");
+    if (n > 0)
+        cuda_dl_check(cuda_dl.memcpy_(dst, src, n, CUDA_DL_MEMCPY_DEFAULT), "cudaMemcpy");
 }
 static inline void cuda_dl_fill(void *dst, int byte, size_t n) {
-    if (n > 0) cuda_dl_check(cuda_dl.memset_(dst, byte, n), "cudaMemset");
+    if (n > 0)
+        cuda_dl_check(cuda_dl.memset_(dst, byte, n), "cudaMemset");
     cuda_dl_check(cuda_dl.synchronize(), "cudaDeviceSynchronize");
 }
 

@@ -9,7 +9,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static inline void test_fail(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static inline void test_fail(int rank, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
 static inline void test_fail(int rank, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -18,7 +19,8 @@ static inline void test_fail(int rank, const char *fmt, ...) {
     fprintf(stderr, "\n");
     va_end(ap);
     MPI_Abort(MPI_COMM_WORLD, 1);
-    for (;;) {}  /* MPI_Abort does not return */
+    for (;;) {
+    } /* MPI_Abort does not return */
 }
 
 #define FAIL(...) test_fail(TEST_RANK, __VA_ARGS__)

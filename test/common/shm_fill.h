@@ -27,13 +27,15 @@ static int tca_test_fill_wanted(void) {
 /* Free bytes left in /dev/shm. */
 static unsigned long long tca_test_shm_free(void) {
     struct statvfs fs;
-    if (0 != statvfs("/dev/shm", &fs)) return 0;
+    if (0 != statvfs("/dev/shm", &fs))
+        return 0;
     return (unsigned long long) fs.f_bavail * fs.f_frsize;
 }
 
 static void tca_test_fill_shm(MPI_Comm comm) {
     int rank;
-    if (!tca_test_fill_wanted()) return;
+    if (!tca_test_fill_wanted())
+        return;
     MPI_Comm_rank(comm, &rank);
     if (0 == rank) {
         const int fd = open(TCA_TEST_FILL_PATH, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
@@ -44,7 +46,8 @@ static void tca_test_fill_shm(MPI_Comm comm) {
         /* Grow by halves until nothing more fits: the last pages too. */
         off_t size = 0;
         for (unsigned long long step = tca_test_shm_free(); step >= 4096; step /= 2)
-            while (0 == posix_fallocate(fd, size, (off_t) step)) size += (off_t) step;
+            while (0 == posix_fallocate(fd, size, (off_t) step))
+                size += (off_t) step;
         close(fd);
         printf("shm_fill: /dev/shm filled (%llu MiB more taken, %llu bytes free)\n",
                (unsigned long long) size >> 20, tca_test_shm_free());
@@ -55,10 +58,12 @@ static void tca_test_fill_shm(MPI_Comm comm) {
 
 static void tca_test_unfill_shm(MPI_Comm comm) {
     int rank;
-    if (!tca_test_fill_wanted()) return;
+    if (!tca_test_fill_wanted())
+        return;
     MPI_Barrier(comm);
     MPI_Comm_rank(comm, &rank);
-    if (0 == rank) unlink(TCA_TEST_FILL_PATH);
+    if (0 == rank)
+        unlink(TCA_TEST_FILL_PATH);
 }
 
 #endif /* TCA_TEST_SHM_FILL_H */

@@ -34,11 +34,13 @@ public:
     explicit Stopper(pid_t target) : target_(target) {
         stopped_ = kill(target_, SIGSTOP) == 0;
         // A stop takes effect asynchronously: go on only once it has.
-        for (int i = 0; i < 5000 && process_state(target_) != 'T'; ++i) usleep(1000);
+        for (int i = 0; i < 5000 && process_state(target_) != 'T'; ++i)
+            usleep(1000);
         stopped_ = stopped_ && process_state(target_) == 'T';
         watchdog_ = std::thread([this] {
             const auto t0 = clock_type::now();
-            while (!resume_.load() && seconds_since(t0) < kWatchdog) usleep(1000);
+            while (!resume_.load() && seconds_since(t0) < kWatchdog)
+                usleep(1000);
             kill(target_, SIGCONT);
         });
     }
@@ -46,7 +48,8 @@ public:
     bool stopped() const { return stopped_; }
     void resume() {
         resume_.store(true);
-        if (watchdog_.joinable()) watchdog_.join();
+        if (watchdog_.joinable())
+            watchdog_.join();
     }
 
 private:
@@ -57,8 +60,8 @@ private:
 };
 
 constexpr const char *kBounceEnv = "TCA_SINGLE_COPY=0;TCA_SHARED_HEAP=0;TCA_TIMEOUT_MS=1000";
-constexpr double kTimeout = 1.0;      // s, as TCA_TIMEOUT_MS above
-constexpr double kLateAfter = 1.8;    // s: a bounded wait has returned by then
+constexpr double kTimeout = 1.0;    // s, as TCA_TIMEOUT_MS above
+constexpr double kLateAfter = 1.8;  // s: a bounded wait has returned by then
 
 // A DMA into a stopped target: tcaWaitDMAC says tcaErrorTimeout after about
 // the timeout, and after SIGCONT the same run completes with its bytes.  A
@@ -69,52 +72,60 @@ TEST(BoundedWait, DmaWaitOnStoppedTargetTimesOutThenCompletes) {
     NodeOptions opt;
     opt.env = kBounceEnv;
     opt.timeout_s = 60;
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        const size_t sizes[] = {4096, (1u << 20) + 5};
-        const size_t n = sizes[1];
-        std::vector<unsigned char> buf(n, 0);
-        tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, board, buf.data(), n, tcaMemoryCPU, &mine);
-        if (node == 1) board.value[0].store(static_cast<int>(getpid()));
-        board.barrier();
-        for (int round = 0; round < 2; ++round) {
-            const size_t len = sizes[round];
-            if (node == 0) {
-                const pid_t target = static_cast<pid_t>(board.value[0].load());
-                fill_pattern(buf.data(), len, 10 + round);
-                tcaDesc *d = tcaDescNew();
-                NODE_CHECK(d != nullptr);
-                NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, len, 0, 0, 0));
-                NODE_OK(tcaDescSet(d, 0));
-                Stopper stop(target);
-                NODE_CHECK(stop.stopped());
-                auto t0 = clock_type::now();
-                NODE_OK(tcaStartDMADesc(0));
-                const double start_s = seconds_since(t0);
-                t0 = clock_type::now();
-                const tcaResult r = tcaWaitDMAC(0);
-                const double waited = seconds_since(t0);
-                std::fprintf(stderr, "%zu bytes: start %.3f s; tcaWaitDMAC on a stopped target: %s after %.3f s\n",
-                             len, start_s, tcaGetErrorString(r), waited);
-                stop.resume();
-                NODE_CHECK(start_s < 0.5);  // a start does not wait for the target
-                NODE_EXPECT_RESULT(tcaErrorTimeout, r);
-                NODE_CHECK(waited >= 0.9 * kTimeout && waited < kLateAfter);
-                // The run went on: it completes once the target runs.
-                t0 = clock_type::now();
-                NODE_OK(tcaWaitDMAC(0));
-                std::fprintf(stderr, "%zu bytes: completed %.3f s after SIGCONT\n", len, seconds_since(t0));
-                NODE_OK(tcaDescFree(d));
-                board.value[1].store(round + 1);
-            } else {
-                // Not a tca wait: it would time out across the stop.
-                while (board.value[1].load() < round + 1) usleep(1000);
-                NODE_CHECK(check_pattern(buf.data(), len, 10 + round));
-            }
+    EXPECT_TRUE(run_nodes(
+        2,
+        [](int node, Board &board) {
+            const size_t sizes[] = {4096, (1u << 20) + 5};
+            const size_t n = sizes[1];
+            std::vector<unsigned char> buf(n, 0);
+            tcaHandle mine;
+            tcaHandle peer = register_and_swap(node, board, buf.data(), n, tcaMemoryCPU, &mine);
+            if (node == 1)
+                board.value[0].store(static_cast<int>(getpid()));
             board.barrier();
-        }
-        return 0;
-    }, opt));
+            for (int round = 0; round < 2; ++round) {
+                const size_t len = sizes[round];
+                if (node == 0) {
+                    const pid_t target = static_cast<pid_t>(board.value[0].load());
+                    fill_pattern(buf.data(), len, 10 + round);
+                    tcaDesc *d = tcaDescNew();
+                    NODE_CHECK(d != nullptr);
+                    NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, len, 0, 0, 0));
+                    NODE_OK(tcaDescSet(d, 0));
+                    Stopper stop(target);
+                    NODE_CHECK(stop.stopped());
+                    auto t0 = clock_type::now();
+                    NODE_OK(tcaStartDMADesc(0));
+                    const double start_s = seconds_since(t0);
+                    t0 = clock_type::now();
+                    const tcaResult r = tcaWaitDMAC(0);
+                    const double waited = seconds_since(t0);
+                    std::fprintf(stderr,
+                                 "%zu bytes: start %.3f s; tcaWaitDMAC on a stopped target: %s "
+                                 "after %.3f s\n",
+                                 len, start_s, tcaGetErrorString(r), waited);
+                    stop.resume();
+                    NODE_CHECK(start_s < 0.5);  // a start does not wait for the target
+                    NODE_EXPECT_RESULT(tcaErrorTimeout, r);
+                    NODE_CHECK(waited >= 0.9 * kTimeout && waited < kLateAfter);
+                    // The run went on: it completes once the target runs.
+                    t0 = clock_type::now();
+                    NODE_OK(tcaWaitDMAC(0));
+                    std::fprintf(stderr, "%zu bytes: completed %.3f s after SIGCONT\n", len,
+                                 seconds_since(t0));
+                    NODE_OK(tcaDescFree(d));
+                    board.value[1].store(round + 1);
+                } else {
+                    // Not a tca wait: it would time out across the stop.
+                    while (board.value[1].load() < round + 1)
+                        usleep(1000);
+                    NODE_CHECK(check_pattern(buf.data(), len, 10 + round));
+                }
+                board.barrier();
+            }
+            return 0;
+        },
+        opt));
 }
 
 // tcaPioWrite (synchronous) into a stopped target says tcaErrorTimeout after
@@ -124,32 +135,37 @@ TEST(BoundedWait, PioWriteToStoppedTargetTimesOut) {
     NodeOptions opt;
     opt.env = kBounceEnv;
     opt.timeout_s = 60;
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        const size_t n = (1u << 20) + 5;
-        StoppablePair pair(node, board, n);
-        auto &[buf, mine, peer, target] = pair;
-        if (node == 0) {
-            fill_pattern(buf.data(), n, 7);
-            Stopper stop(target);
-            NODE_CHECK(stop.stopped());
-            auto t0 = clock_type::now();
-            const tcaResult r = tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0);
-            const double waited = seconds_since(t0);
-            std::fprintf(stderr, "tcaPioWrite to a stopped target: %s after %.3f s\n", tcaGetErrorString(r), waited);
-            stop.resume();
-            NODE_EXPECT_RESULT(tcaErrorTimeout, r);
-            NODE_CHECK(waited >= 0.9 * kTimeout && waited < kLateAfter);
-            t0 = clock_type::now();
-            NODE_OK(tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0));
-            std::fprintf(stderr, "tcaPioWrite after SIGCONT: %.3f s\n", seconds_since(t0));
-            board.value[1].store(1);
-        } else {
-            while (board.value[1].load() == 0) usleep(1000);
-            NODE_CHECK(check_pattern(buf.data(), n, 7));
-        }
-        board.barrier();
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        2,
+        [](int node, Board &board) {
+            const size_t n = (1u << 20) + 5;
+            StoppablePair pair(node, board, n);
+            auto &[buf, mine, peer, target] = pair;
+            if (node == 0) {
+                fill_pattern(buf.data(), n, 7);
+                Stopper stop(target);
+                NODE_CHECK(stop.stopped());
+                auto t0 = clock_type::now();
+                const tcaResult r = tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0);
+                const double waited = seconds_since(t0);
+                std::fprintf(stderr, "tcaPioWrite to a stopped target: %s after %.3f s\n",
+                             tcaGetErrorString(r), waited);
+                stop.resume();
+                NODE_EXPECT_RESULT(tcaErrorTimeout, r);
+                NODE_CHECK(waited >= 0.9 * kTimeout && waited < kLateAfter);
+                t0 = clock_type::now();
+                NODE_OK(tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0));
+                std::fprintf(stderr, "tcaPioWrite after SIGCONT: %.3f s\n", seconds_since(t0));
+                board.value[1].store(1);
+            } else {
+                while (board.value[1].load() == 0)
+                    usleep(1000);
+                NODE_CHECK(check_pattern(buf.data(), n, 7));
+            }
+            board.barrier();
+            return 0;
+        },
+        opt));
 }
 
 // tcaFinalize with a DMA run still waiting for a stopped target returns at
@@ -160,30 +176,34 @@ TEST(BoundedWait, FinalizeDoesNotWaitForAStoppedTarget) {
     NodeOptions opt;
     opt.env = kBounceEnv;
     opt.timeout_s = 60;
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        const size_t n = (1u << 20) + 5;
-        StoppablePair pair(node, board, n);
-        auto &[buf, mine, peer, target] = pair;
-        if (node == 0) {
-            tcaDesc *d = tcaDescNew();
-            NODE_CHECK(d != nullptr);
-            NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, n, 0, 0, 0));
-            NODE_OK(tcaDescSet(d, 0));
-            NODE_OK(tcaDescFree(d));
-            Stopper stop(target);
-            NODE_CHECK(stop.stopped());
-            NODE_OK(tcaStartDMADesc(0));  // queued: the engine thread takes it up
-            usleep(100 * 1000);
-            const auto t0 = clock_type::now();
-            const tcaResult r = tcaFinalize();
-            const double took = seconds_since(t0);
-            std::fprintf(stderr, "tcaFinalize with a stopped target: %s after %.3f s\n", tcaGetErrorString(r), took);
-            stop.resume();
-            board.end_barrier(node);  // the harness's own tcaFinalize would find no node now
-            std::_Exit(r == tcaSuccess && took < kTimeout ? 0 : 1);
-        }
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        2,
+        [](int node, Board &board) {
+            const size_t n = (1u << 20) + 5;
+            StoppablePair pair(node, board, n);
+            auto &[buf, mine, peer, target] = pair;
+            if (node == 0) {
+                tcaDesc *d = tcaDescNew();
+                NODE_CHECK(d != nullptr);
+                NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, n, 0, 0, 0));
+                NODE_OK(tcaDescSet(d, 0));
+                NODE_OK(tcaDescFree(d));
+                Stopper stop(target);
+                NODE_CHECK(stop.stopped());
+                NODE_OK(tcaStartDMADesc(0));  // queued: the engine thread takes it up
+                usleep(100 * 1000);
+                const auto t0 = clock_type::now();
+                const tcaResult r = tcaFinalize();
+                const double took = seconds_since(t0);
+                std::fprintf(stderr, "tcaFinalize with a stopped target: %s after %.3f s\n",
+                             tcaGetErrorString(r), took);
+                stop.resume();
+                board.end_barrier(node);  // the harness's own tcaFinalize would find no node now
+                std::_Exit(r == tcaSuccess && took < kTimeout ? 0 : 1);
+            }
+            return 0;
+        },
+        opt));
 }
 
 // Two threads wait for the same run, which fails (its destination's
@@ -203,12 +223,15 @@ TEST(BoundedWait, EveryWaiterSeesTheRunsError) {
         NODE_OK(tcaStartDMADesc(2));
         std::atomic<int> results[2] = {-1, -1};
         std::vector<std::thread> waiters;
-        for (auto &res : results) waiters.emplace_back([&res] { res.store(tcaWaitDMAC(2)); });
+        for (auto &res : results)
+            waiters.emplace_back([&res] { res.store(tcaWaitDMAC(2)); });
         usleep(200 * 1000);  // both are waiting
         NODE_OK(tcaDestroyHandle(&hd));
         NODE_OK(tcaCounterAdd(41, 1));
-        for (auto &t : waiters) t.join();
-        for (auto &res : results) NODE_EXPECT_RESULT(tcaErrorNotRegistered, static_cast<tcaResult>(res.load()));
+        for (auto &t : waiters)
+            t.join();
+        for (auto &res : results)
+            NODE_EXPECT_RESULT(tcaErrorNotRegistered, static_cast<tcaResult>(res.load()));
         NODE_OK(tcaWaitDMAC(2));  // said once to everyone waiting: not again
         tcaDescFree(d);
         return 0;
@@ -232,11 +255,14 @@ TEST(BoundedWait, AbortedRunsAreReportedToEveryWaiter) {
         NODE_OK(tcaStartDMADesc(3));  // queued behind it
         std::atomic<int> results[2] = {-1, -1};
         std::vector<std::thread> waiters;
-        for (auto &res : results) waiters.emplace_back([&res] { res.store(tcaWaitDMAC(3)); });
+        for (auto &res : results)
+            waiters.emplace_back([&res] { res.store(tcaWaitDMAC(3)); });
         usleep(200 * 1000);
         NODE_OK(tcaAbortDMAC(3));
-        for (auto &t : waiters) t.join();
-        for (auto &res : results) NODE_EXPECT_RESULT(tcaErrorAborted, static_cast<tcaResult>(res.load()));
+        for (auto &t : waiters)
+            t.join();
+        for (auto &res : results)
+            NODE_EXPECT_RESULT(tcaErrorAborted, static_cast<tcaResult>(res.load()));
         NODE_CHECK(dst[0] == 0);
         NODE_OK(tcaWaitDMAC(3));  // reported: a later wait is clean
         NODE_CHECK(std::strlen(tcaGetErrorString(tcaErrorAborted)) > 0);

@@ -33,9 +33,10 @@ TEST(ChannelReuse, RestartBeforeAndAfterLastNotification) {
             const uint64_t marker = 0x5eed;
             std::memcpy(bytes + kBulk, &marker, 8);
             tcaDesc *d = tcaDescNew();
-            NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, kBulk, kFlags | tcaDMANotifySelf, 0, kTag));
-            NODE_OK(tcaDescSetMemcpy(d, &peer, kBulk, &mine, kBulk, 8, kFlags | tcaDMANotify | tcaDMANotifySelf, 0,
-                                     kTag));
+            NODE_OK(
+                tcaDescSetMemcpy(d, &peer, 0, &mine, 0, kBulk, kFlags | tcaDMANotifySelf, 0, kTag));
+            NODE_OK(tcaDescSetMemcpy(d, &peer, kBulk, &mine, kBulk, 8,
+                                     kFlags | tcaDMANotify | tcaDMANotifySelf, 0, kTag));
             NODE_OK(tcaDescSet(d, 0));
             int waited = 0;
             for (int run = 0; run < kRuns; ++run) {
@@ -43,7 +44,8 @@ TEST(ChannelReuse, RestartBeforeAndAfterLastNotification) {
                 // Even runs: one self-notification (the first descriptor's);
                 // odd runs: everything still owed, i.e. up to the last one.
                 const int want = run % 2 == 0 ? waited + 1 : 2 * (run + 1);
-                for (; waited < want; ++waited) NODE_OK(tcaWaitDMARecvDesc(&mine, 0, kTag));
+                for (; waited < want; ++waited)
+                    NODE_OK(tcaWaitDMARecvDesc(&mine, 0, kTag));
             }
             NODE_OK(tcaWaitDMAC(0));  // every queued run has completed: all notifications are there
             NODE_CHECK(drain_count(&mine, 0, kTag) == 2 * kRuns - waited);
@@ -54,13 +56,15 @@ TEST(ChannelReuse, RestartBeforeAndAfterLastNotification) {
                 NODE_OK(tcaWaitDMARecvDesc(&peer, 0, kTag));
                 size_t bad = 0;
                 if (!check_pattern(bytes, kBulk, 7, &bad)) {
-                    std::fprintf(stderr, "run %d: byte %zu of the first descriptor missing\n", run, bad);
+                    std::fprintf(stderr, "run %d: byte %zu of the first descriptor missing\n", run,
+                                 bad);
                     return 1;
                 }
             }
         }
         board.barrier();
-        NODE_CHECK(node == 0 || drain_count(&peer, 0, kTag) == 0);  // one notification per run, not more
+        NODE_CHECK(node == 0 ||
+                   drain_count(&peer, 0, kTag) == 0);  // one notification per run, not more
         return 0;
     }));
 }
@@ -72,8 +76,10 @@ TEST(ChannelReuse, RestartBeforeAndAfterLastNotification) {
 // with the k-th notification), also those queued beyond the ring.
 TEST(ChannelReuse, ReloadWhileRunningKeepsEachRunsChain) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        constexpr size_t kBulk = 256 * 1024;  // above the inline limit: runs go to the engine and queue
-        constexpr int kRuns = 160;            // past the 64 queued runs of a channel's ring: into its overflow
+        constexpr size_t kBulk =
+            256 * 1024;  // above the inline limit: runs go to the engine and queue
+        constexpr int kRuns =
+            160;  // past the 64 queued runs of a channel's ring: into its overflow
         constexpr size_t kMarks = kBulk;
         auto [buf, mine, peer] = exchange_buffers(node, board, kBulk + kRuns * 8, tcaMemoryCPU);
         auto *bytes = static_cast<unsigned char *>(buf);
@@ -88,9 +94,10 @@ TEST(ChannelReuse, ReloadWhileRunningKeepsEachRunsChain) {
                 tcaDesc *d = tcaDescNew();
                 const off_t at = static_cast<off_t>(kMarks + 8 * k);
                 NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, kBulk, kFlags, 0, 0));
-                NODE_OK(tcaDescSetMemcpy(d, &peer, at, &mine, at, 8, kFlags | tcaDMANotify | tcaDMANotifySelf, 0,
-                                         kTag));
-                NODE_OK(tcaDescSet(d, 0));  // while earlier runs are running (old code: tcaErrorChannelBusy)
+                NODE_OK(tcaDescSetMemcpy(d, &peer, at, &mine, at, 8,
+                                         kFlags | tcaDMANotify | tcaDMANotifySelf, 0, kTag));
+                NODE_OK(tcaDescSet(
+                    d, 0));  // while earlier runs are running (old code: tcaErrorChannelBusy)
                 NODE_OK(tcaStartDMADesc(0));
                 NODE_OK(tcaDescFree(d));  // allowed after the start: the run keeps its chain
             }
@@ -121,7 +128,8 @@ TEST(ChannelReuse, EmptyChainsRunAndComplete) {
     EXPECT_TRUE(run_nodes(1, [](int, Board &) {
         tcaDesc *empty = tcaDescNew();
         NODE_OK(tcaDescSet(empty, 2));
-        for (int i = 0; i < 3; ++i) NODE_OK(tcaStartDMADesc(2));
+        for (int i = 0; i < 3; ++i)
+            NODE_OK(tcaStartDMADesc(2));
         NODE_OK(tcaWaitDMAC(2));
         int done = 0;
         NODE_OK(tcaTestDMAC(2, &done));
@@ -163,20 +171,24 @@ int polled_packets(int node, Board &board, size_t packet) {
     auto *bytes = static_cast<unsigned char *>(buf);
     std::memset(bytes, 0, size);
     board.barrier();
-    auto word = [&](size_t at) { return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(bytes + at)); };
+    auto word = [&](size_t at) {
+        return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(bytes + at));
+    };
     auto poll = [&](size_t at, uint64_t v) {
         // Yield now and then: on a loaded host the writer needs the CPU.
         for (unsigned spins = 1; word(at).load(std::memory_order_acquire) != v; ++spins)
-            if (spins % 64 == 0) sched_yield();
+            if (spins % 64 == 0)
+                sched_yield();
     };
     tcaDesc *d = tcaDescNew();
     if (node == 0) {
-        NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, packet, kFlags, 16, 31));  // no notify flag: ignored
-        NODE_OK(tcaDescSetMemcpy(d, &peer, static_cast<off_t>(seq_at), &mine, static_cast<off_t>(seq_at), 8, kFlags,
-                                 16, 31));
+        NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, packet, kFlags, 16,
+                                 31));  // no notify flag: ignored
+        NODE_OK(tcaDescSetMemcpy(d, &peer, static_cast<off_t>(seq_at), &mine,
+                                 static_cast<off_t>(seq_at), 8, kFlags, 16, 31));
     } else {
-        NODE_OK(tcaDescSetMemcpy(d, &peer, static_cast<off_t>(ack_at), &mine, static_cast<off_t>(ack_at), 8, kFlags,
-                                 0, 0));
+        NODE_OK(tcaDescSetMemcpy(d, &peer, static_cast<off_t>(ack_at), &mine,
+                                 static_cast<off_t>(ack_at), 8, kFlags, 0, 0));
     }
     NODE_OK(tcaDescSet(d, 0));
     for (uint64_t k = 1; k <= kPackets; ++k) {
@@ -189,7 +201,8 @@ int polled_packets(int node, Board &board, size_t packet) {
             poll(seq_at, k);
             size_t bad = 0;
             if (!check_pattern(bytes, packet, static_cast<uint32_t>(k), &bad)) {
-                std::fprintf(stderr, "packet %llu: byte %zu not there when its sequence number was\n",
+                std::fprintf(stderr,
+                             "packet %llu: byte %zu not there when its sequence number was\n",
                              static_cast<unsigned long long>(k), bad);
                 return 1;
             }

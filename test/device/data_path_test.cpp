@@ -13,9 +13,16 @@ constexpr int kRecvSlot = 0;  // board slot of node 1's receive buffer handle
 constexpr int kAckSlot = 1;   // board slot of an "any handle" of node 0 (for acks)
 
 // Sizes around every interesting boundary, up to 64 MiB.
-const std::vector<size_t> kSizes = {1,     2,     7,     8,     63,         64,          65,
-                                    4095,  4096,  4097,  65535, 65536,      262143,      262145,
-                                    1 << 20, (3 << 20) + 5, 16 << 20, (64 << 20) - 3, 64 << 20};
+const std::vector<size_t> kSizes = {1,        2,
+                                    7,        8,
+                                    63,       64,
+                                    65,       4095,
+                                    4096,     4097,
+                                    65535,    65536,
+                                    262143,   262145,
+                                    1 << 20,  (3 << 20) + 5,
+                                    16 << 20, (64 << 20) - 3,
+                                    64 << 20};
 
 // node 0 -> node 1: for each size, put by DMA (and PIO for small sizes) into
 // node 1's memory of `type`; node 1 checks every byte and acknowledges.
@@ -31,15 +38,18 @@ int put_sizes(int node, Board &board, tcaMemoryType type, size_t max_size, bool 
     tcaHandle peer = board.get(1 - node, node == 0 ? kRecvSlot : kAckSlot);
     uint32_t seed = 1;
     for (size_t size : kSizes) {
-        if (size > cap) continue;
+        if (size > cap)
+            continue;
         for (int via_pio = 0; via_pio <= (use_pio && size <= 65536 ? 1 : 0); ++via_pio, ++seed) {
             if (node == 0) {
                 fill_pattern(buf, size, seed);
                 if (via_pio) {
-                    NODE_OK(tcaPioWrite(&peer, 0, buf, size, tcaDMANotify, 3, static_cast<int>(seed)));
+                    NODE_OK(
+                        tcaPioWrite(&peer, 0, buf, size, tcaDMANotify, 3, static_cast<int>(seed)));
                 } else {
                     tcaDesc *d = tcaDescNew();
-                    NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, size, tcaDMANotify, 3, static_cast<int>(seed)));
+                    NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, size, tcaDMANotify, 3,
+                                             static_cast<int>(seed)));
                     NODE_OK(tcaDescSet(d, 0));
                     NODE_OK(tcaStartDMADesc(0));
                     NODE_OK(tcaWaitDMAC(0));
@@ -50,7 +60,8 @@ int put_sizes(int node, Board &board, tcaMemoryType type, size_t max_size, bool 
                 NODE_OK(tcaWaitDMARecvDesc(&peer, 3, static_cast<int>(seed)));
                 size_t bad = 0;
                 if (!check_pattern(buf, size, seed, &bad)) {
-                    std::fprintf(stderr, "size %zu (%s): byte %zu wrong\n", size, via_pio ? "PIO" : "DMA", bad);
+                    std::fprintf(stderr, "size %zu (%s): byte %zu wrong\n", size,
+                                 via_pio ? "PIO" : "DMA", bad);
                     return 1;
                 }
                 char one = 0;
@@ -64,20 +75,24 @@ int put_sizes(int node, Board &board, tcaMemoryType type, size_t max_size, bool 
 }
 
 TEST(DataPath, HostMemoryAllSizes) {
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) { return put_sizes(node, b, tcaMemoryCPU, 64 << 20, true); }));
+    EXPECT_TRUE(run_nodes(
+        2, [](int node, Board &b) { return put_sizes(node, b, tcaMemoryCPU, 64 << 20, true); }));
 }
 
 TEST(DataPath, InternalMemoryAllSizes) {
     NodeOptions opt;
     opt.env = "TCA_INTERNAL_SIZE=20M";
     EXPECT_TRUE(run_nodes(
-        2, [](int node, Board &b) { return put_sizes(node, b, tcaMemoryInternal, 16 << 20, true); }, opt));
+        2, [](int node, Board &b) { return put_sizes(node, b, tcaMemoryInternal, 16 << 20, true); },
+        opt));
 }
 
 TEST(DataPath, BouncePathWhenSingleCopyIsOff) {
     NodeOptions opt;
     opt.env = "TCA_SINGLE_COPY=0";
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &b) { return put_sizes(node, b, tcaMemoryCPU, 3 << 20, true); }, opt));
+    EXPECT_TRUE(run_nodes(
+        2, [](int node, Board &b) { return put_sizes(node, b, tcaMemoryCPU, 3 << 20, true); },
+        opt));
 }
 
 // A chain of n descriptors, each moving its own 4 KiB + odd bytes block.
@@ -95,7 +110,8 @@ int chain_of(int node, Board &board, int n) {
             for (int i = 0; i < n; ++i) {
                 // reverse order, so a chain that ran only its first descriptor fails
                 const off_t off = static_cast<off_t>(block) * (n - 1 - i);
-                NODE_OK(tcaDescSetMemcpy(d, &peer, off, &mine, off, block, i == n - 1 ? tcaDMANotify : 0, 1, round));
+                NODE_OK(tcaDescSetMemcpy(d, &peer, off, &mine, off, block,
+                                         i == n - 1 ? tcaDMANotify : 0, 1, round));
             }
             int len = 0;
             NODE_OK(tcaDescGetLength(d, &len));
@@ -114,10 +130,18 @@ int chain_of(int node, Board &board, int n) {
     return 0;
 }
 
-TEST(DataPath, ChainOf1) { EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 1); })); }
-TEST(DataPath, ChainOf16RegisterMode) { EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 16); })); }
-TEST(DataPath, ChainOf17TableMode) { EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 17); })); }
-TEST(DataPath, ChainOf255) { EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 255); })); }
+TEST(DataPath, ChainOf1) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 1); }));
+}
+TEST(DataPath, ChainOf16RegisterMode) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 16); }));
+}
+TEST(DataPath, ChainOf17TableMode) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 17); }));
+}
+TEST(DataPath, ChainOf255) {
+    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return chain_of(n, b, 255); }));
+}
 
 // Block-stride: a 37 x 129 sub-block of a pitched source into a differently
 // pitched destination; bytes between the rows must stay untouched.
@@ -131,7 +155,8 @@ TEST(DataPath, BlockStride) {
         if (node == 0) {
             fill_pattern(buf.data(), size, 42);
             tcaDesc *d = tcaDescNew();
-            NODE_OK(tcaDescSetMemcpy2D(d, &peer, 5, dst_pitch, &mine, 3, src_pitch, width, height, tcaDMANotify, 0, 7));
+            NODE_OK(tcaDescSetMemcpy2D(d, &peer, 5, dst_pitch, &mine, 3, src_pitch, width, height,
+                                       tcaDMANotify, 0, 7));
             NODE_OK(tcaDescSet(d, 2));
             NODE_OK(tcaStartDMADesc(2));
             NODE_OK(tcaWaitDMAC(2));
@@ -141,9 +166,11 @@ TEST(DataPath, BlockStride) {
             std::vector<unsigned char> src(size);
             fill_pattern(src.data(), size, 42);
             for (size_t i = 0; i < size; ++i) {
-                const bool inside = i >= 5 && (i - 5) / dst_pitch < height && (i - 5) % dst_pitch < width;
+                const bool inside =
+                    i >= 5 && (i - 5) / dst_pitch < height && (i - 5) % dst_pitch < width;
                 const unsigned char want =
-                    inside ? src[3 + ((i - 5) / dst_pitch) * src_pitch + (i - 5) % dst_pitch] : 0xEE;
+                    inside ? src[3 + ((i - 5) / dst_pitch) * src_pitch + (i - 5) % dst_pitch]
+                           : 0xEE;
                 if (buf[i] != want) {
                     std::fprintf(stderr, "byte %zu: %u, want %u\n", i, buf[i], want);
                     return 1;
@@ -160,29 +187,36 @@ TEST(DataPath, FourChannelsAtOnce) {
         const size_t part = (1 << 20) + 3;
         std::vector<unsigned char> buf(part * 4);
         tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, board, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+        tcaHandle peer =
+            register_and_swap(node, board, buf.data(), buf.size(), tcaMemoryCPU, &mine);
         for (int round = 0; round < 5; ++round) {
             if (node == 0) {
                 tcaDesc *d[4];
                 for (int ch = 0; ch < 4; ++ch) {
-                    fill_pattern(buf.data() + part * ch, part, static_cast<uint32_t>(ch * 100 + round));
+                    fill_pattern(buf.data() + part * ch, part,
+                                 static_cast<uint32_t>(ch * 100 + round));
                     d[ch] = tcaDescNew();
                     for (int k = 0; k < 8; ++k) {  // 8 descriptors per channel
                         const size_t piece = part / 8 + (k == 7 ? part % 8 : 0);
                         const off_t off = static_cast<off_t>(part * ch + (part / 8) * k);
-                        NODE_OK(tcaDescSetMemcpy(d[ch], &peer, off, &mine, off, piece, k == 7 ? tcaDMANotify : 0,
-                                                 10 + ch, round));
+                        NODE_OK(tcaDescSetMemcpy(d[ch], &peer, off, &mine, off, piece,
+                                                 k == 7 ? tcaDMANotify : 0, 10 + ch, round));
                     }
                     NODE_OK(tcaDescSet(d[ch], ch));
                 }
-                for (int ch = 0; ch < 4; ++ch) NODE_OK(tcaStartDMADesc(ch));
-                for (int ch = 0; ch < 4; ++ch) NODE_OK(tcaWaitDMAC(ch));
-                for (auto *x : d) tcaDescFree(x);
+                for (int ch = 0; ch < 4; ++ch)
+                    NODE_OK(tcaStartDMADesc(ch));
+                for (int ch = 0; ch < 4; ++ch)
+                    NODE_OK(tcaWaitDMAC(ch));
+                for (auto *x : d)
+                    tcaDescFree(x);
                 NODE_OK(tcaWaitDMARecvDesc(&peer, 20, round));
             } else {
-                for (int ch = 0; ch < 4; ++ch) NODE_OK(tcaWaitDMARecvDesc(&peer, 10 + ch, round));
                 for (int ch = 0; ch < 4; ++ch)
-                    NODE_CHECK(check_pattern(buf.data() + part * ch, part, static_cast<uint32_t>(ch * 100 + round)));
+                    NODE_OK(tcaWaitDMARecvDesc(&peer, 10 + ch, round));
+                for (int ch = 0; ch < 4; ++ch)
+                    NODE_CHECK(check_pattern(buf.data() + part * ch, part,
+                                             static_cast<uint32_t>(ch * 100 + round)));
                 NODE_OK(tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 20, round));
             }
         }
@@ -229,11 +263,13 @@ TEST(DataPath, AClearedDescriptorRefilledWhileEarlierRunsWaitMovesEachRegion) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         constexpr size_t kPart = 1 << 20;
         constexpr int kParts = 6;
-        auto [buf, mine, peer] = exchange_buffers(node, board, kParts * kPart + kPart, tcaMemoryCPU);
+        auto [buf, mine, peer] =
+            exchange_buffers(node, board, kParts * kPart + kPart, tcaMemoryCPU);
         for (int round = 0; round < 3; ++round) {
             const uint32_t seed = 100 + static_cast<uint32_t>(round);
             if (node == 0) {
-                for (int p = 0; p < kParts; ++p) fill_pattern(static_cast<char *>(buf) + p * kPart, kPart, seed + p);
+                for (int p = 0; p < kParts; ++p)
+                    fill_pattern(static_cast<char *>(buf) + p * kPart, kPart, seed + p);
                 tcaDesc *d = tcaDescNew();
                 for (int p = 0; p < kParts; ++p) {
                     NODE_OK(tcaDescClear(d));
@@ -250,16 +286,19 @@ TEST(DataPath, AClearedDescriptorRefilledWhileEarlierRunsWaitMovesEachRegion) {
                 NODE_OK(tcaWaitDMARecvDesc(&peer, 2, round));  // node 1 checked them
             } else {
                 std::memset(static_cast<char *>(buf) + kParts * kPart, 0x5a, kPart);
-                for (int p = 0; p < kParts; ++p) NODE_OK(tcaWaitDMARecvDesc(&peer, 1, p));
+                for (int p = 0; p < kParts; ++p)
+                    NODE_OK(tcaWaitDMARecvDesc(&peer, 1, p));
                 for (int p = 0; p < kParts; ++p) {
                     size_t bad = 0;
-                    if (!check_pattern(static_cast<char *>(buf) + p * kPart, kPart, seed + p, &bad)) {
+                    if (!check_pattern(static_cast<char *>(buf) + p * kPart, kPart, seed + p,
+                                       &bad)) {
                         std::fprintf(stderr, "round %d region %d: byte %zu wrong\n", round, p, bad);
                         return 1;
                     }
                 }
                 const auto *tail = static_cast<const unsigned char *>(buf) + kParts * kPart;
-                for (size_t i = 0; i < kPart; ++i) NODE_CHECK(tail[i] == 0x5a);
+                for (size_t i = 0; i < kPart; ++i)
+                    NODE_CHECK(tail[i] == 0x5a);
                 char one = 0;
                 NODE_OK(tcaPioWrite(&peer, 0, &one, 0, tcaDMANotify, 2, round));
             }
@@ -291,10 +330,13 @@ TEST(DataPath, SelfNotifyMeansLocalCompletion) {
             tcaDescFree(d);
             board.value[0].store(1);
         } else {
-            while (board.value[0].load() == 0) usleep(100);
-            NODE_CHECK(check_pattern(buf.data(), size, 9));  // visible once the source saw completion
+            while (board.value[0].load() == 0)
+                usleep(100);
+            NODE_CHECK(
+                check_pattern(buf.data(), size, 9));  // visible once the source saw completion
             int flag = 1;
-            NODE_OK(tcaTestDMARecvDesc(&peer, 5, 77, &flag));  // no destination notification was asked for
+            NODE_OK(tcaTestDMARecvDesc(&peer, 5, 77,
+                                       &flag));  // no destination notification was asked for
             NODE_CHECK(flag == 0);
         }
         return 0;

@@ -16,67 +16,89 @@ namespace {
 TEST(Errors, NotInitialised) {
     NodeOptions opt;
     opt.init = false;
-    EXPECT_TRUE(run_nodes(1, [](int, Board &) {
-        void *p = nullptr;
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaMalloc(&p, 64, tcaMemoryCPU));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaStartDMADesc(0));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
-        tcaInitParams bad{"x", 3, 2};
-        NODE_EXPECT_RESULT(tcaErrorInvalidNode, tcaInitWithParams(&bad));
-        const std::string key = unique_job_key("twice");
-        tcaInitParams ok{key.c_str(), 0, 1};
-        NODE_OK(tcaInitWithParams(&ok));
-        tcaInitParams other{key.c_str(), 1, 2};  // another node: refused, the running one stays
-        NODE_EXPECT_RESULT(tcaErrorAlreadyInitialized, tcaInitWithParams(&other));
-        NODE_OK(tcaFinalize());
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        1,
+        [](int, Board &) {
+            void *p = nullptr;
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaMalloc(&p, 64, tcaMemoryCPU));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaStartDMADesc(0));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
+            tcaInitParams bad{"x", 3, 2};
+            NODE_EXPECT_RESULT(tcaErrorInvalidNode, tcaInitWithParams(&bad));
+            const std::string key = unique_job_key("twice");
+            tcaInitParams ok{key.c_str(), 0, 1};
+            NODE_OK(tcaInitWithParams(&ok));
+            tcaInitParams other{key.c_str(), 1, 2};  // another node: refused, the running one stays
+            NODE_EXPECT_RESULT(tcaErrorAlreadyInitialized, tcaInitWithParams(&other));
+            NODE_OK(tcaFinalize());
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaFinalize());
+            return 0;
+        },
+        opt));
 }
 
 TEST(Errors, DescriptorValidation) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         std::vector<unsigned char> buf(4096);
         tcaHandle mine;
-        tcaHandle peer = register_and_swap(node, board, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+        tcaHandle peer =
+            register_and_swap(node, board, buf.data(), buf.size(), tcaMemoryCPU, &mine);
         tcaDesc *d = tcaDescNew();
         // null / corrupt handles
-        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDescSetMemcpy(d, nullptr, 0, &mine, 0, 8, 0, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDescSetMemcpy(d, &peer, 0, nullptr, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidHandle,
+                           tcaDescSetMemcpy(d, nullptr, 0, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidHandle,
+                           tcaDescSetMemcpy(d, &peer, 0, nullptr, 0, 8, 0, 0, 0));
         tcaHandle corrupt = peer;
         corrupt.magic ^= 1;
-        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDescSetMemcpy(d, &corrupt, 0, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidHandle,
+                           tcaDescSetMemcpy(d, &corrupt, 0, &mine, 0, 8, 0, 0, 0));
         tcaHandle zero{};
-        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDescSetMemcpy(d, &zero, 0, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidHandle,
+                           tcaDescSetMemcpy(d, &zero, 0, &mine, 0, 8, 0, 0, 0));
         tcaHandle far = peer;
         far.node = 40;
-        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDescSetMemcpy(d, &far, 0, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidHandle,
+                           tcaDescSetMemcpy(d, &far, 0, &mine, 0, 8, 0, 0, 0));
         // forged key: looks right, is not registered
         tcaHandle forged = peer;
         forged.key ^= 0x100;
-        NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaDescSetMemcpy(d, &forged, 0, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorNotRegistered,
+                           tcaDescSetMemcpy(d, &forged, 0, &mine, 0, 8, 0, 0, 0));
         // ranges
-        NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaDescSetMemcpy(d, &peer, 4090, &mine, 0, 8, 0, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaDescSetMemcpy(d, &peer, 0, &mine, 1, 4096, 0, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaDescSetMemcpy(d, &peer, -1, &mine, 0, 8, 0, 0, 0));
         NODE_EXPECT_RESULT(tcaErrorOutOfRange,
-                           tcaDescSetMemcpy(d, &peer, 8, &mine, 0, SIZE_MAX - 4, 0, 0, 0));  // overflow
-        NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaDescSetMemcpy2D(d, &peer, 0, 1024, &mine, 0, 64, 64, 5, 0, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaDescSetMemcpy2D(d, &peer, 0, 32, &mine, 0, 64, 64, 2, 0, 0, 0));
+                           tcaDescSetMemcpy(d, &peer, 4090, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorOutOfRange,
+                           tcaDescSetMemcpy(d, &peer, 0, &mine, 1, 4096, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorOutOfRange,
+                           tcaDescSetMemcpy(d, &peer, -1, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaDescSetMemcpy(d, &peer, 8, &mine, 0, SIZE_MAX - 4,
+                                                                0, 0, 0));  // overflow
+        NODE_EXPECT_RESULT(tcaErrorOutOfRange,
+                           tcaDescSetMemcpy2D(d, &peer, 0, 1024, &mine, 0, 64, 64, 5, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue,
+                           tcaDescSetMemcpy2D(d, &peer, 0, 32, &mine, 0, 64, 64, 2, 0, 0, 0));
         // put only: the source must be local
         NODE_EXPECT_RESULT(tcaErrorRemoteRead, tcaDescSetMemcpy(d, &mine, 0, &peer, 0, 8, 0, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorRemoteRead, tcaDescSetMemcpy2D(d, &mine, 0, 64, &peer, 0, 64, 8, 2, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorRemoteRead,
+                           tcaDescSetMemcpy2D(d, &mine, 0, 64, &peer, 0, 64, 8, 2, 0, 0, 0));
         // flags, slots, counters
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0x4000, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorInvalidSlot, tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, tcaDMANotify, 64, 0));
-        NODE_EXPECT_RESULT(tcaErrorInvalidSlot, tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, tcaDMANotify, -1, 0));
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaDescSetTrigger(d, 0, 1, 0));  // no descriptor yet
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue,
+                           tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0x4000, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidSlot,
+                           tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, tcaDMANotify, 64, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidSlot,
+                           tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, tcaDMANotify, -1, 0));
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue,
+                           tcaDescSetTrigger(d, 0, 1, 0));  // no descriptor yet
         int len = -1;
         NODE_OK(tcaDescGetLength(d, &len));
         NODE_CHECK(len == 0);  // nothing invalid got in
         // 255 fit, the 256th does not
-        for (int i = 0; i < TCA_MAX_DESCRIPTORS; ++i) NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0, 0, 0));
-        NODE_EXPECT_RESULT(tcaErrorTooManyDescriptors, tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0, 0, 0));
+        for (int i = 0; i < TCA_MAX_DESCRIPTORS; ++i)
+            NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0, 0, 0));
+        NODE_EXPECT_RESULT(tcaErrorTooManyDescriptors,
+                           tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0, 0, 0));
         NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaDescSetTrigger(d, TCA_NUM_COUNTERS, 1, 0));
         NODE_EXPECT_RESULT(tcaErrorInvalidCounter, tcaDescSetCounterAdd(d, -2, 1));
         // channels
@@ -92,12 +114,16 @@ TEST(Errors, DescriptorValidation) {
         NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaWaitDMARecvDesc(&corrupt, 0, 0));
         // memory
         void *p = nullptr;
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaMalloc(nullptr, 8, tcaMemoryCPU));  // (size 0 is valid)
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaFree(buf.data(), tcaMemoryCPU));  // not from tcaMalloc
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue,
+                           tcaMalloc(nullptr, 8, tcaMemoryCPU));  // (size 0 is valid)
+        NODE_EXPECT_RESULT(tcaErrorInvalidValue,
+                           tcaFree(buf.data(), tcaMemoryCPU));  // not from tcaMalloc
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaCreateHandle(&zero, nullptr, 8, tcaMemoryCPU));
-        NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaCreateHandle(&zero, buf.data(), 8, tcaMemoryInternal));
+        NODE_EXPECT_RESULT(tcaErrorOutOfRange,
+                           tcaCreateHandle(&zero, buf.data(), 8, tcaMemoryInternal));
         NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaDestroyHandle(&peer));  // only the owner may
-        NODE_EXPECT_RESULT(tcaErrorNotSupported, tcaPioMap(&peer, &p));      // host memory has no PIO window
+        NODE_EXPECT_RESULT(tcaErrorNotSupported,
+                           tcaPioMap(&peer, &p));  // host memory has no PIO window
         tcaDescFree(d);
         return 0;
     }));
@@ -139,16 +165,20 @@ TEST(Errors, StaleHandleAfterDestroyOrFree) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         auto [p, mine, peer] = exchange_buffers(node, board, 8192, tcaMemoryCPU);
         tcaDesc *d = tcaDescNew();
-        if (node == 0) NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8192, 0, 0, 0));
-        if (node == 0) NODE_OK(tcaDescSet(d, 0));
+        if (node == 0)
+            NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8192, 0, 0, 0));
+        if (node == 0)
+            NODE_OK(tcaDescSet(d, 0));
         board.barrier();
-        if (node == 1) NODE_OK(tcaFree(p, tcaMemoryCPU));  // frees and invalidates the handle
+        if (node == 1)
+            NODE_OK(tcaFree(p, tcaMemoryCPU));  // frees and invalidates the handle
         board.barrier();
         if (node == 0) {
             NODE_OK(tcaStartDMADesc(0));
             NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaWaitDMAC(0));
             NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaPioWrite(&peer, 0, p, 8, 0, 0, 0));
-            NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0, 0, 0));
+            NODE_EXPECT_RESULT(tcaErrorNotRegistered,
+                               tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 8, 0, 0, 0));
             NODE_OK(tcaDestroyHandle(&mine));
             NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaDestroyHandle(&mine));
             NODE_OK(tcaFree(p, tcaMemoryCPU));
@@ -181,21 +211,26 @@ TEST(Errors, FreeingInternalMemoryInvalidatesInnerHandles) {
 TEST(Errors, UnconsumedNotificationsNeverTimeOut) {
     NodeOptions opt;
     opt.env = "TCA_TIMEOUT_MS=300";
-    EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
-        auto [p, mine, peer] = exchange_buffers(node, board, 64, tcaMemoryInternal);
-        constexpr int kPosts = 5000;
-        if (node == 0)
-            for (int i = 0; i < kPosts; ++i) NODE_OK(tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 1, 5));
-        board.barrier();
-        if (node == 1) {
-            for (int i = 0; i < kPosts; ++i) NODE_OK(tcaWaitDMARecvDesc(&peer, 1, 5));
-            int flag = 1;
-            NODE_OK(tcaTestDMARecvDesc(&peer, 1, 5, &flag));
-            NODE_CHECK(flag == 0);
-        }
-        board.barrier();
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        2,
+        [](int node, Board &board) {
+            auto [p, mine, peer] = exchange_buffers(node, board, 64, tcaMemoryInternal);
+            constexpr int kPosts = 5000;
+            if (node == 0)
+                for (int i = 0; i < kPosts; ++i)
+                    NODE_OK(tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 1, 5));
+            board.barrier();
+            if (node == 1) {
+                for (int i = 0; i < kPosts; ++i)
+                    NODE_OK(tcaWaitDMARecvDesc(&peer, 1, 5));
+                int flag = 1;
+                NODE_OK(tcaTestDMARecvDesc(&peer, 1, 5, &flag));
+                NODE_CHECK(flag == 0);
+            }
+            board.barrier();
+            return 0;
+        },
+        opt));
 }
 
 // Each code has a distinct, non-empty message.
@@ -214,20 +249,23 @@ TEST(Errors, JobKeyInUse) {
     const std::string key = unique_job_key("conflict");
     NodeOptions opt;
     opt.init = false;
-    EXPECT_TRUE(run_nodes(2, [key](int node, Board &board) {
-        tcaInitParams p{key.c_str(), 0, 1};
-        if (node == 0) {
-            NODE_OK(tcaInitWithParams(&p));
-            board.barrier();
-            board.barrier();
-            NODE_OK(tcaFinalize());
-        } else {
-            board.barrier();
-            NODE_EXPECT_RESULT(tcaErrorJobConflict, tcaInitWithParams(&p));
-            board.barrier();
-        }
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        2,
+        [key](int node, Board &board) {
+            tcaInitParams p{key.c_str(), 0, 1};
+            if (node == 0) {
+                NODE_OK(tcaInitWithParams(&p));
+                board.barrier();
+                board.barrier();
+                NODE_OK(tcaFinalize());
+            } else {
+                board.barrier();
+                NODE_EXPECT_RESULT(tcaErrorJobConflict, tcaInitWithParams(&p));
+                board.barrier();
+            }
+            return 0;
+        },
+        opt));
 }
 
 // A peer that exits: puts to it and waits on it end with tcaErrorPeerGone,
@@ -238,34 +276,40 @@ TEST(Errors, PeerExitedAndPeerKilled) {
         opt.init = false;
         opt.killed_node = killed ? 2 : -1;
         const std::string key = unique_job_key(killed ? "killed" : "exited");
-        EXPECT_TRUE(run_nodes(3, [key, killed](int node, Board &board) {
-            tcaInitParams p{key.c_str(), node, 3};
-            NODE_OK(tcaInitWithParams(&p));
-            void *buf = nullptr;
-            NODE_OK(tcaMalloc(&buf, 4096, tcaMemoryCPU));
-            tcaHandle mine;
-            NODE_OK(tcaCreateHandle(&mine, buf, 4096, tcaMemoryCPU));
-            board.publish(node, 0, mine);
-            board.barrier();
-            if (node == 2) {
-                if (killed) raise(SIGKILL);
+        EXPECT_TRUE(run_nodes(
+            3,
+            [key, killed](int node, Board &board) {
+                tcaInitParams p{key.c_str(), node, 3};
+                NODE_OK(tcaInitWithParams(&p));
+                void *buf = nullptr;
+                NODE_OK(tcaMalloc(&buf, 4096, tcaMemoryCPU));
+                tcaHandle mine;
+                NODE_OK(tcaCreateHandle(&mine, buf, 4096, tcaMemoryCPU));
+                board.publish(node, 0, mine);
+                board.barrier();
+                if (node == 2) {
+                    if (killed)
+                        raise(SIGKILL);
+                    NODE_OK(tcaFinalize());
+                    board.value[0].store(1);
+                    return 0;
+                }
+                tcaHandle gone = board.get(2, 0);
+                if (!killed)
+                    while (board.value[0].load() == 0)
+                        usleep(100);
+                const auto t0 = std::chrono::steady_clock::now();
+                NODE_EXPECT_RESULT(tcaErrorPeerGone, tcaWaitDMARecvDesc(&gone, 0, 0));
+                const auto waited = std::chrono::steady_clock::now() - t0;
+                NODE_CHECK(waited < std::chrono::seconds(5));  // detected, not timed out (20 s)
+                char x[8] = {};
+                NODE_EXPECT_RESULT(tcaErrorPeerGone, tcaPioWrite(&gone, 0, x, 8, 0, 0, 0));
+                board.end_barrier(node);  // node 2 arrives after its own early tcaFinalize
                 NODE_OK(tcaFinalize());
-                board.value[0].store(1);
                 return 0;
-            }
-            tcaHandle gone = board.get(2, 0);
-            if (!killed)
-                while (board.value[0].load() == 0) usleep(100);
-            const auto t0 = std::chrono::steady_clock::now();
-            NODE_EXPECT_RESULT(tcaErrorPeerGone, tcaWaitDMARecvDesc(&gone, 0, 0));
-            const auto waited = std::chrono::steady_clock::now() - t0;
-            NODE_CHECK(waited < std::chrono::seconds(5));  // detected, not timed out (20 s)
-            char x[8] = {};
-            NODE_EXPECT_RESULT(tcaErrorPeerGone, tcaPioWrite(&gone, 0, x, 8, 0, 0, 0));
-            board.end_barrier(node);  // node 2 arrives after its own early tcaFinalize
-            NODE_OK(tcaFinalize());
-            return 0;
-        }, opt)) << (killed ? "killed" : "exited");
+            },
+            opt))
+            << (killed ? "killed" : "exited");
         EXPECT_EQ(count_segments(key), 0) << "segments left behind";
     }
 }

@@ -14,14 +14,16 @@ bool gpu_usable() {
     return run_nodes(1, [](int, Board &) {
         void *p = nullptr;
         const tcaResult rc = tcaMalloc(&p, 4096, tcaMemoryGPU);
-        if (rc == tcaSuccess) tcaFree(p, tcaMemoryGPU);
+        if (rc == tcaSuccess)
+            tcaFree(p, tcaMemoryGPU);
         return rc == tcaSuccess ? 0 : 7;
     });
 }
 
 // host(node 0) -> GPU(node 1) -> host(node 0 back through node 1's DMA)
 TEST(Gpu, HostToRemoteGpuAndBack) {
-    if (!gpu_usable()) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    if (!gpu_usable())
+        GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t size = (4 << 20) + 13;
         void *host = nullptr, *dev = nullptr;
@@ -72,10 +74,12 @@ TEST(Gpu, HostToRemoteGpuAndBack) {
 // ("already mapped"); keeping the stale mapping instead would write into
 // the freed memory.  Every write must land in the new buffers.
 TEST(Gpu, PeerReallocatesFreedAddresses) {
-    if (!gpu_usable()) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    if (!gpu_usable())
+        GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         // Rounds of GPU buffers on node 1, in bytes; each round frees the last.
-        const std::vector<std::vector<size_t>> rounds = {{4 << 20}, {1 << 20, 1 << 20, 1 << 20}, {8 << 20}};
+        const std::vector<std::vector<size_t>> rounds = {
+            {4 << 20}, {1 << 20, 1 << 20, 1 << 20}, {8 << 20}};
         const size_t most = 8 << 20;
         void *host = nullptr;
         NODE_OK(tcaMalloc(&host, most, tcaMemoryCPU));
@@ -98,11 +102,13 @@ TEST(Gpu, PeerReallocatesFreedAddresses) {
             if (node == 0) {  // one DMA write per buffer, each from a pattern of its own
                 for (size_t i = 0; i < sizes.size(); ++i) {
                     tcaHandle peer = board.get(1, static_cast<int>(i));
-                    for (uint64_t a : earlier) reused += a == peer.addr;
+                    for (uint64_t a : earlier)
+                        reused += a == peer.addr;
                     earlier.push_back(peer.addr);
                     fill_pattern(host, sizes[i], seed + static_cast<uint32_t>(i));
                     tcaDesc *d = tcaDescNew();
-                    NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &hhost, 0, sizes[i], tcaDMAUseInternal, 0, 0));
+                    NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &hhost, 0, sizes[i], tcaDMAUseInternal, 0,
+                                             0));
                     NODE_OK(tcaDescSet(d, 0));
                     NODE_OK(tcaStartDMADesc(0));
                     NODE_OK(tcaWaitDMAC(0));
@@ -114,7 +120,8 @@ TEST(Gpu, PeerReallocatesFreedAddresses) {
                 for (size_t i = 0; i < sizes.size(); ++i) {
                     std::memset(host, 0, sizes[i]);
                     tcaDesc *d = tcaDescNew();
-                    NODE_OK(tcaDescSetMemcpy(d, &hhost, 0, &hdev[i], 0, sizes[i], tcaDMAUseInternal, 0, 0));
+                    NODE_OK(tcaDescSetMemcpy(d, &hhost, 0, &hdev[i], 0, sizes[i], tcaDMAUseInternal,
+                                             0, 0));
                     NODE_OK(tcaDescSet(d, 0));
                     NODE_OK(tcaStartDMADesc(0));
                     NODE_OK(tcaWaitDMAC(0));
@@ -127,7 +134,8 @@ TEST(Gpu, PeerReallocatesFreedAddresses) {
             seed += 10;
             board.barrier();
         }
-        if (node == 0) std::printf("node 1 reused an address written to before: %d times\n", reused);
+        if (node == 0)
+            std::printf("node 1 reused an address written to before: %d times\n", reused);
         NODE_OK(tcaDestroyHandle(&hhost));
         tcaFree(host, tcaMemoryCPU);
         board.barrier();

@@ -25,7 +25,8 @@ void Board::barrier() {
         return;
     }
     for (int spins = 0; barrier_generation.load(std::memory_order_acquire) == gen; ++spins) {
-        if (spins < 1000) continue;
+        if (spins < 1000)
+            continue;
         std::this_thread::sleep_for(std::chrono::microseconds(50));
         // A node that has gone will never arrive: fail now, not at the deadline.
         for (int i = 0; i < num_nodes; ++i)
@@ -39,19 +40,24 @@ void Board::barrier() {
 
 void Board::end_barrier(int node) {
     int running = 0;
-    if (!end_state[node].compare_exchange_strong(running, 1, std::memory_order_acq_rel)) return;
+    if (!end_state[node].compare_exchange_strong(running, 1, std::memory_order_acq_rel))
+        return;
     for (int spins = 0;; ++spins) {
         bool all = true;
         for (int i = 0; i < num_nodes; ++i)
-            if (end_state[i].load(std::memory_order_acquire) == 0) all = false;
-        if (all) return;
-        if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+            if (end_state[i].load(std::memory_order_acquire) == 0)
+                all = false;
+        if (all)
+            return;
+        if (spins > 1000)
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
 }
 
 StoppablePair::StoppablePair(int node, Board &board, size_t size) : buf(size, 0) {
     peer = register_and_swap(node, board, buf.data(), size, tcaMemoryCPU, &mine);
-    if (node == 1) board.value[0].store(static_cast<int>(getpid()));
+    if (node == 1)
+        board.value[0].store(static_cast<int>(getpid()));
     board.barrier();
     target = static_cast<pid_t>(board.value[0].load());
 }
@@ -61,17 +67,20 @@ char process_state(pid_t pid) {
     char path[64], buf[512] = {};
     std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
     FILE *f = std::fopen(path, "r");
-    if (f == nullptr) return '?';
+    if (f == nullptr)
+        return '?';
     const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
     std::fclose(f);
     const char *paren = std::strrchr(buf, ')');
     return paren != nullptr && paren + 2 < buf + n ? paren[2] : '?';
 }
 
-tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine) {
+tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type,
+                            tcaHandle *mine) {
     const tcaResult r = tcaCreateHandle(mine, buf, size, type);
     if (r != tcaSuccess) {
-        std::fprintf(stderr, "node %d: registering a %zu-byte buffer: %s\n", node, size, tcaGetErrorString(r));
+        std::fprintf(stderr, "node %d: registering a %zu-byte buffer: %s\n", node, size,
+                     tcaGetErrorString(r));
         std::_Exit(1);
     }
     board.publish(node, 0, *mine);
@@ -83,7 +92,8 @@ PairBuffers exchange_buffers(int node, Board &board, size_t size, tcaMemoryType 
     PairBuffers b{};
     const tcaResult r = tcaMalloc(&b.buf, size, type);
     if (r != tcaSuccess) {
-        std::fprintf(stderr, "node %d: allocating a %zu-byte buffer: %s\n", node, size, tcaGetErrorString(r));
+        std::fprintf(stderr, "node %d: allocating a %zu-byte buffer: %s\n", node, size,
+                     tcaGetErrorString(r));
         std::_Exit(1);
     }
     b.peer = register_and_swap(node, board, b.buf, size, type, &b.mine);
@@ -92,19 +102,22 @@ PairBuffers exchange_buffers(int node, Board &board, size_t size, tcaMemoryType 
 
 std::string unique_job_key(const char *what) {
     static int counter = 0;
-    return std::string("t.") + what + "." + std::to_string(getpid()) + "." + std::to_string(++counter);
+    return std::string("t.") + what + "." + std::to_string(getpid()) + "." +
+           std::to_string(++counter);
 }
 
 void fill_pattern(void *p, size_t n, uint32_t seed) {
     auto *b = static_cast<unsigned char *>(p);
-    for (size_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>((i * 131u + seed * 7919u + (i >> 8)) & 0xff);
+    for (size_t i = 0; i < n; ++i)
+        b[i] = static_cast<unsigned char>((i * 131u + seed * 7919u + (i >> 8)) & 0xff);
 }
 
 bool check_pattern(const void *p, size_t n, uint32_t seed, size_t *bad_at) {
     const auto *b = static_cast<const unsigned char *>(p);
     for (size_t i = 0; i < n; ++i)
         if (b[i] != static_cast<unsigned char>((i * 131u + seed * 7919u + (i >> 8)) & 0xff)) {
-            if (bad_at) *bad_at = i;
+            if (bad_at)
+                *bad_at = i;
             return false;
         }
     return true;
@@ -112,11 +125,13 @@ bool check_pattern(const void *p, size_t n, uint32_t seed, size_t *bad_at) {
 
 int count_segments(const std::string &key) {
     DIR *d = opendir("/dev/shm");
-    if (!d) return 0;
+    if (!d)
+        return 0;
     int n = 0;
     const std::string prefix = "tca-" + std::to_string(getuid()) + "-" + key + "-";
     while (dirent *e = readdir(d))
-        if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) ++n;
+        if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+            ++n;
     closedir(d);
     return n;
 }
@@ -127,14 +142,17 @@ void apply_env(const std::string &env) {
     std::string kv;
     while (std::getline(ss, kv, ';')) {
         const auto eq = kv.find('=');
-        if (eq != std::string::npos) setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+        if (eq != std::string::npos)
+            setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
     }
 }
 }  // namespace
 
 ::testing::AssertionResult run_nodes(int n, const NodeBody &body, const NodeOptions &opt) {
-    void *mem = mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return ::testing::AssertionFailure() << "mmap failed";
+    void *mem =
+        mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return ::testing::AssertionFailure() << "mmap failed";
     auto *board = new (mem) Board{};
     board->num_nodes = n;
     const std::string key = opt.job_key.empty() ? unique_job_key("job") : opt.job_key;
@@ -150,7 +168,8 @@ void apply_env(const std::string &env) {
                 tcaInitParams p{key.c_str(), node, n};
                 const tcaResult r = tcaInitWithParams(&p);
                 if (r != tcaSuccess) {
-                    std::fprintf(stderr, "node %d: tcaInitWithParams: %s\n", node, tcaGetErrorString(r));
+                    std::fprintf(stderr, "node %d: tcaInitWithParams: %s\n", node,
+                                 tcaGetErrorString(r));
                     std::_Exit(2);
                 }
             }
@@ -158,7 +177,8 @@ void apply_env(const std::string &env) {
             // Peers may still be writing to this node (a last remote counter
             // add, a put): tear down only once every node is done.
             board->end_barrier(node);
-            if (opt.init && tcaFinalize() != tcaSuccess && rc == 0) rc = 3;
+            if (opt.init && tcaFinalize() != tcaSuccess && rc == 0)
+                rc = 3;
             std::fflush(stdout);
             std::fflush(stderr);
             std::_Exit(rc);
@@ -171,7 +191,8 @@ void apply_env(const std::string &env) {
     std::vector<int> status(pids.size(), -1);
     while (remaining > 0) {
         for (size_t i = 0; i < pids.size(); ++i) {
-            if (status[i] != -1) continue;
+            if (status[i] != -1)
+                continue;
             int st = 0;
             if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
                 status[i] = st;
@@ -182,7 +203,8 @@ void apply_env(const std::string &env) {
                 board->end_state[i].compare_exchange_strong(running, 2, std::memory_order_acq_rel);
             }
         }
-        if (remaining == 0) break;
+        if (remaining == 0)
+            break;
         if (std::chrono::steady_clock::now() > deadline) {
             for (size_t i = 0; i < pids.size(); ++i)
                 if (status[i] == -1) {
@@ -197,15 +219,21 @@ void apply_env(const std::string &env) {
     }
     for (size_t i = 0; i < pids.size(); ++i) {
         const int st = status[i];
-        if (st == 0x7f00) continue;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-        if (static_cast<int>(i) == opt.killed_node && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) continue;
-        if (WIFSIGNALED(st)) failures << "node " << i << " killed by signal " << WTERMSIG(st) << "; ";
-        else failures << "node " << i << " exited " << WEXITSTATUS(st) << "; ";
+        if (st == 0x7f00)
+            continue;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            continue;
+        if (static_cast<int>(i) == opt.killed_node && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+            continue;
+        if (WIFSIGNALED(st))
+            failures << "node " << i << " killed by signal " << WTERMSIG(st) << "; ";
+        else
+            failures << "node " << i << " exited " << WEXITSTATUS(st) << "; ";
     }
     munmap(mem, sizeof(Board));
     const std::string f = failures.str();
-    if (f.empty()) return ::testing::AssertionSuccess();
+    if (f.empty())
+        return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << f;
 }
 
@@ -213,7 +241,8 @@ int drain_count(tcaHandle *h, int slot, int tag) {
     int n = 0;
     for (int flag = 1;;) {
         NODE_OK(tcaTestDMARecvDesc(h, slot, tag, &flag));
-        if (!flag) return n;
+        if (!flag)
+            return n;
         ++n;
     }
 }

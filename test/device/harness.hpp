@@ -41,11 +41,11 @@ struct Board {
 };
 
 struct NodeOptions {
-    int timeout_s = 120;            // kill the nodes after this
-    bool init = true;               // call tcaInitWithParams before the body
-    std::string env;                // "NAME=VALUE" pairs separated by ';' set in every node
-    std::string job_key;            // default: unique per run
-    int killed_node = -1;           // this node is expected to die by SIGKILL
+    int timeout_s = 120;   // kill the nodes after this
+    bool init = true;      // call tcaInitWithParams before the body
+    std::string env;       // "NAME=VALUE" pairs separated by ';' set in every node
+    std::string job_key;   // default: unique per run
+    int killed_node = -1;  // this node is expected to die by SIGKILL
 };
 
 using NodeBody = std::function<int(int node, Board &board)>;
@@ -55,7 +55,8 @@ using NodeBody = std::function<int(int node, Board &board)>;
 
 // Register caller-owned memory, swap handles with node 1 - node through board
 // slot 0; returns the peer's handle.  Fails the node on error.
-tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type, tcaHandle *mine);
+tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type,
+                            tcaHandle *mine);
 
 // Two nodes for the tests that stop node 1 (SIGSTOP): a registered host
 // buffer of `size` zero bytes on each, the peer's handle, and node 1's pid

@@ -40,7 +40,8 @@ std::string capture_stderr(const std::function<void()> &f) {
     std::rewind(tmp);
     char buf[512];
     size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), tmp)) > 0) out.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof(buf), tmp)) > 0)
+        out.append(buf, n);
     std::fclose(tmp);
     return out;
 }
@@ -59,14 +60,16 @@ int run_table(const std::vector<Row> &rows) {
     for (const Row &row : rows) {
         const auto t0 = Clock::now();
         const tcaResult r = row.call();
-        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+        const auto took =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
         if (r != row.expected) {
-            std::fprintf(stderr, "FAIL %s: got %d (%s), expected %d (%s)\n", row.what, r, tcaGetErrorString(r),
-                         row.expected, tcaGetErrorString(row.expected));
+            std::fprintf(stderr, "FAIL %s: got %d (%s), expected %d (%s)\n", row.what, r,
+                         tcaGetErrorString(r), row.expected, tcaGetErrorString(row.expected));
             ++bad;
         } else if (took > 5000) {
-            std::fprintf(stderr, "FAIL %s: right result but after %lld ms (waited for the timeout)\n", row.what,
-                         static_cast<long long>(took));
+            std::fprintf(stderr,
+                         "FAIL %s: right result but after %lld ms (waited for the timeout)\n",
+                         row.what, static_cast<long long>(took));
             ++bad;
         }
     }
@@ -77,83 +80,89 @@ int run_table(const std::vector<Row> &rows) {
 TEST(HostileInput, EveryEntryPointBeforeInit) {
     NodeOptions opt;
     opt.init = false;
-    EXPECT_TRUE(run_nodes(1, [](int, Board &) {
-        tcaHandle h{};
-        void *p = nullptr;
-        int i = 0;
-        uint32_t u = 0;
-        uint64_t v = 0;
-        char path[64];
-        const tcaResult NI = tcaErrorNotInitialized;
-        tcaDesc *d = tcaDescNew();
-        NODE_CHECK(d != nullptr);
-        const std::vector<Row> rows = {
-            {"tcaFinalize", NI, [] { return tcaFinalize(); }},
-            {"tcaGetNodeId", NI, [&] { return tcaGetNodeId(&i); }},
-            {"tcaGetNumNodes", NI, [&] { return tcaGetNumNodes(&i); }},
-            {"tcaGetHopCount", NI, [&] { return tcaGetHopCount(0, 0, &i); }},
-            {"tcaMalloc", NI, [&] { return tcaMalloc(&p, 64, tcaMemoryCPU); }},
-            {"tcaFree", NI, [&] { return tcaFree(&i, tcaMemoryCPU); }},
-            {"tcaCreateHandle", NI, [&] { return tcaCreateHandle(&h, &i, sizeof(i), tcaMemoryCPU); }},
-            {"tcaDestroyHandle", NI, [&] { return tcaDestroyHandle(&h); }},
-            {"tcaDescSet", NI, [&] { return tcaDescSet(d, 0); }},
-            {"tcaStartDMADesc", NI, [] { return tcaStartDMADesc(0); }},
-            {"tcaWaitDMAC", NI, [] { return tcaWaitDMAC(0); }},
-            {"tcaTestDMAC", NI, [&] { return tcaTestDMAC(0, &i); }},
-            {"tcaAbortDMAC", NI, [] { return tcaAbortDMAC(0); }},
-            {"tcaWaitDMARecvDesc", NI, [&] { return tcaWaitDMARecvDesc(&h, 0, 0); }},
-            {"tcaTestDMARecvDesc", NI, [&] { return tcaTestDMARecvDesc(&h, 0, 0, &i); }},
-            {"tcaPioWrite", NI, [&] { return tcaPioWrite(&h, 0, &i, 4, 0, 0, 0); }},
-            {"tcaPioMap", NI, [&] { return tcaPioMap(&h, &p); }},
-            {"tcaCounterRead", NI, [&] { return tcaCounterRead(0, &v); }},
-            {"tcaCounterAdd", NI, [] { return tcaCounterAdd(0, 1); }},
-            {"tcaCounterWait", NI, [] { return tcaCounterWait(0, 0); }},
-            {"tcaCounterAddRemote", NI, [] { return tcaCounterAddRemote(0, 0, 1); }},
-            {"tcaInterruptRaise", NI, [] { return tcaInterruptRaise(0); }},
-            {"tcaInterruptCount", NI, [&] { return tcaInterruptCount(&u); }},
-            {"tcaInterruptWait", NI, [] { return tcaInterruptWait(0, 0); }},
-            {"tcaProgress", NI, [] { return tcaProgress(nullptr); }},
-            {"tcaGetBackingPath", NI, [&] { return tcaGetBackingPath(path, sizeof(path)); }},
-            {"tcaInitWithParams(NULL)", tcaErrorInvalidValue, [] { return tcaInitWithParams(nullptr); }},
-            {"tcaInitWithParams(node -2)", tcaErrorInvalidValue,
-             [] {
-                 tcaInitParams p{"hostile", -2, 2};
-                 return tcaInitWithParams(&p);
-             }},
-            {"tcaInitWithParams(num_nodes -1)", tcaErrorInvalidValue,
-             [] {
-                 tcaInitParams p{"hostile", 0, -1};
-                 return tcaInitWithParams(&p);
-             }},
-            {"tcaInitWithParams(num_nodes 65)", tcaErrorInvalidValue,
-             [] {
-                 tcaInitParams p{"hostile", 0, TCA_MAX_NODES + 1};
-                 return tcaInitWithParams(&p);
-             }},
-            {"tcaInitWithParams(num_nodes INT_MAX)", tcaErrorInvalidValue,
-             [] {
-                 tcaInitParams p{"hostile", 0, INT_MAX};
-                 return tcaInitWithParams(&p);
-             }},
-            {"tcaInitWithParams(node == num_nodes)", tcaErrorInvalidNode,
-             [] {
-                 tcaInitParams p{"hostile", 2, 2};
-                 return tcaInitWithParams(&p);
-             }},
-            {"tcaInitWithParams(node INT_MAX)", tcaErrorInvalidNode,
-             [] {
-                 tcaInitParams p{"hostile", INT_MAX, 2};
-                 return tcaInitWithParams(&p);
-             }},
-            {"tcaDescGetLength(new)", tcaSuccess, [&] { return tcaDescGetLength(d, &i); }},
-            {"tcaDescFree", tcaSuccess, [&] { return tcaDescFree(d); }},
-            {"tcaDescFree(freed)", tcaErrorInvalidValue, [&] { return tcaDescFree(d); }},
-        };
-        NODE_CHECK(run_table(rows) == 0);
-        for (tcaResult r : {static_cast<tcaResult>(-1), static_cast<tcaResult>(999), static_cast<tcaResult>(INT_MAX)})
-            NODE_CHECK(std::strcmp(tcaGetErrorString(r), "unknown TCA result code") == 0);
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        1,
+        [](int, Board &) {
+            tcaHandle h{};
+            void *p = nullptr;
+            int i = 0;
+            uint32_t u = 0;
+            uint64_t v = 0;
+            char path[64];
+            const tcaResult NI = tcaErrorNotInitialized;
+            tcaDesc *d = tcaDescNew();
+            NODE_CHECK(d != nullptr);
+            const std::vector<Row> rows = {
+                {"tcaFinalize", NI, [] { return tcaFinalize(); }},
+                {"tcaGetNodeId", NI, [&] { return tcaGetNodeId(&i); }},
+                {"tcaGetNumNodes", NI, [&] { return tcaGetNumNodes(&i); }},
+                {"tcaGetHopCount", NI, [&] { return tcaGetHopCount(0, 0, &i); }},
+                {"tcaMalloc", NI, [&] { return tcaMalloc(&p, 64, tcaMemoryCPU); }},
+                {"tcaFree", NI, [&] { return tcaFree(&i, tcaMemoryCPU); }},
+                {"tcaCreateHandle", NI,
+                 [&] { return tcaCreateHandle(&h, &i, sizeof(i), tcaMemoryCPU); }},
+                {"tcaDestroyHandle", NI, [&] { return tcaDestroyHandle(&h); }},
+                {"tcaDescSet", NI, [&] { return tcaDescSet(d, 0); }},
+                {"tcaStartDMADesc", NI, [] { return tcaStartDMADesc(0); }},
+                {"tcaWaitDMAC", NI, [] { return tcaWaitDMAC(0); }},
+                {"tcaTestDMAC", NI, [&] { return tcaTestDMAC(0, &i); }},
+                {"tcaAbortDMAC", NI, [] { return tcaAbortDMAC(0); }},
+                {"tcaWaitDMARecvDesc", NI, [&] { return tcaWaitDMARecvDesc(&h, 0, 0); }},
+                {"tcaTestDMARecvDesc", NI, [&] { return tcaTestDMARecvDesc(&h, 0, 0, &i); }},
+                {"tcaPioWrite", NI, [&] { return tcaPioWrite(&h, 0, &i, 4, 0, 0, 0); }},
+                {"tcaPioMap", NI, [&] { return tcaPioMap(&h, &p); }},
+                {"tcaCounterRead", NI, [&] { return tcaCounterRead(0, &v); }},
+                {"tcaCounterAdd", NI, [] { return tcaCounterAdd(0, 1); }},
+                {"tcaCounterWait", NI, [] { return tcaCounterWait(0, 0); }},
+                {"tcaCounterAddRemote", NI, [] { return tcaCounterAddRemote(0, 0, 1); }},
+                {"tcaInterruptRaise", NI, [] { return tcaInterruptRaise(0); }},
+                {"tcaInterruptCount", NI, [&] { return tcaInterruptCount(&u); }},
+                {"tcaInterruptWait", NI, [] { return tcaInterruptWait(0, 0); }},
+                {"tcaProgress", NI, [] { return tcaProgress(nullptr); }},
+                {"tcaGetBackingPath", NI, [&] { return tcaGetBackingPath(path, sizeof(path)); }},
+                {"tcaInitWithParams(NULL)", tcaErrorInvalidValue,
+                 [] { return tcaInitWithParams(nullptr); }},
+                {"tcaInitWithParams(node -2)", tcaErrorInvalidValue,
+                 [] {
+                     tcaInitParams p{"hostile", -2, 2};
+                     return tcaInitWithParams(&p);
+                 }},
+                {"tcaInitWithParams(num_nodes -1)", tcaErrorInvalidValue,
+                 [] {
+                     tcaInitParams p{"hostile", 0, -1};
+                     return tcaInitWithParams(&p);
+                 }},
+                {"tcaInitWithParams(num_nodes 65)", tcaErrorInvalidValue,
+                 [] {
+                     tcaInitParams p{"hostile", 0, TCA_MAX_NODES + 1};
+                     return tcaInitWithParams(&p);
+                 }},
+                {"tcaInitWithParams(num_nodes INT_MAX)", tcaErrorInvalidValue,
+                 [] {
+                     tcaInitParams p{"hostile", 0, INT_MAX};
+                     return tcaInitWithParams(&p);
+                 }},
+                {"tcaInitWithParams(node == num_nodes)", tcaErrorInvalidNode,
+                 [] {
+                     tcaInitParams p{"hostile", 2, 2};
+                     return tcaInitWithParams(&p);
+                 }},
+                {"tcaInitWithParams(node INT_MAX)", tcaErrorInvalidNode,
+                 [] {
+                     tcaInitParams p{"hostile", INT_MAX, 2};
+                     return tcaInitWithParams(&p);
+                 }},
+                {"tcaDescGetLength(new)", tcaSuccess, [&] { return tcaDescGetLength(d, &i); }},
+                {"tcaDescFree", tcaSuccess, [&] { return tcaDescFree(d); }},
+                {"tcaDescFree(freed)", tcaErrorInvalidValue, [&] { return tcaDescFree(d); }},
+            };
+            NODE_CHECK(run_table(rows) == 0);
+            for (tcaResult r : {static_cast<tcaResult>(-1), static_cast<tcaResult>(999),
+                                static_cast<tcaResult>(INT_MAX)})
+                NODE_CHECK(std::strcmp(tcaGetErrorString(r), "unknown TCA result code") == 0);
+            return 0;
+        },
+        opt));
 }
 
 int table_node(int node, Board &board, const std::string &key);
@@ -164,7 +173,8 @@ TEST(HostileInput, EveryEntryPointTable) {
     NodeOptions opt;
     opt.init = false;
     const std::string key = unique_job_key("hostile");
-    EXPECT_TRUE(run_nodes(3, [key](int node, Board &board) { return table_node(node, board, key); }, opt));
+    EXPECT_TRUE(run_nodes(
+        3, [key](int node, Board &board) { return table_node(node, board, key); }, opt));
 }
 
 int table_node(int node, Board &board, const std::string &key) {
@@ -191,11 +201,13 @@ int table_node(int node, Board &board, const std::string &key) {
         NODE_OK(tcaDestroyHandle(&victim));  // node 0 holds a copy: a stale handle
         board.value[1].store(1);
         // until node 0 is done with our handles (bounded: node 0 may have failed)
-        for (int waited = 0; board.value[2].load() == 0 && waited < 60 * 5000; ++waited) usleep(200);
+        for (int waited = 0; board.value[2].load() == 0 && waited < 60 * 5000; ++waited)
+            usleep(200);
         NODE_OK(tcaFinalize());
         return 0;
     }
-    while (board.value[0].load() == 0 || board.value[1].load() == 0) usleep(200);
+    while (board.value[0].load() == 0 || board.value[1].load() == 0)
+        usleep(200);
 
     const tcaHandle peer = board.get(1, 0), peer_destroyed = board.get(1, 2);
     tcaHandle own_destroyed = victim;
@@ -247,14 +259,18 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaGetNumNodes(NULL)", IV, [&] { return tcaGetNumNodes(nullptr); }},
         {"tcaGetHopCount(-1, 0)", IN, [&] { return tcaGetHopCount(-1, 0, &i); }},
         {"tcaGetHopCount(0, 3)", IN, [&] { return tcaGetHopCount(0, 3, &i); }},
-        {"tcaGetHopCount(INT_MIN, INT_MAX)", IN, [&] { return tcaGetHopCount(INT_MIN, INT_MAX, &i); }},
+        {"tcaGetHopCount(INT_MIN, INT_MAX)", IN,
+         [&] { return tcaGetHopCount(INT_MIN, INT_MAX, &i); }},
         {"tcaGetHopCount(NULL)", IV, [&] { return tcaGetHopCount(0, 1, nullptr); }},
         // ---- memory
         {"tcaMalloc(NULL)", IV, [&] { return tcaMalloc(nullptr, 64, tcaMemoryCPU); }},
         {"tcaMalloc(SIZE_MAX) wraps", NM, [&] { return tcaMalloc(&p, SIZE_MAX, tcaMemoryCPU); }},
-        {"tcaMalloc(SIZE_MAX - 4094) wraps", NM, [&] { return tcaMalloc(&p, SIZE_MAX - 4094, tcaMemoryCPU); }},
-        {"tcaMalloc(internal SIZE_MAX)", NM, [&] { return tcaMalloc(&p, SIZE_MAX, tcaMemoryInternal); }},
-        {"tcaMalloc(internal SIZE_MAX - 62)", NM, [&] { return tcaMalloc(&p, SIZE_MAX - 62, tcaMemoryInternal); }},
+        {"tcaMalloc(SIZE_MAX - 4094) wraps", NM,
+         [&] { return tcaMalloc(&p, SIZE_MAX - 4094, tcaMemoryCPU); }},
+        {"tcaMalloc(internal SIZE_MAX)", NM,
+         [&] { return tcaMalloc(&p, SIZE_MAX, tcaMemoryInternal); }},
+        {"tcaMalloc(internal SIZE_MAX - 62)", NM,
+         [&] { return tcaMalloc(&p, SIZE_MAX - 62, tcaMemoryInternal); }},
         {"tcaMalloc(type 7)", IV, [&] { return tcaMalloc(&p, 64, bad_type); }},
         {"tcaMalloc(type -1)", IV, [&] { return tcaMalloc(&p, 64, neg_type); }},
         {"tcaFree(NULL)", IV, [&] { return tcaFree(nullptr, tcaMemoryCPU); }},
@@ -263,12 +279,19 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaFree(type 7)", IV, [&] { return tcaFree(cpu_buf, bad_type); }},
         {"tcaFree(inside internal)", IV,
          [&] { return tcaFree(static_cast<char *>(int_buf) + 64, tcaMemoryInternal); }},
-        {"tcaCreateHandle(NULL handle)", IH, [&] { return tcaCreateHandle(nullptr, src, 64, tcaMemoryCPU); }},
-        {"tcaCreateHandle(NULL addr)", IV, [&] { return tcaCreateHandle(&out, nullptr, 64, tcaMemoryCPU); }},
-        {"tcaCreateHandle(size 0, NULL addr)", IV, [&] { return tcaCreateHandle(&out, nullptr, 0, tcaMemoryCPU); }},
-        {"tcaCreateHandle(SIZE_MAX) wraps", OR, [&] { return tcaCreateHandle(&out, src, SIZE_MAX, tcaMemoryCPU); }},
+        {"tcaCreateHandle(NULL handle)", IH,
+         [&] { return tcaCreateHandle(nullptr, src, 64, tcaMemoryCPU); }},
+        {"tcaCreateHandle(NULL addr)", IV,
+         [&] { return tcaCreateHandle(&out, nullptr, 64, tcaMemoryCPU); }},
+        {"tcaCreateHandle(size 0, NULL addr)", IV,
+         [&] { return tcaCreateHandle(&out, nullptr, 0, tcaMemoryCPU); }},
+        {"tcaCreateHandle(SIZE_MAX) wraps", OR,
+         [&] { return tcaCreateHandle(&out, src, SIZE_MAX, tcaMemoryCPU); }},
         {"tcaCreateHandle(top of address space)", OR,
-         [&] { return tcaCreateHandle(&out, reinterpret_cast<void *>(UINTPTR_MAX - 4095), 8192, tcaMemoryCPU); }},
+         [&] {
+             return tcaCreateHandle(&out, reinterpret_cast<void *>(UINTPTR_MAX - 4095), 8192,
+                                    tcaMemoryCPU);
+         }},
         {"tcaCreateHandle(internal, too long)", OR,
          [&] { return tcaCreateHandle(&out, int_buf, SIZE_MAX, tcaMemoryInternal); }},
         {"tcaCreateHandle(internal, not internal)", OR,
@@ -278,7 +301,8 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaDestroyHandle(zeroed)", IH, [&] { return tcaDestroyHandle(&zero); }},
         {"tcaDestroyHandle(twice)", NR, [&] { return tcaDestroyHandle(&own_destroyed); }},
         {"tcaDestroyHandle(peer's)", IH, [&] { return tcaDestroyHandle(&board.get(1, 0)); }},
-        {"tcaDestroyHandle(region tampered)", IH, [&] { return tcaDestroyHandle(&region_cpu_as_internal); }},
+        {"tcaDestroyHandle(region tampered)", IH,
+         [&] { return tcaDestroyHandle(&region_cpu_as_internal); }},
         // ---- descriptors
         {"tcaDescFree(NULL)", IV, [&] { return tcaDescFree(nullptr); }},
         {"tcaDescFree(freed)", IV, [&] { return tcaDescFree(freed); }},
@@ -288,7 +312,9 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaDescSetMemcpy(forged desc)", IV,
          [&] { return tcaDescSetMemcpy(forged_desc, &board.get(1, 0), 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy2D(freed desc)", IV,
-         [&] { return tcaDescSetMemcpy2D(freed, &board.get(1, 0), 0, 8, &cpu, 0, 8, 8, 2, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy2D(freed, &board.get(1, 0), 0, 8, &cpu, 0, 8, 8, 2, 0, 0, 0);
+         }},
         {"tcaDescSetTrigger(freed desc)", IV, [&] { return tcaDescSetTrigger(freed, 0, 1, 0); }},
         {"tcaDescSetCounterAdd(freed desc)", IV, [&] { return tcaDescSetCounterAdd(freed, 0, 1); }},
         {"tcaDescGetLength(freed desc)", IV, [&] { return tcaDescGetLength(freed, &i); }},
@@ -298,8 +324,10 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaDescGetLength(NULL count)", IV, [&] { return tcaDescGetLength(d, nullptr); }},
         {"tcaDescSet(freed desc)", IV, [&] { return tcaDescSet(freed, 0); }},
         {"tcaDescSet(forged desc)", IV, [&] { return tcaDescSet(forged_desc, 0); }},
-        {"tcaDescSetMemcpy(NULL dst)", IH, [&] { return tcaDescSetMemcpy(d, nullptr, 0, &cpu, 0, 8, 0, 0, 0); }},
-        {"tcaDescSetMemcpy(zeroed dst)", IH, [&] { return tcaDescSetMemcpy(d, &zero, 0, &cpu, 0, 8, 0, 0, 0); }},
+        {"tcaDescSetMemcpy(NULL dst)", IH,
+         [&] { return tcaDescSetMemcpy(d, nullptr, 0, &cpu, 0, 8, 0, 0, 0); }},
+        {"tcaDescSetMemcpy(zeroed dst)", IH,
+         [&] { return tcaDescSetMemcpy(d, &zero, 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(dst node 65535)", IH,
          [&] { return tcaDescSetMemcpy(d, &node_out_of_range, 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(dst reg_index huge)", IH,
@@ -309,40 +337,62 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaDescSetMemcpy(dst region 0xff)", IH,
          [&] { return tcaDescSetMemcpy(d, &region_out_of_enum, 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(src region tampered)", IH,
-         [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &region_cpu_as_internal, 0, 8, 0, 0, 0); }},
-        {"tcaDescSetMemcpy(forged key)", NR, [&] { return tcaDescSetMemcpy(d, &forged, 0, &cpu, 0, 8, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &region_cpu_as_internal, 0, 8, 0, 0,
+                                     0);
+         }},
+        {"tcaDescSetMemcpy(forged key)", NR,
+         [&] { return tcaDescSetMemcpy(d, &forged, 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(destroyed dst)", NR,
          [&] { return tcaDescSetMemcpy(d, &board.get(1, 2), 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(destroyed src)", NR,
          [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &own_destroyed, 0, 8, 0, 0, 0); }},
-        {"tcaDescSetMemcpy(dst_off -1)", OR, [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), -1, &cpu, 0, 8, 0, 0, 0); }},
+        {"tcaDescSetMemcpy(dst_off -1)", OR,
+         [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), -1, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(src_off LLONG_MIN)", OR,
-         [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, static_cast<off_t>(LLONG_MIN), 8, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, static_cast<off_t>(LLONG_MIN), 8,
+                                     0, 0, 0);
+         }},
         {"tcaDescSetMemcpy(dst_off LLONG_MAX)", OR,
          [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), huge, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy(size SIZE_MAX)", OR,
          [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, SIZE_MAX, 0, 0, 0); }},
         {"tcaDescSetMemcpy(off + size wraps)", OR,
          [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 16, &cpu, 0, SIZE_MAX - 8, 0, 0, 0); }},
-        {"tcaDescSetMemcpy(flags -1)", IV, [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, -1, 0, 0); }},
+        {"tcaDescSetMemcpy(flags -1)", IV,
+         [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, -1, 0, 0); }},
         {"tcaDescSetMemcpy(notify slot -1)", IS,
          [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, tcaDMANotify, -1, 0); }},
         {"tcaDescSetMemcpy(notify slot INT_MAX)", IS,
-         [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, tcaDMANotify, INT_MAX, 0); }},
+         [&] {
+             return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, tcaDMANotify, INT_MAX, 0);
+         }},
         {"tcaDescSetMemcpy(remote source)", tcaErrorRemoteRead,
          [&] { return tcaDescSetMemcpy(d, &cpu, 0, &board.get(1, 0), 0, 8, 0, 0, 0); }},
         {"tcaDescSetMemcpy2D(pitch < width)", IV,
-         [&] { return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, 8, &cpu, 0, 64, 64, 2, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, 8, &cpu, 0, 64, 64, 2, 0, 0, 0);
+         }},
         {"tcaDescSetMemcpy2D(height SIZE_MAX)", OR,
-         [&] { return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, 64, &cpu, 0, 64, 64, SIZE_MAX, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, 64, &cpu, 0, 64, 64, SIZE_MAX, 0, 0,
+                                       0);
+         }},
         {"tcaDescSetMemcpy2D(pitch * height wraps)", OR,
          [&] {
-             return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, SIZE_MAX / 2, &cpu, 0, 64, 64, 3, 0, 0, 0);
+             return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, SIZE_MAX / 2, &cpu, 0, 64, 64, 3, 0,
+                                       0, 0);
          }},
         {"tcaDescSetMemcpy2D(width SIZE_MAX)", OR,
-         [&] { return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, SIZE_MAX, &cpu, 0, SIZE_MAX, SIZE_MAX, 1, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy2D(d, &board.get(1, 0), 0, SIZE_MAX, &cpu, 0, SIZE_MAX,
+                                       SIZE_MAX, 1, 0, 0, 0);
+         }},
         {"tcaDescSetMemcpy2D(dst_off -1)", OR,
-         [&] { return tcaDescSetMemcpy2D(d, &board.get(1, 0), -1, 64, &cpu, 0, 64, 8, 2, 0, 0, 0); }},
+         [&] {
+             return tcaDescSetMemcpy2D(d, &board.get(1, 0), -1, 64, &cpu, 0, 64, 8, 2, 0, 0, 0);
+         }},
         {"tcaDescGetLength(nothing invalid got in)", OK,
          [&] {
              const tcaResult r = tcaDescGetLength(d, &i);
@@ -350,16 +400,21 @@ int table_node(int node, Board &board, const std::string &key) {
          }},
         {"tcaDescSetTrigger(empty chain)", IV, [&] { return tcaDescSetTrigger(d, 0, 1, 0); }},
         {"tcaDescSetCounterAdd(empty chain)", IV, [&] { return tcaDescSetCounterAdd(d, 0, 1); }},
-        {"tcaDescSetMemcpy(valid)", OK, [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, 0, 0, 0); }},
+        {"tcaDescSetMemcpy(valid)", OK,
+         [&] { return tcaDescSetMemcpy(d, &board.get(1, 0), 0, &cpu, 0, 8, 0, 0, 0); }},
         {"tcaDescSetTrigger(counter -2)", ICo, [&] { return tcaDescSetTrigger(d, -2, 1, 0); }},
-        {"tcaDescSetTrigger(counter 256)", ICo, [&] { return tcaDescSetTrigger(d, TCA_NUM_COUNTERS, 1, 0); }},
-        {"tcaDescSetTrigger(counter INT_MIN)", ICo, [&] { return tcaDescSetTrigger(d, INT_MIN, 1, 0); }},
+        {"tcaDescSetTrigger(counter 256)", ICo,
+         [&] { return tcaDescSetTrigger(d, TCA_NUM_COUNTERS, 1, 0); }},
+        {"tcaDescSetTrigger(counter INT_MIN)", ICo,
+         [&] { return tcaDescSetTrigger(d, INT_MIN, 1, 0); }},
         {"tcaDescSetCounterAdd(counter -2)", ICo, [&] { return tcaDescSetCounterAdd(d, -2, 1); }},
-        {"tcaDescSetCounterAdd(counter INT_MAX)", ICo, [&] { return tcaDescSetCounterAdd(d, INT_MAX, 1); }},
+        {"tcaDescSetCounterAdd(counter INT_MAX)", ICo,
+         [&] { return tcaDescSetCounterAdd(d, INT_MAX, 1); }},
         {"tcaDescSet(channel -1)", IC, [&] { return tcaDescSet(d, -1); }},
         {"tcaDescSet(channel 4)", IC, [&] { return tcaDescSet(d, TCA_NUM_DMA_CHANNELS); }},
         {"tcaDescSet(channel INT_MAX)", IC, [&] { return tcaDescSet(d, INT_MAX); }},
-        {"tcaDescSet(empty chain)", OK, [&] { return tcaDescSet(empty, 0); }},  // a run that completes at once
+        {"tcaDescSet(empty chain)", OK,
+         [&] { return tcaDescSet(empty, 0); }},  // a run that completes at once
         {"tcaStartDMADesc(-1)", IC, [] { return tcaStartDMADesc(-1); }},
         {"tcaStartDMADesc(INT_MIN)", IC, [] { return tcaStartDMADesc(INT_MIN); }},
         {"tcaStartDMADesc(nothing loaded)", tcaErrorEmptyChain, [] { return tcaStartDMADesc(3); }},
@@ -370,34 +425,54 @@ int table_node(int node, Board &board, const std::string &key) {
         // ---- notifications
         {"tcaWaitDMARecvDesc(NULL)", IH, [] { return tcaWaitDMARecvDesc(nullptr, 0, 0); }},
         {"tcaWaitDMARecvDesc(zeroed)", IH, [&] { return tcaWaitDMARecvDesc(&zero, 0, 0); }},
-        {"tcaWaitDMARecvDesc(slot -1)", IS, [&] { return tcaWaitDMARecvDesc(&board.get(1, 0), -1, 0); }},
-        {"tcaWaitDMARecvDesc(slot 64)", IS, [&] { return tcaWaitDMARecvDesc(&board.get(1, 0), TCA_NOTIFY_SLOTS, 0); }},
-        {"tcaWaitDMARecvDesc(peer destroyed)", NR, [&] { return tcaWaitDMARecvDesc(&board.get(1, 2), 0, 0); }},
-        {"tcaWaitDMARecvDesc(own destroyed)", NR, [&] { return tcaWaitDMARecvDesc(&own_destroyed, 0, 0); }},
+        {"tcaWaitDMARecvDesc(slot -1)", IS,
+         [&] { return tcaWaitDMARecvDesc(&board.get(1, 0), -1, 0); }},
+        {"tcaWaitDMARecvDesc(slot 64)", IS,
+         [&] { return tcaWaitDMARecvDesc(&board.get(1, 0), TCA_NOTIFY_SLOTS, 0); }},
+        {"tcaWaitDMARecvDesc(peer destroyed)", NR,
+         [&] { return tcaWaitDMARecvDesc(&board.get(1, 2), 0, 0); }},
+        {"tcaWaitDMARecvDesc(own destroyed)", NR,
+         [&] { return tcaWaitDMARecvDesc(&own_destroyed, 0, 0); }},
         {"tcaWaitDMARecvDesc(forged key)", NR, [&] { return tcaWaitDMARecvDesc(&forged, 0, 0); }},
         {"tcaWaitDMARecvDesc(region tampered)", IH,
          [&] { return tcaWaitDMARecvDesc(&region_cpu_as_internal, 0, 0); }},
-        {"tcaWaitDMARecvDesc(node gone)", PG, [&] { return tcaWaitDMARecvDesc(&board.get(2, 0), 0, 0); }},
-        {"tcaTestDMARecvDesc(NULL flag)", IV, [&] { return tcaTestDMARecvDesc(&board.get(1, 0), 0, 0, nullptr); }},
-        {"tcaTestDMARecvDesc(peer destroyed)", NR, [&] { return tcaTestDMARecvDesc(&board.get(1, 2), 0, 0, &i); }},
-        {"tcaTestDMARecvDesc(slot INT_MIN)", IS, [&] { return tcaTestDMARecvDesc(&board.get(1, 0), INT_MIN, 0, &i); }},
+        {"tcaWaitDMARecvDesc(node gone)", PG,
+         [&] { return tcaWaitDMARecvDesc(&board.get(2, 0), 0, 0); }},
+        {"tcaTestDMARecvDesc(NULL flag)", IV,
+         [&] { return tcaTestDMARecvDesc(&board.get(1, 0), 0, 0, nullptr); }},
+        {"tcaTestDMARecvDesc(peer destroyed)", NR,
+         [&] { return tcaTestDMARecvDesc(&board.get(1, 2), 0, 0, &i); }},
+        {"tcaTestDMARecvDesc(slot INT_MIN)", IS,
+         [&] { return tcaTestDMARecvDesc(&board.get(1, 0), INT_MIN, 0, &i); }},
         // ---- PIO
         {"tcaPioWrite(NULL)", IH, [&] { return tcaPioWrite(nullptr, 0, src, 8, 0, 0, 0); }},
-        {"tcaPioWrite(off -1)", OR, [&] { return tcaPioWrite(&board.get(1, 1), -1, src, 8, 0, 0, 0); }},
-        {"tcaPioWrite(off LLONG_MAX)", OR, [&] { return tcaPioWrite(&board.get(1, 1), huge, src, 8, 0, 0, 0); }},
-        {"tcaPioWrite(size > window)", OR, [&] { return tcaPioWrite(&board.get(1, 1), 0, src, 4097, 0, 0, 0); }},
-        {"tcaPioWrite(size SIZE_MAX)", OR, [&] { return tcaPioWrite(&board.get(1, 1), 8, src, SIZE_MAX, 0, 0, 0); }},
-        {"tcaPioWrite(NULL src)", IV, [&] { return tcaPioWrite(&board.get(1, 1), 0, nullptr, 8, 0, 0, 0); }},
-        {"tcaPioWrite(flags -1)", IV, [&] { return tcaPioWrite(&board.get(1, 1), 0, src, 8, -1, 0, 0); }},
+        {"tcaPioWrite(off -1)", OR,
+         [&] { return tcaPioWrite(&board.get(1, 1), -1, src, 8, 0, 0, 0); }},
+        {"tcaPioWrite(off LLONG_MAX)", OR,
+         [&] { return tcaPioWrite(&board.get(1, 1), huge, src, 8, 0, 0, 0); }},
+        {"tcaPioWrite(size > window)", OR,
+         [&] { return tcaPioWrite(&board.get(1, 1), 0, src, 4097, 0, 0, 0); }},
+        {"tcaPioWrite(size SIZE_MAX)", OR,
+         [&] { return tcaPioWrite(&board.get(1, 1), 8, src, SIZE_MAX, 0, 0, 0); }},
+        {"tcaPioWrite(NULL src)", IV,
+         [&] { return tcaPioWrite(&board.get(1, 1), 0, nullptr, 8, 0, 0, 0); }},
+        {"tcaPioWrite(flags -1)", IV,
+         [&] { return tcaPioWrite(&board.get(1, 1), 0, src, 8, -1, 0, 0); }},
         {"tcaPioWrite(notify slot 64)", IS,
-         [&] { return tcaPioWrite(&board.get(1, 1), 0, src, 8, tcaDMANotify, TCA_NOTIFY_SLOTS, 0); }},
-        {"tcaPioWrite(destroyed)", NR, [&] { return tcaPioWrite(&board.get(1, 2), 0, src, 8, 0, 0, 0); }},
+         [&] {
+             return tcaPioWrite(&board.get(1, 1), 0, src, 8, tcaDMANotify, TCA_NOTIFY_SLOTS, 0);
+         }},
+        {"tcaPioWrite(destroyed)", NR,
+         [&] { return tcaPioWrite(&board.get(1, 2), 0, src, 8, 0, 0, 0); }},
         {"tcaPioWrite(forged key)", NR, [&] { return tcaPioWrite(&forged, 0, src, 8, 0, 0, 0); }},
-        {"tcaPioWrite(region tampered)", IH, [&] { return tcaPioWrite(&region_cpu_as_internal, 0, src, 8, 0, 0, 0); }},
-        {"tcaPioWrite(node gone)", PG, [&] { return tcaPioWrite(&board.get(2, 0), 0, src, 8, 0, 0, 0); }},
+        {"tcaPioWrite(region tampered)", IH,
+         [&] { return tcaPioWrite(&region_cpu_as_internal, 0, src, 8, 0, 0, 0); }},
+        {"tcaPioWrite(node gone)", PG,
+         [&] { return tcaPioWrite(&board.get(2, 0), 0, src, 8, 0, 0, 0); }},
         {"tcaPioMap(NULL)", IH, [&] { return tcaPioMap(nullptr, &p); }},
         {"tcaPioMap(NULL addr)", IV, [&] { return tcaPioMap(&board.get(1, 1), nullptr); }},
-        {"tcaPioMap(host memory)", tcaErrorNotSupported, [&] { return tcaPioMap(&board.get(1, 0), &p); }},
+        {"tcaPioMap(host memory)", tcaErrorNotSupported,
+         [&] { return tcaPioMap(&board.get(1, 0), &p); }},
         {"tcaPioMap(region tampered)", IH, [&] { return tcaPioMap(&region_cpu_as_internal, &p); }},
         {"tcaPioMap(destroyed)", NR,
          [&] {
@@ -415,7 +490,8 @@ int table_node(int node, Board &board, const std::string &key) {
         {"tcaCounterWait(INT_MAX)", ICo, [] { return tcaCounterWait(INT_MAX, 0); }},
         {"tcaCounterAddRemote(node -1)", IN, [] { return tcaCounterAddRemote(-1, 0, 1); }},
         {"tcaCounterAddRemote(node 3)", IN, [] { return tcaCounterAddRemote(3, 0, 1); }},
-        {"tcaCounterAddRemote(counter 256)", ICo, [] { return tcaCounterAddRemote(1, TCA_NUM_COUNTERS, 1); }},
+        {"tcaCounterAddRemote(counter 256)", ICo,
+         [] { return tcaCounterAddRemote(1, TCA_NUM_COUNTERS, 1); }},
         {"tcaCounterAddRemote(node gone)", PG, [] { return tcaCounterAddRemote(2, 0, 1); }},
         // ---- interrupts, progress, housekeeping
         {"tcaInterruptRaise(-1)", IN, [] { return tcaInterruptRaise(-1); }},
@@ -462,7 +538,8 @@ int table_node(int node, Board &board, const std::string &key) {
             void *m = nullptr;
             const tcaResult r = tcaPioMap(&t, &m);
             if (r == tcaSuccess && m != good) {
-                std::fprintf(stderr, "FAIL tcaPioMap with byte %zu ^ 0x%02x: mapped %p, not %p\n", byte, x, m, good);
+                std::fprintf(stderr, "FAIL tcaPioMap with byte %zu ^ 0x%02x: mapped %p, not %p\n",
+                             byte, x, m, good);
                 ++bad;
             }
             (void) tcaPioWrite(&t, 0, src, 8, 0, 0, 0);
@@ -485,16 +562,20 @@ int table_node(int node, Board &board, const std::string &key) {
 TEST(HostileInput, ZeroSizeCopiesAreNoOps) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         auto [buf, mine, peer] = exchange_buffers(node, board, 4096, tcaMemoryCPU);
-        if (node == 1) std::memset(buf, 0, 4096);
-        else fill_pattern(buf, 4096, 7);
+        if (node == 1)
+            std::memset(buf, 0, 4096);
+        else
+            fill_pattern(buf, 4096, 7);
         board.barrier();  // node 1's buffer is cleared before anything lands
         if (node == 0) {
             tcaDesc *d = tcaDescNew();
             NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 0, 0, 0, 0));
             NODE_OK(tcaDescSetMemcpy2D(d, &peer, 0, 64, &mine, 0, 64, 64, 0, 0, 0, 0));
             NODE_OK(tcaDescSetMemcpy2D(d, &peer, 0, 64, &mine, 0, 64, 0, 16, 0, 0, 0));
-            NODE_OK(tcaDescSetMemcpy2D(d, &peer, 4096, 0, &mine, 4096, 0, 0, 0, 0, 0, 0));  // at the very end
-            NODE_EXPECT_RESULT(tcaErrorOutOfRange, tcaDescSetMemcpy2D(d, &peer, 4097, 64, &mine, 0, 64, 0, 1, 0, 0, 0));
+            NODE_OK(tcaDescSetMemcpy2D(d, &peer, 4096, 0, &mine, 4096, 0, 0, 0, 0, 0,
+                                       0));  // at the very end
+            NODE_EXPECT_RESULT(tcaErrorOutOfRange,
+                               tcaDescSetMemcpy2D(d, &peer, 4097, 64, &mine, 0, 64, 0, 1, 0, 0, 0));
             NODE_OK(tcaDescSetMemcpy(d, &peer, 1024, &mine, 1024, 1024, tcaDMANotify, 3, 9));
             int len = 0;
             NODE_OK(tcaDescGetLength(d, &len));
@@ -508,7 +589,8 @@ TEST(HostileInput, ZeroSizeCopiesAreNoOps) {
             std::vector<unsigned char> expect(4096, 0);
             fill_pattern(expect.data(), 4096, 7);
             const auto *b = static_cast<const unsigned char *>(buf);
-            for (size_t i = 0; i < 4096; ++i) NODE_CHECK(b[i] == ((i >= 1024 && i < 2048) ? expect[i] : 0));
+            for (size_t i = 0; i < 4096; ++i)
+                NODE_CHECK(b[i] == ((i >= 1024 && i < 2048) ? expect[i] : 0));
         }
         board.barrier();
         return 0;
@@ -530,8 +612,8 @@ TEST(HostileInput, EnvironmentVariables) {
         {"TCA_INTERNAL_SIZE", "9223372036854775808", false, 0},
         {"TCA_INTERNAL_SIZE", "18446744073709551616", false, 0},
         {"TCA_INTERNAL_SIZE", "17179869184T", false, 0},  // overflows once scaled
-        {"TCA_INTERNAL_SIZE", "10G", false, 0},            // above the 1G maximum
-        {"TCA_INTERNAL_SIZE", "1000", false, 0},           // below the 64K minimum
+        {"TCA_INTERNAL_SIZE", "10G", false, 0},           // above the 1G maximum
+        {"TCA_INTERNAL_SIZE", "1000", false, 0},          // below the 64K minimum
         {"TCA_INTERNAL_SIZE", "abc", false, 0},
         {"TCA_INTERNAL_SIZE", "12abc", false, 0},
         {"TCA_INTERNAL_SIZE", "0x100000", false, 0},
@@ -579,24 +661,29 @@ TEST(HostileInput, EnvironmentVariables) {
         NodeOptions opt;
         opt.init = false;
         opt.env = std::string(c.var) + "=" + c.value;
-        EXPECT_TRUE(run_nodes(1, [&c](int, Board &) {
-            const std::string key = unique_job_key("env");
-            tcaInitParams p{key.c_str(), 0, 1};
-            tcaResult r = tcaSuccess;
-            const std::string err = capture_stderr([&] { r = tcaInitWithParams(&p); });
-            if (!c.valid) {
-                NODE_EXPECT_RESULT(tcaErrorInvalidValue, r);
-                NODE_CHECK(err.find(std::string(c.var) + "='" + c.value + "'") != std::string::npos);
-                NODE_CHECK(err.find("allowed") != std::string::npos);
+        EXPECT_TRUE(run_nodes(
+            1,
+            [&c](int, Board &) {
+                const std::string key = unique_job_key("env");
+                tcaInitParams p{key.c_str(), 0, 1};
+                tcaResult r = tcaSuccess;
+                const std::string err = capture_stderr([&] { r = tcaInitWithParams(&p); });
+                if (!c.valid) {
+                    NODE_EXPECT_RESULT(tcaErrorInvalidValue, r);
+                    NODE_CHECK(err.find(std::string(c.var) + "='" + c.value + "'") !=
+                               std::string::npos);
+                    NODE_CHECK(err.find("allowed") != std::string::npos);
+                    return 0;
+                }
+                NODE_OK(r);
+                void *mem = nullptr;
+                NODE_OK(tcaMalloc(&mem, c.internal_alloc, tcaMemoryInternal));
+                NODE_OK(tcaFree(mem, tcaMemoryInternal));
+                NODE_OK(tcaFinalize());
                 return 0;
-            }
-            NODE_OK(r);
-            void *mem = nullptr;
-            NODE_OK(tcaMalloc(&mem, c.internal_alloc, tcaMemoryInternal));
-            NODE_OK(tcaFree(mem, tcaMemoryInternal));
-            NODE_OK(tcaFinalize());
-            return 0;
-        }, opt)) << c.var << "=" << c.value;
+            },
+            opt))
+            << c.var << "=" << c.value;
     }
 }
 
@@ -618,25 +705,30 @@ TEST(HostileInput, UnrecognisedLauncher) {
         NodeOptions opt;
         opt.init = false;
         opt.env = c.env;
-        EXPECT_TRUE(run_nodes(1, [&c](int, Board &) {
-            for (const char *v : {"TCA_JOB_KEY", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                  "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"})
-                unsetenv(v);
-            if (std::strstr(c.env, "TCA_NODE_ID") == nullptr) {
-                unsetenv("TCA_NODE_ID");
-                unsetenv("TCA_NUM_NODES");
-            }
-            tcaResult r = tcaSuccess;
-            const std::string err = capture_stderr([&] { r = tcaInit(); });
-            NODE_EXPECT_RESULT(c.expected, r);
-            if (c.expected != tcaSuccess) {
-                NODE_CHECK(err.find("launcher") != std::string::npos);
-                NODE_CHECK(err.find("TCA_NODE_ID") != std::string::npos);
-            } else {
-                NODE_OK(tcaFinalize());
-            }
-            return 0;
-        }, opt)) << c.env;
+        EXPECT_TRUE(run_nodes(
+            1,
+            [&c](int, Board &) {
+                for (const char *v :
+                     {"TCA_JOB_KEY", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                      "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"})
+                    unsetenv(v);
+                if (std::strstr(c.env, "TCA_NODE_ID") == nullptr) {
+                    unsetenv("TCA_NODE_ID");
+                    unsetenv("TCA_NUM_NODES");
+                }
+                tcaResult r = tcaSuccess;
+                const std::string err = capture_stderr([&] { r = tcaInit(); });
+                NODE_EXPECT_RESULT(c.expected, r);
+                if (c.expected != tcaSuccess) {
+                    NODE_CHECK(err.find("launcher") != std::string::npos);
+                    NODE_CHECK(err.find("TCA_NODE_ID") != std::string::npos);
+                } else {
+                    NODE_OK(tcaFinalize());
+                }
+                return 0;
+            },
+            opt))
+            << c.env;
     }
 }
 

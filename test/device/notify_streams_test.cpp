@@ -48,8 +48,10 @@ TEST(NotifyStreams, NeverWaitedStreamDoesNotStallOtherSlots) {
             NODE_OK(tcaWaitDMAC(0));
             NODE_OK(tcaWaitDMAC(1));
             board.barrier();  // node 0's stream has been posted completely
-            if (node == 0) NODE_CHECK(drain_count(&mine, 5, kTag) == kRuns);
-            if (node == 1) NODE_CHECK(drain_count(&peer, 5, kTag) == kRuns);
+            if (node == 0)
+                NODE_CHECK(drain_count(&mine, 5, kTag) == kRuns);
+            if (node == 1)
+                NODE_CHECK(drain_count(&peer, 5, kTag) == kRuns);
             NODE_CHECK(drain_count(&peer, 0, kTag) == 0);
             tcaDescFree(stream);
             tcaDescFree(ping);
@@ -84,11 +86,14 @@ TEST(NotifyStreams, AllgatherNeverWaitingSelfNotifications) {
                 const int partner = node ^ (1 << s);
                 const off_t off = static_cast<off_t>(((node >> s) << s) * kBlock);
                 steps[s] = tcaDescNew();
-                NODE_OK(tcaDescSetMemcpy(steps[s], &board.get(partner, 1), off, &mine, off, kBlock << s,
-                                         kFlags | tcaDMANotify | tcaDMANotifySelf, 0, kTag));
+                NODE_OK(tcaDescSetMemcpy(steps[s], &board.get(partner, 1), off, &mine, off,
+                                         kBlock << s, kFlags | tcaDMANotify | tcaDMANotifySelf, 0,
+                                         kTag));
                 NODE_OK(tcaDescSet(steps[s], s));
             }
-            auto seed = [](int iter, int owner) { return static_cast<uint32_t>(iter * 64 + owner); };
+            auto seed = [](int iter, int owner) {
+                return static_cast<uint32_t>(iter * 64 + owner);
+            };
             for (int iter = 0; iter < kIters; ++iter) {
                 fill_pattern(bytes + node * kBlock, kBlock, seed(iter, node));
                 for (int s = 0; s < kSteps; ++s) {
@@ -100,11 +105,14 @@ TEST(NotifyStreams, AllgatherNeverWaitingSelfNotifications) {
                         std::fprintf(stderr, "iteration %d: block of node %d wrong\n", iter, owner);
                         return 1;
                     }
-                board.barrier();  // partners have read our blocks: the next iteration may rewrite them
+                board
+                    .barrier();  // partners have read our blocks: the next iteration may rewrite them
             }
-            for (int s = 0; s < kSteps; ++s) NODE_OK(tcaWaitDMAC(s));
+            for (int s = 0; s < kSteps; ++s)
+                NODE_OK(tcaWaitDMAC(s));
             NODE_CHECK(drain_count(&mine, 0, kTag) == kIters * kSteps);  // all counted, none merged
-            for (tcaDesc *d : steps) tcaDescFree(d);
+            for (tcaDesc *d : steps)
+                tcaDescFree(d);
             board.barrier();
             return 0;
         },
@@ -123,8 +131,10 @@ TEST(NotifyStreams, TagLimitIsAnErrorNotAStall) {
         NODE_OK(tcaCreateHandle(&h, p, 64, tcaMemoryInternal));
         const char byte = 1;
         for (int tag = 0; tag < TCA_NOTIFY_TAGS; ++tag)
-            for (int i = 0; i < 3; ++i) NODE_OK(tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 7, 1000 + tag));
-        NODE_EXPECT_RESULT(tcaErrorNoResource, tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 7, 5));
+            for (int i = 0; i < 3; ++i)
+                NODE_OK(tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 7, 1000 + tag));
+        NODE_EXPECT_RESULT(tcaErrorNoResource,
+                           tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 7, 5));
         tcaDesc *d = tcaDescNew();
         NODE_OK(tcaDescSetMemcpy(d, &h, 8, &h, 0, 4, tcaDMANotifySelf, 7, 6));
         NODE_OK(tcaDescSet(d, 0));
@@ -135,7 +145,8 @@ TEST(NotifyStreams, TagLimitIsAnErrorNotAStall) {
             NODE_CHECK(drain_count(&h, 7, 1000 + tag) == 3);
         NODE_OK(tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 8, 5));  // another slot: fine
         NODE_OK(tcaWaitDMARecvDesc(&h, 8, 5));
-        NODE_OK(tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 7, 5));  // all consumed: tags free again
+        NODE_OK(
+            tcaPioWrite(&h, 0, &byte, 1, tcaDMANotifySelf, 7, 5));  // all consumed: tags free again
         NODE_OK(tcaWaitDMARecvDesc(&h, 7, 5));
         tcaDeviceAttr a{};
         NODE_OK(tcaQueryDevice(&a));

@@ -26,7 +26,8 @@ int notify_after_data(int node, Board &board, bool via_pio, tcaMemoryType target
     const size_t words = size / 8;
     for (int i = 1; i <= iters; ++i) {
         if (node == 0) {
-            for (size_t k = 0; k < words; ++k) w[k] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + k;
+            for (size_t k = 0; k < words; ++k)
+                w[k] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + k;
             if (via_pio) {
                 NODE_OK(tcaPioWrite(&peer, 0, buf, size, tcaDMANotify, 1, 0));
             } else {
@@ -38,7 +39,8 @@ int notify_after_data(int node, Board &board, bool via_pio, tcaMemoryType target
             NODE_OK(tcaWaitDMARecvDesc(&peer, 1, 0));
             for (size_t k = 0; k < words; ++k)
                 if (w[k] != static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + k) {
-                    std::fprintf(stderr, "iteration %d word %zu: data not there when notified\n", i, k);
+                    std::fprintf(stderr, "iteration %d word %zu: data not there when notified\n", i,
+                                 k);
                     return 1;
                 }
             NODE_OK(tcaPioWrite(&peer, 0, nullptr, 0, tcaDMANotify, 2, 0));
@@ -49,13 +51,16 @@ int notify_after_data(int node, Board &board, bool via_pio, tcaMemoryType target
 }
 
 TEST(Notify, StrictlyAfterDmaDataStress) {
-    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, false, tcaMemoryCPU); }));
+    EXPECT_TRUE(
+        run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, false, tcaMemoryCPU); }));
 }
 TEST(Notify, StrictlyAfterPioDataStressInternal) {
-    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, true, tcaMemoryInternal); }));
+    EXPECT_TRUE(run_nodes(
+        2, [](int n, Board &b) { return notify_after_data(n, b, true, tcaMemoryInternal); }));
 }
 TEST(Notify, StrictlyAfterPioDataStressHost) {
-    EXPECT_TRUE(run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, true, tcaMemoryCPU); }));
+    EXPECT_TRUE(
+        run_nodes(2, [](int n, Board &b) { return notify_after_data(n, b, true, tcaMemoryCPU); }));
 }
 
 // Many notifications with different tags in flight: none lost, none merged,
@@ -66,12 +71,14 @@ TEST(Notify, ManyTagsNoneLost) {
         auto [p, mine, peer] = exchange_buffers(node, board, 64, tcaMemoryInternal);
         const int n = 500;
         if (node == 0) {
-            for (int i = 0; i < n; ++i) NODE_OK(tcaPioWrite(&peer, 0, &byte, 1, tcaDMANotify, 9, i % 7));
+            for (int i = 0; i < n; ++i)
+                NODE_OK(tcaPioWrite(&peer, 0, &byte, 1, tcaDMANotify, 9, i % 7));
         } else {
             // take all tag 6 first, then the rest in descending tag order
             for (int tag = 6; tag >= 0; --tag) {
                 const int count = n / 7 + (tag < n % 7 ? 1 : 0);
-                for (int i = 0; i < count; ++i) NODE_OK(tcaWaitDMARecvDesc(&peer, 9, tag));
+                for (int i = 0; i < count; ++i)
+                    NODE_OK(tcaWaitDMARecvDesc(&peer, 9, tag));
             }
             int flag = 1;
             for (int tag = 0; tag < 7; ++tag) {
@@ -93,9 +100,11 @@ TEST(Notify, TestVariantsAreNonBlocking) {
         int done = 7;
         NODE_EXPECT_RESULT(tcaErrorInvalidChannel, tcaTestDMAC(4, &done));
         board.barrier();
-        if (node == 0) NODE_OK(tcaPioWrite(&peer, 0, p, 16, tcaDMANotify, 0, 1));
+        if (node == 0)
+            NODE_OK(tcaPioWrite(&peer, 0, p, 16, tcaDMANotify, 0, 1));
         if (node == 1) {
-            while (flag == 0) NODE_OK(tcaTestDMARecvDesc(&peer, 0, 1, &flag));
+            while (flag == 0)
+                NODE_OK(tcaTestDMARecvDesc(&peer, 0, 1, &flag));
             NODE_CHECK(flag == 1);
         }
         NODE_OK(tcaFree(p, tcaMemoryCPU));
@@ -125,7 +134,8 @@ TEST(Counters, RemoteAddAndInterrupts) {
     EXPECT_TRUE(run_nodes(3, [](int node, Board &board) {
         uint32_t before = 0;
         NODE_OK(tcaInterruptCount(&before));
-        for (int to = 0; to < 3; ++to) NODE_OK(tcaCounterAddRemote(to, 9, uint64_t{1} << (8 * node)));
+        for (int to = 0; to < 3; ++to)
+            NODE_OK(tcaCounterAddRemote(to, 9, uint64_t{1} << (8 * node)));
         NODE_OK(tcaCounterWait(9, 0x010101));
         uint64_t v = 0;
         NODE_OK(tcaCounterRead(9, &v));
@@ -158,12 +168,14 @@ TEST(Counters, NoLostWakeUps) {
     EXPECT_TRUE(run_nodes(2, [](int node, Board &) {
         constexpr uint64_t kRounds = 3000;
         auto spin = [](uint64_t n) {
-            for (volatile uint64_t k = 0; k < n; k = k + 1) {}
+            for (volatile uint64_t k = 0; k < n; k = k + 1) {
+            }
         };
         for (uint64_t i = 1; i <= kRounds; ++i) {
             if (node == 0) {
                 uint64_t acked = 0;
-                while (acked < i - 1) NODE_OK(tcaCounterRead(12, &acked));
+                while (acked < i - 1)
+                    NODE_OK(tcaCounterRead(12, &acked));
                 spin((i % 7) * 300);
                 NODE_OK(tcaCounterAddRemote(1, 11, 1));
                 continue;
@@ -173,11 +185,13 @@ TEST(Counters, NoLostWakeUps) {
                 NODE_OK(tcaInterruptCount(&seen));
                 uint64_t v = 0;
                 NODE_OK(tcaCounterRead(11, &v));
-                if (v >= i) break;
+                if (v >= i)
+                    break;
                 spin((i % 5) * 600);  // "looking for other work"
                 const tcaResult r = tcaInterruptWait(seen, 5'000'000);
                 if (r == tcaErrorTimeout) {
-                    std::fprintf(stderr, "round %llu: wake-up lost\n", static_cast<unsigned long long>(i));
+                    std::fprintf(stderr, "round %llu: wake-up lost\n",
+                                 static_cast<unsigned long long>(i));
                     return 1;
                 }
                 NODE_OK(r);
@@ -209,13 +223,15 @@ TEST(Offload, TriggeredThreeStagePipeline) {
                 const off_t off = static_cast<off_t>(seg) * s;
                 NODE_OK(tcaDescSetMemcpy(d, &next, off, &mine, off, seg, 0, 0, 0));
                 NODE_OK(tcaDescSetCounterAdd(d, 0, 1));
-                if (node == 1) NODE_OK(tcaDescSetTrigger(d, 0, static_cast<uint64_t>(s) + 1, segments));
+                if (node == 1)
+                    NODE_OK(tcaDescSetTrigger(d, 0, static_cast<uint64_t>(s) + 1, segments));
             }
             NODE_OK(tcaDescSet(d, 0));
         }
         tcaHandle h0 = board.get(0, 0), h2 = board.get(2, 0);
         for (int epoch = 0; epoch < 3; ++epoch) {
-            if (node == 1) NODE_OK(tcaStartDMADesc(0));  // armed: waits for segments to land
+            if (node == 1)
+                NODE_OK(tcaStartDMADesc(0));  // armed: waits for segments to land
             board.barrier();
             if (node == 0) {
                 fill_pattern(buf.data(), size, static_cast<uint32_t>(epoch + 50));
@@ -253,10 +269,11 @@ TEST(Offload, AbortStopsAWaitingChain) {
         NODE_OK(tcaDescSetTrigger(d, 40, 1, 1));  // counter 40 stays 0
         NODE_OK(tcaDescSet(d, 1));
         NODE_OK(tcaStartDMADesc(1));
-        while (dst[0] != 7) NODE_OK(tcaProgress(nullptr));
+        while (dst[0] != 7)
+            NODE_OK(tcaProgress(nullptr));
         int done = 1;
         NODE_OK(tcaTestDMAC(1, &done));
-        NODE_CHECK(done == 0);  // parked on the trigger
+        NODE_CHECK(done == 0);        // parked on the trigger
         NODE_OK(tcaStartDMADesc(1));  // queued behind the parked run
         NODE_OK(tcaAbortDMAC(1));     // drops the queued run too
         NODE_EXPECT_RESULT(tcaErrorAborted, tcaTestDMAC(1, &done));

@@ -19,22 +19,28 @@ namespace {
 tcaResult put_on(int channel, tcaHandle dst, tcaHandle src, size_t n, int add_counter = -1) {
     tcaDesc *d = tcaDescNew();
     tcaResult r = tcaDescSetMemcpy(d, &dst, 0, &src, 0, n, 0, 0, 0);
-    if (r == tcaSuccess && add_counter >= 0) r = tcaDescSetCounterAdd(d, add_counter, 1);
-    if (r == tcaSuccess) r = tcaDescSet(d, channel);
-    if (r == tcaSuccess) r = tcaStartDMADesc(channel);
-    if (r == tcaSuccess) r = tcaWaitDMAC(channel);
+    if (r == tcaSuccess && add_counter >= 0)
+        r = tcaDescSetCounterAdd(d, add_counter, 1);
+    if (r == tcaSuccess)
+        r = tcaDescSet(d, channel);
+    if (r == tcaSuccess)
+        r = tcaStartDMADesc(channel);
+    if (r == tcaSuccess)
+        r = tcaWaitDMAC(channel);
     tcaDescFree(d);
     return r;
 }
 
 // Two nodes, each with a registered 4 KiB buffer (filled with node + 1);
 // body(node, board, buf, mine, peer) runs on both, a barrier ends it.
-using PairBody = std::function<int(int, Board &, std::vector<unsigned char> &, tcaHandle, tcaHandle)>;
+using PairBody =
+    std::function<int(int, Board &, std::vector<unsigned char> &, tcaHandle, tcaHandle)>;
 ::testing::AssertionResult on_two_nodes(const PairBody &body) {
     return run_nodes(2, [&](int node, Board &b) {
         std::vector<unsigned char> buf(4096, static_cast<unsigned char>(node + 1));
         tcaHandle mine;
-        const tcaHandle peer = register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
+        const tcaHandle peer =
+            register_and_swap(node, b, buf.data(), buf.size(), tcaMemoryCPU, &mine);
         const int rc = body(node, b, buf, mine, peer);
         b.barrier();
         return rc;
@@ -42,7 +48,8 @@ using PairBody = std::function<int(int, Board &, std::vector<unsigned char> &, t
 }
 
 TEST(Ownership, AnAcquiredChannelServesOnlyItsHolder) {
-    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &buf, tcaHandle mine, tcaHandle peer) {
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &buf, tcaHandle mine,
+                                tcaHandle peer) {
         if (node == 0) {
             int ch = -1;
             NODE_OK(tcaChannelAcquire(&ch));
@@ -72,66 +79,71 @@ TEST(Ownership, AnAcquiredChannelServesOnlyItsHolder) {
             tcaDescFree(d);
         }
         b.barrier();
-        if (node == 1) NODE_CHECK(buf[0] == 1 && buf[63] == 1 && buf[64] == 2);  // both puts landed, no more
+        if (node == 1)
+            NODE_CHECK(buf[0] == 1 && buf[63] == 1 && buf[64] == 2);  // both puts landed, no more
         return 0;
     }));
 }
 
 TEST(Ownership, AnAcquiredCounterCountsOnlyItsHoldersAdds) {
-    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
-        if (node == 1) {
-            int c = -1;
-            NODE_OK(tcaCounterAcquire(1, &c));
-            b.value[0].store(c);
-            uint64_t v = 7;
-            NODE_OK(tcaCounterRead(c, &v));
-            NODE_CHECK(v == 0);
-            const int number = owned_index(c);
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterAdd(number, 1));
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterRead(number, &v));
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterWait(number, 1));
-            NODE_OK(tcaCounterAdd(c, 1));
-        }
-        b.barrier();
-        if (node == 0) {
-            const int c = b.value[0].load(), number = owned_index(c);
-            // A peer that names the counter by number: refused, PIO or DMA.
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterAddRemote(1, number, 100));
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, put_on(0, peer, mine, 64, number));
-            // The holder's id, handed over as coll tca hands its counters to a parent.
-            NODE_OK(tcaCounterAddRemote(1, c, 10));
-            NODE_OK(put_on(0, peer, mine, 64, c));
-        }
-        b.barrier();
-        if (node == 1) {
-            const int c = b.value[0].load();
-            uint64_t v = 0;
-            NODE_OK(tcaCounterRead(c, &v));
-            NODE_CHECK(v == 12);  // 1 + 10 + 1: none of the refused adds
-            NODE_OK(tcaCounterRelease(c, 1));
-        }
-        return 0;
-    }));
+    EXPECT_TRUE(on_two_nodes(
+        [](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
+            if (node == 1) {
+                int c = -1;
+                NODE_OK(tcaCounterAcquire(1, &c));
+                b.value[0].store(c);
+                uint64_t v = 7;
+                NODE_OK(tcaCounterRead(c, &v));
+                NODE_CHECK(v == 0);
+                const int number = owned_index(c);
+                NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterAdd(number, 1));
+                NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterRead(number, &v));
+                NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterWait(number, 1));
+                NODE_OK(tcaCounterAdd(c, 1));
+            }
+            b.barrier();
+            if (node == 0) {
+                const int c = b.value[0].load(), number = owned_index(c);
+                // A peer that names the counter by number: refused, PIO or DMA.
+                NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaCounterAddRemote(1, number, 100));
+                NODE_EXPECT_RESULT(tcaErrorNotAcquired, put_on(0, peer, mine, 64, number));
+                // The holder's id, handed over as coll tca hands its counters to a parent.
+                NODE_OK(tcaCounterAddRemote(1, c, 10));
+                NODE_OK(put_on(0, peer, mine, 64, c));
+            }
+            b.barrier();
+            if (node == 1) {
+                const int c = b.value[0].load();
+                uint64_t v = 0;
+                NODE_OK(tcaCounterRead(c, &v));
+                NODE_CHECK(v == 12);  // 1 + 10 + 1: none of the refused adds
+                NODE_OK(tcaCounterRelease(c, 1));
+            }
+            return 0;
+        }));
 }
 
 // coll tca used to keep this convention itself: a released counter is clean,
 // and an add that arrives late (a peer still holding the old id) cannot land
 // in the next holder's count.
 TEST(Ownership, AReleasedCounterComesBackCleanAndLateAddsAreRefused) {
-    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine,
+                                tcaHandle peer) {
         if (node == 1) {
             int c = -1;
             NODE_OK(tcaCounterAcquire(1, &c));
             b.value[0].store(c);
         }
         b.barrier();
-        if (node == 0) NODE_OK(tcaCounterAddRemote(1, b.value[0].load(), 5));
+        if (node == 0)
+            NODE_OK(tcaCounterAddRemote(1, b.value[0].load(), 5));
         b.barrier();
         if (node == 1) {
             const int old = b.value[0].load();
             NODE_OK(tcaCounterRelease(old, 1));
             int c = -1;
-            NODE_OK(tcaCounterAcquire(1, &c));  // the same counter (highest free first), a new holder
+            NODE_OK(
+                tcaCounterAcquire(1, &c));  // the same counter (highest free first), a new holder
             NODE_CHECK(owned_index(c) == owned_index(old) && c != old);
             b.value[1].store(c);
             uint64_t v = 9;
@@ -162,26 +174,28 @@ TEST(Ownership, AReleasedCounterComesBackCleanAndLateAddsAreRefused) {
 // A triggered descriptor that waits on a counter somebody else holds can
 // never fire: the chain fails at once instead of hanging its channel.
 TEST(Ownership, ATriggerOnSomeoneElsesCounterFailsTheChain) {
-    EXPECT_TRUE(on_two_nodes([](int node, Board &, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
-        if (node == 0) {
-            int c = -1;
-            NODE_OK(tcaCounterAcquire(1, &c));
-            tcaDesc *d = tcaDescNew();
-            NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 64, 0, 0, 0));
-            NODE_OK(tcaDescSetTrigger(d, owned_index(c), 1, 0));
-            NODE_OK(tcaDescSet(d, 0));
-            NODE_OK(tcaStartDMADesc(0));
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaWaitDMAC(0));
-            tcaDescFree(d);
-            NODE_OK(tcaCounterRelease(c, 1));
-        }
-        return 0;
-    }));
+    EXPECT_TRUE(on_two_nodes(
+        [](int node, Board &, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
+            if (node == 0) {
+                int c = -1;
+                NODE_OK(tcaCounterAcquire(1, &c));
+                tcaDesc *d = tcaDescNew();
+                NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 64, 0, 0, 0));
+                NODE_OK(tcaDescSetTrigger(d, owned_index(c), 1, 0));
+                NODE_OK(tcaDescSet(d, 0));
+                NODE_OK(tcaStartDMADesc(0));
+                NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaWaitDMAC(0));
+                tcaDescFree(d);
+                NODE_OK(tcaCounterRelease(c, 1));
+            }
+            return 0;
+        }));
 }
 
 // Waiting on an acquired slot takes its holder's id.
 TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
-    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine, tcaHandle peer) {
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &, tcaHandle mine,
+                                tcaHandle peer) {
         if (node == 1) {
             int s = -1;
             NODE_OK(tcaSlotAcquire(&s));
@@ -190,7 +204,8 @@ TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
         b.barrier();
         if (node == 0) {  // the sender names the receiver's slot by the id it was given
             tcaDesc *d = tcaDescNew();
-            NODE_OK(tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 64, tcaDMANotify, b.value[0].load(), 5));
+            NODE_OK(
+                tcaDescSetMemcpy(d, &peer, 0, &mine, 0, 64, tcaDMANotify, b.value[0].load(), 5));
             NODE_OK(tcaDescSet(d, 0));
             NODE_OK(tcaStartDMADesc(0));
             NODE_OK(tcaWaitDMAC(0));
@@ -200,7 +215,8 @@ TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
         if (node == 1) {
             const int s = b.value[0].load();
             int flag = 0;
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaTestDMARecvDesc(&peer, owned_index(s), 5, &flag));
+            NODE_EXPECT_RESULT(tcaErrorNotAcquired,
+                               tcaTestDMARecvDesc(&peer, owned_index(s), 5, &flag));
             NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaWaitDMARecvDesc(&peer, owned_index(s), 5));
             NODE_OK(tcaWaitDMARecvDesc(&peer, s, 5));
             NODE_OK(tcaSlotRelease(s));
@@ -213,7 +229,8 @@ TEST(Ownership, AnAcquiredSlotIsWaitedOnByItsHolder) {
 // under its holder's id.  A PIO write or descriptor naming it by plain number
 // is refused before it writes a byte; released, the plain number works again.
 TEST(Ownership, AHeldSlotTakesNotificationsOnlyUnderItsHoldersId) {
-    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &buf, tcaHandle mine, tcaHandle peer) {
+    EXPECT_TRUE(on_two_nodes([](int node, Board &b, std::vector<unsigned char> &buf, tcaHandle mine,
+                                tcaHandle peer) {
         if (node == 1) {
             int s = -1;
             NODE_OK(tcaSlotAcquire(&s));
@@ -224,7 +241,8 @@ TEST(Ownership, AHeldSlotTakesNotificationsOnlyUnderItsHoldersId) {
         if (node == 0) {
             const unsigned char fresh[64] = {0x5a};
             // PIO: refused, nothing written.
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotify, index, 7));
+            NODE_EXPECT_RESULT(tcaErrorNotAcquired,
+                               tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotify, index, 7));
             // A descriptor: its run fails at the wait, nothing written either.
             tcaDesc *d = tcaDescNew();
             NODE_OK(tcaDescSetMemcpy(d, &peer, 64, &mine, 0, 64, tcaDMANotify, index, 7));
@@ -235,8 +253,9 @@ TEST(Ownership, AHeldSlotTakesNotificationsOnlyUnderItsHoldersId) {
             // Self-notifications into our own slot are checked the same way.
             int own = -1;
             NODE_OK(tcaSlotAcquire(&own));
-            NODE_EXPECT_RESULT(tcaErrorNotAcquired,
-                               tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotifySelf, owned_index(own), 7));
+            NODE_EXPECT_RESULT(
+                tcaErrorNotAcquired,
+                tcaPioWrite(&peer, 0, fresh, sizeof fresh, tcaDMANotifySelf, owned_index(own), 7));
             NODE_OK(tcaSlotRelease(own));
         }
         b.barrier();
@@ -263,7 +282,8 @@ TEST(Ownership, AHeldSlotTakesNotificationsOnlyUnderItsHoldersId) {
             NODE_OK(tcaPioWrite(&peer, 128, again, sizeof again, tcaDMANotify, index, 8));
         }
         b.barrier();
-        if (node == 1) NODE_OK(tcaWaitDMARecvDesc(&peer, index, 8));
+        if (node == 1)
+            NODE_OK(tcaWaitDMARecvDesc(&peer, index, 8));
         return 0;
     }));
 }

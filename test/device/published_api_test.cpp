@@ -50,7 +50,8 @@ int window_offsets(int node, Board &board) {
     if (node == 1) {
         const auto *p = static_cast<const unsigned char *>(b.buf);
         for (size_t i = 0; i < total; ++i) {
-            const unsigned char want = i >= 3 * kStride ? 0x7f : static_cast<unsigned char>(0x10 + i / kStride);
+            const unsigned char want =
+                i >= 3 * kStride ? 0x7f : static_cast<unsigned char>(0x10 + i / kStride);
             if (p[i] != want) {
                 std::fprintf(stderr, "byte %zu: %#x, want %#x\n", i, p[i], want);
                 return 1;
@@ -95,7 +96,8 @@ int marker_last(int node, Board &board) {
                 }
                 for (size_t i = 0; i < body; ++i) {
                     if (p[i] != (round & 0xff)) {
-                        std::fprintf(stderr, "round %d, %zu B: marker seen before byte %zu\n", round, size, i);
+                        std::fprintf(stderr, "round %d, %zu B: marker seen before byte %zu\n",
+                                     round, size, i);
                         return 1;
                     }
                 }
@@ -107,7 +109,9 @@ int marker_last(int node, Board &board) {
     return 0;
 }
 
-TEST(PublishedApi, MarkerWordVisibleLast) { EXPECT_TRUE(run_nodes(2, marker_last)); }
+TEST(PublishedApi, MarkerWordVisibleLast) {
+    EXPECT_TRUE(run_nodes(2, marker_last));
+}
 
 TEST(PublishedApi, MarkerWordVisibleLastOnBouncePath) {
     NodeOptions opt;
@@ -119,36 +123,39 @@ TEST(PublishedApi, MarkerWordVisibleLastOnBouncePath) {
 TEST(PublishedApi, PioArgumentsAndInitialisation) {
     NodeOptions opt;
     opt.init = false;
-    EXPECT_TRUE(run_nodes(1, [](int node, Board &board) {
-        tcaPIOHandle pio{};
-        tcaHandle h{};
-        char c = 0;
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSetPIORegion(&pio, &h, 0, 8));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSendPIO(&pio, 0, &c, 1));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaDMADescInt_Init());
-        NODE_CHECK(tcaSendPIOCommit() == TCA_SUCCESS);
-        NODE_OK(tcaInit());
-        void *buf = nullptr;
-        NODE_OK(tcaMalloc(&buf, 64, tcaMemoryCPU));
-        NODE_OK(tcaCreateHandle(&h, buf, 64, tcaMemoryCPU));
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSetPIORegion(nullptr, &h, 0, 8));
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSendPIO(nullptr, 0, &c, 1));
-        NODE_OK(tcaSetPIORegion(&pio, &h, 0, 8));  // a window on our own memory works too
-        NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSendPIO(&pio, 0, nullptr, 1));
-        NODE_OK(tcaSendPIO(&pio, 0, nullptr, 0));
-        const char msg[16] = "fifteen chars..";
-        NODE_OK(tcaSendPIO(&pio, 48, const_cast<char *>(msg), sizeof msg));
-        NODE_CHECK(std::memcmp(static_cast<char *>(buf) + 48, msg, sizeof msg) == 0);
-        tcaHandle forged = h;
-        forged.magic = 0;
-        NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaSetPIORegion(&pio, &forged, 0, 8));
-        NODE_OK(tcaDMADescInt_Init());
-        NODE_OK(tcaDestroyHandle(&h));
-        NODE_OK(tcaFree(buf, tcaMemoryCPU));
-        board.end_barrier(node);
-        NODE_OK(tcaFinalize());
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        1,
+        [](int node, Board &board) {
+            tcaPIOHandle pio{};
+            tcaHandle h{};
+            char c = 0;
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSetPIORegion(&pio, &h, 0, 8));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSendPIO(&pio, 0, &c, 1));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaDMADescInt_Init());
+            NODE_CHECK(tcaSendPIOCommit() == TCA_SUCCESS);
+            NODE_OK(tcaInit());
+            void *buf = nullptr;
+            NODE_OK(tcaMalloc(&buf, 64, tcaMemoryCPU));
+            NODE_OK(tcaCreateHandle(&h, buf, 64, tcaMemoryCPU));
+            NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSetPIORegion(nullptr, &h, 0, 8));
+            NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSendPIO(nullptr, 0, &c, 1));
+            NODE_OK(tcaSetPIORegion(&pio, &h, 0, 8));  // a window on our own memory works too
+            NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaSendPIO(&pio, 0, nullptr, 1));
+            NODE_OK(tcaSendPIO(&pio, 0, nullptr, 0));
+            const char msg[16] = "fifteen chars..";
+            NODE_OK(tcaSendPIO(&pio, 48, const_cast<char *>(msg), sizeof msg));
+            NODE_CHECK(std::memcmp(static_cast<char *>(buf) + 48, msg, sizeof msg) == 0);
+            tcaHandle forged = h;
+            forged.magic = 0;
+            NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaSetPIORegion(&pio, &forged, 0, 8));
+            NODE_OK(tcaDMADescInt_Init());
+            NODE_OK(tcaDestroyHandle(&h));
+            NODE_OK(tcaFree(buf, tcaMemoryCPU));
+            board.end_barrier(node);
+            NODE_OK(tcaFinalize());
+            return 0;
+        },
+        opt));
 }
 
 // Historical chains flag every descriptor but the last with tcaDMAContinue.
@@ -160,7 +167,8 @@ TEST(PublishedApi, ContinueFlagAccepted) {
             fill_pattern(b.buf, 2 * size, 5);
             const tcaDMAFlag f = tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify;
             tcaDesc *d = tcaDescNew();
-            NODE_OK(tcaDescSetMemcpy(d, &b.peer, 0, &b.mine, 0, size, f | tcaDMAContinue, 0, 0x100));
+            NODE_OK(
+                tcaDescSetMemcpy(d, &b.peer, 0, &b.mine, 0, size, f | tcaDMAContinue, 0, 0x100));
             NODE_OK(tcaDescSetMemcpy(d, &b.peer, size, &b.mine, size, size, f, 0, 0x100));
             NODE_OK(tcaDescSet(d, 0));
             NODE_OK(tcaStartDMADesc(0));
@@ -183,10 +191,12 @@ TEST(PublishedApi, GpuPointerPassedAsCpuIsRegisteredAsGpu) {
     const bool usable = run_nodes(1, [](int, Board &) {
         void *p = nullptr;
         const tcaResult rc = tcaMalloc(&p, 4096, tcaMemoryGPU);
-        if (rc == tcaSuccess) tcaFree(p, tcaMemoryGPU);
+        if (rc == tcaSuccess)
+            tcaFree(p, tcaMemoryGPU);
         return rc == tcaSuccess ? 0 : 7;
     });
-    if (!usable) GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
+    if (!usable)
+        GTEST_SKIP() << "no usable CUDA device (tcaMalloc(tcaMemoryGPU) failed)";
     EXPECT_TRUE(run_nodes(2, [](int node, Board &board) {
         const size_t size = 1 << 20, inner = 4096;
         void *dev = nullptr, *host = nullptr;
@@ -194,9 +204,11 @@ TEST(PublishedApi, GpuPointerPassedAsCpuIsRegisteredAsGpu) {
         NODE_OK(tcaMalloc(&host, size, tcaMemoryCPU));
         tcaHandle whole, part, hhost;
         NODE_OK(tcaCreateHandle(&whole, dev, size, tcaMemoryCPU));
-        NODE_OK(tcaCreateHandle(&part, static_cast<char *>(dev) + inner, size - inner, tcaMemoryCPU));
+        NODE_OK(
+            tcaCreateHandle(&part, static_cast<char *>(dev) + inner, size - inner, tcaMemoryCPU));
         NODE_OK(tcaCreateHandle(&hhost, host, size, tcaMemoryCPU));
-        NODE_CHECK(whole.region == tcaMemoryGPU && part.region == tcaMemoryGPU && hhost.region == tcaMemoryCPU);
+        NODE_CHECK(whole.region == tcaMemoryGPU && part.region == tcaMemoryGPU &&
+                   hhost.region == tcaMemoryCPU);
         board.publish(node, 0, part);
         board.publish(node, 1, hhost);
         board.barrier();

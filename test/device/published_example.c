@@ -12,17 +12,16 @@
 
 #include "tca-help.h"
 
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        tcaresult r_ = (call);                                                             \
-        if (TCA_SUCCESS != r_) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, tcaGetErrorString(r_)); \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                  \
-        }                                                                                  \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        tcaresult r_ = (call);                                                                     \
+        if (TCA_SUCCESS != r_) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, tcaGetErrorString(r_));  \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
     } while (0)
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const size_t size = 1 << 16;
     const int iters = 2000;
     int rank, nprocs, peer, i, errors = 0;
@@ -34,7 +33,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (2 != nprocs) {
-        if (0 == rank) fprintf(stderr, "run with 2 ranks\n");
+        if (0 == rank)
+            fprintf(stderr, "run with 2 ranks\n");
         MPI_Finalize();
         return 2;
     }
@@ -50,17 +50,19 @@ int main(int argc, char **argv)
     for (i = 0; i < iters; ++i) {
         unsigned int *w = buf;
         if (i % 2 == rank) {
-            w[0] = (unsigned)i;
-            w[size / sizeof *w - 1] = (unsigned)i * 7u;
+            w[0] = (unsigned) i;
+            w[size / sizeof *w - 1] = (unsigned) i * 7u;
             CHECK(tcaStartDMADesc(0));
             CHECK(tcaWaitDMAC(0));
         } else {
             CHECK(tcaWaitDMARecvDesc(&handles[peer], 0, 1));
-            if (w[0] != (unsigned)i || w[size / sizeof *w - 1] != (unsigned)i * 7u) ++errors;
+            if (w[0] != (unsigned) i || w[size / sizeof *w - 1] != (unsigned) i * 7u)
+                ++errors;
         }
     }
     MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (0 == rank) printf("published pattern: %d iterations of %zu bytes, %d errors\n", iters, size, errors);
+    if (0 == rank)
+        printf("published pattern: %d iterations of %zu bytes, %d errors\n", iters, size, errors);
     tcaDescFree(desc);
     CHECK(tcaDestroyHandle(&handles[rank]));
     free(handles);

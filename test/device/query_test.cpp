@@ -57,7 +57,8 @@ TEST(Query, TimingParametersComeFromTheEnvironmentWithoutADevice) {
     double value = -1;
     int pio = -1, count = 0;
     for (; tcaTimingParameter(count, &variable, &value, &unit, &meaning) == tcaSuccess; ++count)
-        if (std::strcmp(variable, "TCA_PIO_LATENCY_NS") == 0) pio = count;
+        if (std::strcmp(variable, "TCA_PIO_LATENCY_NS") == 0)
+            pio = count;
     ASSERT_GT(count, 10);
     ASSERT_GE(pio, 0) << "the PIO latency is a parameter";
     EXPECT_EQ(tcaTimingParameter(-1, &variable, &value, &unit, &meaning), tcaErrorInvalidValue);
@@ -96,7 +97,8 @@ TEST(Query, TheRunningDeviceDescribesItself) {
         tcaBackendAttr a{};
         NODE_OK(tcaQueryBackend(&a));
         NODE_CHECK(std::strncmp(a.backend, "loopback", 8) == 0);
-        NODE_CHECK(a.job_key[0] != '\0' && a.launch_source[0] != '\0' && a.put_mechanism[0] != '\0');
+        NODE_CHECK(a.job_key[0] != '\0' && a.launch_source[0] != '\0' &&
+                   a.put_mechanism[0] != '\0');
         NODE_CHECK(a.timeout_ns > 0 && a.spin_ns >= 0);
         NODE_CHECK(a.gpu_devices >= 0 || a.gpu_status[0] != '\0');  // a count, or why not
         // No progress thread of its own that takes over (the waiting thread drives it).
@@ -109,8 +111,10 @@ TEST(Query, TheRunningDeviceDescribesItself) {
         const char *variable = nullptr;
         double value = 0;
         bool seen = false;
-        for (int i = 0; tcaTimingParameter(i, &variable, &value, nullptr, nullptr) == tcaSuccess; ++i)
-            if (std::strcmp(variable, "TCA_PIO_LATENCY_NS") == 0) seen = value == 800.0;
+        for (int i = 0; tcaTimingParameter(i, &variable, &value, nullptr, nullptr) == tcaSuccess;
+             ++i)
+            if (std::strcmp(variable, "TCA_PIO_LATENCY_NS") == 0)
+                seen = value == 800.0;
         NODE_CHECK(seen);  // the device's value
         b.barrier();
         return 0;
@@ -136,7 +140,8 @@ TEST(Query, HostPutsGoByTheTargetWhereSingleCopyIsOffOrDear) {
                 const bool bounced = std::strstr(a.put_mechanism, "bounce") != nullptr;
                 NODE_CHECK(!off || bounced);
                 NODE_CHECK(a.host_puts_by_target == (off || (measured && bounced) ? 1 : 0));
-                if (measured) NODE_CHECK(std::strstr(a.put_mechanism, "(measured: ") != nullptr);
+                if (measured)
+                    NODE_CHECK(std::strstr(a.put_mechanism, "(measured: ") != nullptr);
                 b.barrier();
                 return 0;
             },

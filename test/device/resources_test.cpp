@@ -26,10 +26,12 @@ TEST(Resources, QueryReportsLimitsAndFreeCounts) {
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaQueryDevice(nullptr));
         const tcaDeviceAttr a = query();
         NODE_CHECK(a.node_id == node && a.num_nodes == 2 && a.max_nodes == TCA_MAX_NODES);
-        NODE_CHECK(a.dma_channels == TCA_NUM_DMA_CHANNELS && a.free_dma_channels == TCA_NUM_DMA_CHANNELS);
+        NODE_CHECK(a.dma_channels == TCA_NUM_DMA_CHANNELS &&
+                   a.free_dma_channels == TCA_NUM_DMA_CHANNELS);
         NODE_CHECK(a.counters == TCA_NUM_COUNTERS && a.free_counters == TCA_NUM_COUNTERS);
         NODE_CHECK(a.notify_slots == TCA_NOTIFY_SLOTS && a.free_notify_slots == TCA_NOTIFY_SLOTS);
-        NODE_CHECK(a.max_descriptors == TCA_MAX_DESCRIPTORS && a.max_reg_descriptors == TCA_MAX_REG_DESCRIPTORS);
+        NODE_CHECK(a.max_descriptors == TCA_MAX_DESCRIPTORS &&
+                   a.max_reg_descriptors == TCA_MAX_REG_DESCRIPTORS);
         NODE_CHECK(a.notify_depth > 0 && a.max_registrations > 0 && a.registrations == 0);
         NODE_CHECK(a.internal_size > 0 && a.internal_used == 0);
         // The counts follow allocations and registrations.
@@ -52,8 +54,9 @@ TEST(Resources, QueryReportsLimitsAndFreeCounts) {
         NODE_OK(tcaDestroyHandle(&h));
         NODE_OK(tcaFree(p, tcaMemoryInternal));
         const tcaDeviceAttr c = query();
-        NODE_CHECK(c.free_dma_channels == TCA_NUM_DMA_CHANNELS && c.free_counters == TCA_NUM_COUNTERS &&
-                   c.free_notify_slots == TCA_NOTIFY_SLOTS && c.registrations == 0);
+        NODE_CHECK(c.free_dma_channels == TCA_NUM_DMA_CHANNELS &&
+                   c.free_counters == TCA_NUM_COUNTERS && c.free_notify_slots == TCA_NOTIFY_SLOTS &&
+                   c.registrations == 0);
         b.barrier();
         return 0;
     }));
@@ -74,14 +77,17 @@ TEST(Resources, ChannelsExhaustAndComeBack) {
         NODE_EXPECT_RESULT(tcaErrorNoResource, tcaChannelAcquire(&ch));
         NODE_CHECK(ch == -1);
         NODE_CHECK(query().free_dma_channels == 0);
-        const int id2 = *std::find_if(ids.begin(), ids.end(), [](int id) { return owned_index(id) == 2; });
-        NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(2));  // the plain number is not the holder
+        const int id2 =
+            *std::find_if(ids.begin(), ids.end(), [](int id) { return owned_index(id) == 2; });
+        NODE_EXPECT_RESULT(tcaErrorNotAcquired,
+                           tcaChannelRelease(2));  // the plain number is not the holder
         NODE_OK(tcaChannelRelease(id2));
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(id2));  // double release
         NODE_OK(tcaChannelAcquire(&ch));
         NODE_CHECK(owned_index(ch) == 2 && ch != id2);  // the same channel, a new owner
         std::replace(ids.begin(), ids.end(), id2, ch);
-        for (int c : ids) NODE_OK(tcaChannelRelease(c));
+        for (int c : ids)
+            NODE_OK(tcaChannelRelease(c));
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(0));
         // Bad arguments.
         NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaChannelAcquire(nullptr));
@@ -99,7 +105,8 @@ TEST(Resources, CounterRunsExhaustAndComeBack) {
         for (;;) {
             int first = -1;
             const tcaResult r = tcaCounterAcquire(6, &first);
-            if (r == tcaErrorNoResource) break;
+            if (r == tcaErrorNoResource)
+                break;
             NODE_OK(r);
             NODE_CHECK(first >= 0 && owned_index(first) + 6 <= TCA_NUM_COUNTERS);
             runs.push_back(first);
@@ -111,7 +118,8 @@ TEST(Resources, CounterRunsExhaustAndComeBack) {
                 NODE_CHECK(!seen[static_cast<size_t>(owned_index(f) + k)]);
                 seen[static_cast<size_t>(owned_index(f) + k)] = true;
             }
-        const int left = TCA_NUM_COUNTERS % 6;  // 4 single counters are left: a run of 4 fits, 5 does not
+        const int left =
+            TCA_NUM_COUNTERS % 6;  // 4 single counters are left: a run of 4 fits, 5 does not
         int first = -1;
         NODE_EXPECT_RESULT(tcaErrorNoResource, tcaCounterAcquire(left + 1, &first));
         NODE_OK(tcaCounterAcquire(left, &first));
@@ -154,8 +162,10 @@ TEST(Resources, SlotsExhaustAndComeBack) {
         int slot = -1, id17 = -1;
         for (int i = 0; i < TCA_NOTIFY_SLOTS; ++i) {
             NODE_OK(tcaSlotAcquire(&slot));
-            NODE_CHECK(slot >= 0 && owned_index(slot) < TCA_NOTIFY_SLOTS && got.insert(owned_index(slot)).second);
-            if (owned_index(slot) == 17) id17 = slot;
+            NODE_CHECK(slot >= 0 && owned_index(slot) < TCA_NOTIFY_SLOTS &&
+                       got.insert(owned_index(slot)).second);
+            if (owned_index(slot) == 17)
+                id17 = slot;
         }
         NODE_EXPECT_RESULT(tcaErrorNoResource, tcaSlotAcquire(&slot));
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaSlotRelease(17));  // not by its plain number
@@ -199,7 +209,8 @@ TEST(Resources, NumberedChannelsStillWorkAndAreNotHandedOut) {
         NODE_EXPECT_RESULT(tcaErrorNotAcquired, tcaChannelRelease(0));  // used, but not acquired
         NODE_OK(tcaStartDMADesc(0));  // still the program's: the chain is intact
         NODE_OK(tcaWaitDMAC(0));
-        for (int c : ids) NODE_OK(tcaChannelRelease(c));
+        for (int c : ids)
+            NODE_OK(tcaChannelRelease(c));
         tcaDescFree(d);
         b.barrier();
         return 0;
@@ -216,19 +227,23 @@ TEST(Resources, ConcurrentAcquireNeverSharesACounter) {
         std::vector<std::thread> threads;
         for (int t = 0; t < kThreads; ++t)
             threads.emplace_back([&, t] {
-                while (go.load(std::memory_order_acquire) == 0) {}
+                while (go.load(std::memory_order_acquire) == 0) {
+                }
                 for (int i = 0; i < 200; ++i) {
                     int first = -1;
-                    if (tcaCounterAcquire(kRun, &first) != tcaSuccess) continue;
+                    if (tcaCounterAcquire(kRun, &first) != tcaSuccess)
+                        continue;
                     got[static_cast<size_t>(t)].push_back(first);
                     if (i % 2 == 0) {  // give half of them back at once
-                        if (tcaCounterRelease(first, kRun) != tcaSuccess) std::_Exit(3);
+                        if (tcaCounterRelease(first, kRun) != tcaSuccess)
+                            std::_Exit(3);
                         got[static_cast<size_t>(t)].pop_back();
                     }
                 }
             });
         go.store(1, std::memory_order_release);
-        for (auto &th : threads) th.join();
+        for (auto &th : threads)
+            th.join();
         std::vector<bool> held(TCA_NUM_COUNTERS, false);
         int total = 0;
         for (const auto &v : got)
@@ -247,18 +262,21 @@ TEST(Resources, ConcurrentAcquireNeverSharesACounter) {
 TEST(Resources, NeedAnInitialisedDevice) {
     NodeOptions opt;
     opt.init = false;
-    EXPECT_TRUE(run_nodes(1, [](int, Board &) {
-        int x = -1;
-        tcaDeviceAttr a{};
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaQueryDevice(&a));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaChannelAcquire(&x));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaCounterAcquire(1, &x));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSlotAcquire(&x));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaChannelRelease(0));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaCounterRelease(0, 1));
-        NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSlotRelease(0));
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        1,
+        [](int, Board &) {
+            int x = -1;
+            tcaDeviceAttr a{};
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaQueryDevice(&a));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaChannelAcquire(&x));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaCounterAcquire(1, &x));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSlotAcquire(&x));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaChannelRelease(0));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaCounterRelease(0, 1));
+            NODE_EXPECT_RESULT(tcaErrorNotInitialized, tcaSlotRelease(0));
+            return 0;
+        },
+        opt));
 }
 
 }  // namespace

@@ -33,12 +33,15 @@ constexpr const char *kIntruder = "tca-intruder";
 bool intruder_ids(uid_t *uid, gid_t *gid) {
     passwd *pw = getpwnam(kIntruder);
     if (pw == nullptr) {
-        const std::string cmd = std::string("useradd --system --no-create-home --shell /usr/sbin/nologin ") +
-                                kIntruder + " >/dev/null 2>&1";
-        if (std::system(cmd.c_str()) != 0) return false;
+        const std::string cmd =
+            std::string("useradd --system --no-create-home --shell /usr/sbin/nologin ") +
+            kIntruder + " >/dev/null 2>&1";
+        if (std::system(cmd.c_str()) != 0)
+            return false;
         pw = getpwnam(kIntruder);
     }
-    if (pw == nullptr || pw->pw_uid == 0) return false;
+    if (pw == nullptr || pw->pw_uid == 0)
+        return false;
     *uid = pw->pw_uid;
     *gid = pw->pw_gid;
     return true;
@@ -53,7 +56,8 @@ struct Shared {
 
 pid_t dead_pid() {
     const pid_t p = fork();
-    if (p == 0) std::_Exit(0);
+    if (p == 0)
+        std::_Exit(0);
     waitpid(p, nullptr, 0);
     return p;
 }
@@ -72,7 +76,8 @@ void forge_header(int fd, const std::string &key, int node, pid_t pid) {
     std::snprintf(h->job_key, sizeof h->job_key, "%s", key.c_str());
     h->state.store(static_cast<uint32_t>(loopback::SegmentState::Ready));
     h->total_size = buf.size();
-    if (write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size())) std::_Exit(9);
+    if (write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size()))
+        std::_Exit(9);
 }
 
 std::string planted_name(const std::string &key, int node, const char *suffix) {
@@ -81,7 +86,9 @@ std::string planted_name(const std::string &key, int node, const char *suffix) {
 
 // Runs as the intruder: plants, probes the job's segments, toggles a size.
 [[noreturn]] void intruder(uid_t uid, gid_t gid, const std::string &key, Shared *sh, pid_t dead) {
-    if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) std::_Exit(20);
+    if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
+        setresuid(uid, uid, uid) != 0)
+        std::_Exit(20);
     std::vector<int> toggles;
     for (int node = 0; node < 2; ++node) {
         // The exact names an earlier release used, and names of today's form
@@ -90,7 +97,8 @@ std::string planted_name(const std::string &key, int node, const char *suffix) {
                                    "-1111111111111111-h2222222222222222"}) {
             const std::string path = planted_name(key, node, suffix);
             const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-            if (fd < 0) std::_Exit(21);
+            if (fd < 0)
+                std::_Exit(21);
             forge_header(fd, key, node, dead);
             close(fd);
         }
@@ -98,24 +106,31 @@ std::string planted_name(const std::string &key, int node, const char *suffix) {
         if (link(planted_name(key, node, "-0123456789abcdef").c_str(),
                  planted_name(key, node, "-fedcba9876543210").c_str()) != 0)
             std::_Exit(22);
-        const int fd = open(planted_name(key, node, "-00000000deadbeef").c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd < 0) std::_Exit(23);
+        const int fd = open(planted_name(key, node, "-00000000deadbeef").c_str(),
+                            O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0)
+            std::_Exit(23);
         forge_header(fd, key, node, dead);
         toggles.push_back(fd);
     }
     sh->stop.store(0);
     sh->probe.store(-1);  // planted
-    while (sh->published.load() < 2 && sh->stop.load() == 0) usleep(200);
+    while (sh->published.load() < 2 && sh->stop.load() == 0)
+        usleep(200);
     int probe = 1;
     for (auto &path : sh->paths) {
-        if (path[0] == '\0') continue;
+        if (path[0] == '\0')
+            continue;
         const int fd = open(path, O_RDONLY);
-        if (fd >= 0 || errno != EACCES) probe = 2;
-        if (fd >= 0) close(fd);
+        if (fd >= 0 || errno != EACCES)
+            probe = 2;
+        if (fd >= 0)
+            close(fd);
     }
     sh->probe.store(probe);
     for (unsigned i = 0; sh->stop.load() == 0; ++i) {
-        for (int fd : toggles) (void) ftruncate(fd, (i & 1) ? 0 : (1 << 20));
+        for (int fd : toggles)
+            (void) ftruncate(fd, (i & 1) ? 0 : (1 << 20));
         usleep(50);
     }
     std::_Exit(0);
@@ -124,20 +139,25 @@ std::string planted_name(const std::string &key, int node, const char *suffix) {
 std::string read_file(const std::string &path) {
     std::string data;
     FILE *f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) return data;
+    if (f == nullptr)
+        return data;
     char buf[65536];
     size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+        data.append(buf, n);
     std::fclose(f);
     return data;
 }
 
 TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+    if (geteuid() != 0)
+        GTEST_SKIP() << "needs root to act as a second user";
     uid_t uid;
     gid_t gid;
-    if (!intruder_ids(&uid, &gid)) GTEST_SKIP() << "cannot create the user " << kIntruder;
-    void *mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (!intruder_ids(&uid, &gid))
+        GTEST_SKIP() << "cannot create the user " << kIntruder;
+    void *mem =
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(mem, MAP_FAILED);
     auto *sh = new (mem) Shared{};
     sh->probe.store(0);
@@ -146,33 +166,41 @@ TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
     const std::string key = opt.job_key;
     const pid_t dead = dead_pid();
     const pid_t planter = fork();
-    if (planter == 0) intruder(uid, gid, key, sh, dead);
-    for (int i = 0; i < 5000 && sh->probe.load() == 0; ++i) usleep(1000);
+    if (planter == 0)
+        intruder(uid, gid, key, sh, dead);
+    for (int i = 0; i < 5000 && sh->probe.load() == 0; ++i)
+        usleep(1000);
     ASSERT_EQ(sh->probe.load(), -1) << "the second user could not plant its files";
     std::vector<std::string> planted;
     for (int node = 0; node < 2; ++node)
-        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210", "-0123456789abcdef-h0123456789abcdef",
-                              "-1111111111111111-h2222222222222222"})
+        for (const char *s :
+             {"", "-0123456789abcdef", "-fedcba9876543210", "-0123456789abcdef-h0123456789abcdef",
+              "-1111111111111111-h2222222222222222"})
             planted.push_back(planted_name(key, node, s));
     std::vector<std::string> before;
-    for (auto &p : planted) before.push_back(read_file(p));
+    for (auto &p : planted)
+        before.push_back(read_file(p));
 
-    EXPECT_TRUE(run_nodes(2, [sh](int node, Board &board) {
-        NODE_OK(tcaGetBackingPath(sh->paths[node], sizeof sh->paths[node]));
-        sh->published.fetch_add(1);
-        auto [buf, mine, peer] = exchange_buffers(node, board, 1 << 20, tcaMemoryCPU);
-        std::vector<unsigned char> out(1 << 20);
-        fill_pattern(out.data(), out.size(), static_cast<uint32_t>(node + 1));
-        NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 0, 1));
-        NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
-        NODE_CHECK(check_pattern(buf, 1 << 20, static_cast<uint32_t>(2 - node)));
-        for (int i = 0; i < 5000 && sh->probe.load() < 1; ++i) usleep(1000);
-        NODE_CHECK(sh->probe.load() == 1);  // the other user was refused our segments
-        board.barrier();
-        NODE_OK(tcaDestroyHandle(&mine));
-        NODE_OK(tcaFree(buf, tcaMemoryCPU));
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        2,
+        [sh](int node, Board &board) {
+            NODE_OK(tcaGetBackingPath(sh->paths[node], sizeof sh->paths[node]));
+            sh->published.fetch_add(1);
+            auto [buf, mine, peer] = exchange_buffers(node, board, 1 << 20, tcaMemoryCPU);
+            std::vector<unsigned char> out(1 << 20);
+            fill_pattern(out.data(), out.size(), static_cast<uint32_t>(node + 1));
+            NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 0, 1));
+            NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
+            NODE_CHECK(check_pattern(buf, 1 << 20, static_cast<uint32_t>(2 - node)));
+            for (int i = 0; i < 5000 && sh->probe.load() < 1; ++i)
+                usleep(1000);
+            NODE_CHECK(sh->probe.load() == 1);  // the other user was refused our segments
+            board.barrier();
+            NODE_OK(tcaDestroyHandle(&mine));
+            NODE_OK(tcaFree(buf, tcaMemoryCPU));
+            return 0;
+        },
+        opt));
     // The next start sweeps leftovers: it must not touch the planted files either.
     EXPECT_TRUE(run_nodes(1, [](int, Board &) { return 0; }));
     sh->stop.store(1);
@@ -184,8 +212,9 @@ TEST(Security, FilesPlantedByAnotherUserAreNeverUsed) {
         EXPECT_TRUE(read_file(planted[i]) == before[i]) << planted[i] << " was written";
     }
     for (int node = 0; node < 2; ++node)
-        for (const char *s : {"", "-0123456789abcdef", "-fedcba9876543210", "-00000000deadbeef",
-                              "-0123456789abcdef-h0123456789abcdef", "-1111111111111111-h2222222222222222"})
+        for (const char *s :
+             {"", "-0123456789abcdef", "-fedcba9876543210", "-00000000deadbeef",
+              "-0123456789abcdef-h0123456789abcdef", "-1111111111111111-h2222222222222222"})
             unlink(planted_name(key, node, s).c_str());
     munmap(mem, sizeof(Shared));
 }
@@ -212,26 +241,32 @@ double cpu_seconds_waiting_for_a_late_peer(const std::string &key) {
     auto *shared = static_cast<double *>(
         mmap(nullptr, sizeof cpu, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     EXPECT_NE(shared, MAP_FAILED);
-    EXPECT_TRUE(run_nodes(2, [&](int node, Board &board) {
-        tcaInitParams p{key.c_str(), node, 2};
-        if (node == 1) usleep(1000 * 1000);
-        timespec t0{}, t1{};
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
-        NODE_OK(tcaInitWithParams(&p));
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
-        if (node == 0) *shared = static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
-        board.barrier();
-        auto [buf, mine, peer] = exchange_buffers(node, board, 4096, tcaMemoryCPU);
-        std::vector<unsigned char> out(4096);
-        fill_pattern(out.data(), out.size(), static_cast<uint32_t>(node + 7));
-        NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 0, 1));
-        NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
-        NODE_CHECK(check_pattern(buf, 4096, static_cast<uint32_t>(8 - node)));
-        board.barrier();
-        NODE_OK(tcaDestroyHandle(&mine));
-        NODE_OK(tcaFree(buf, tcaMemoryCPU));
-        return 0;
-    }, opt));
+    EXPECT_TRUE(run_nodes(
+        2,
+        [&](int node, Board &board) {
+            tcaInitParams p{key.c_str(), node, 2};
+            if (node == 1)
+                usleep(1000 * 1000);
+            timespec t0{}, t1{};
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+            NODE_OK(tcaInitWithParams(&p));
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+            if (node == 0)
+                *shared = static_cast<double>(t1.tv_sec - t0.tv_sec) +
+                          1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
+            board.barrier();
+            auto [buf, mine, peer] = exchange_buffers(node, board, 4096, tcaMemoryCPU);
+            std::vector<unsigned char> out(4096);
+            fill_pattern(out.data(), out.size(), static_cast<uint32_t>(node + 7));
+            NODE_OK(tcaPioWrite(&peer, 0, out.data(), out.size(), tcaDMANotify, 0, 1));
+            NODE_OK(tcaWaitDMARecvDesc(&peer, 0, 1));
+            NODE_CHECK(check_pattern(buf, 4096, static_cast<uint32_t>(8 - node)));
+            board.barrier();
+            NODE_OK(tcaDestroyHandle(&mine));
+            NODE_OK(tcaFree(buf, tcaMemoryCPU));
+            return 0;
+        },
+        opt));
     const double v = *shared;
     munmap(shared, sizeof cpu);
     return v;
@@ -261,13 +296,15 @@ TEST(Security, TenThousandPlantedFilesCostNothingWhileWaiting) {
         planted.emplace_back(name);
     }
     const double crowded = cpu_seconds_waiting_for_a_late_peer(key);
-    std::printf("CPU time of a node waiting 1 s for its peer: %.3f s clean, %.3f s among 10000 planted files\n",
+    std::printf("CPU time of a node waiting 1 s for its peer: %.3f s clean, %.3f s among 10000 "
+                "planted files\n",
                 clean, crowded);
     EXPECT_LT(crowded, 0.5);  // the old code: a core for the whole second
     size_t left = 0;
     for (auto &p : planted) {
         struct stat st {};
-        if (stat(p.c_str(), &st) == 0 && (st.st_mode & 07777) == 0644) ++left;
+        if (stat(p.c_str(), &st) == 0 && (st.st_mode & 07777) == 0644)
+            ++left;
         unlink(p.c_str());
     }
     EXPECT_EQ(left, planted.size()) << "planted files were removed or changed";

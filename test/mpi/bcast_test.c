@@ -29,38 +29,52 @@ static int wrank;
 enum { MEM_HOST, MEM_GPU, MEM_MIXED };
 static int mem_mode = MEM_HOST;
 
-static int on_gpu(int rank) { return mem_mode == MEM_GPU || (mem_mode == MEM_MIXED && rank % 2); }
+static int on_gpu(int rank) {
+    return mem_mode == MEM_GPU || (mem_mode == MEM_MIXED && rank % 2);
+}
 
 /* span bytes for run(); GPU: at an offset of its own inside a larger allocation */
 static unsigned char *buf_alloc(size_t span, int rank, void **base) {
-    if (!on_gpu(rank)) return *base = malloc(span);
+    if (!on_gpu(rank))
+        return *base = malloc(span);
     const size_t at = 256 + 72 * (size_t) (rank % 7);
     *base = cuda_dl_malloc(span + at + 64);
     return (unsigned char *) *base + at;
 }
 static void buf_free(void *base, int rank) {
-    if (on_gpu(rank)) cuda_dl_free(base);
-    else free(base);
+    if (on_gpu(rank))
+        cuda_dl_free(base);
+    else
+        free(base);
 }
 static void buf_put(unsigned char *buf, const unsigned char *host, size_t n, int rank) {
-    if (on_gpu(rank)) cuda_dl_copy(buf, host, n);
-    else memcpy(buf, host, n);
+    if (on_gpu(rank))
+        cuda_dl_copy(buf, host, n);
+    else
+        memcpy(buf, host, n);
 }
 static void buf_fill(unsigned char *buf, int byte, size_t n, int rank) {
-    if (on_gpu(rank)) cuda_dl_fill(buf, byte, n);
-    else memset(buf, byte, n);
+    if (on_gpu(rank))
+        cuda_dl_fill(buf, byte, n);
+    else
+        memset(buf, byte, n);
 }
 /* host view of what the broadcast wrote (GPU: copied out) */
-static const unsigned char *buf_view(const unsigned char *buf, unsigned char *host, size_t n, int rank) {
-    if (!on_gpu(rank)) return buf;
+static const unsigned char *buf_view(const unsigned char *buf, unsigned char *host, size_t n,
+                                     int rank) {
+    if (!on_gpu(rank))
+        return buf;
     cuda_dl_copy(host, buf, n);
     return host;
 }
 
-static unsigned char pat(size_t i, unsigned seed) { return (unsigned char) (i * 151 + seed * 13 + (i >> 11)); }
+static unsigned char pat(size_t i, unsigned seed) {
+    return (unsigned char) (i * 151 + seed * 13 + (i >> 11));
+}
 
 /* count elements of `type` (extent ext bytes, `bytes` of data) broadcast `epochs` times */
-static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epochs, const char *what) {
+static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epochs,
+                const char *what) {
     int rank;
     MPI_Comm_rank(comm, &rank);
     MPI_Aint lb, extent;
@@ -71,9 +85,12 @@ static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epoch
     MPI_Request req;
     BCAST_INIT(buf, count, type, root, comm, MPI_INFO_NULL, &req);
     for (int e = 0; e < epochs; e++) {
-        for (size_t i = 0; i < span; i++) expect[i] = pat(i, (unsigned) (e + 7 * root));
-        if (rank == root) buf_put(buf, expect, span, rank);
-        else buf_fill(buf, 0xEE, span, rank);
+        for (size_t i = 0; i < span; i++)
+            expect[i] = pat(i, (unsigned) (e + 7 * root));
+        if (rank == root)
+            buf_put(buf, expect, span, rank);
+        else
+            buf_fill(buf, 0xEE, span, rank);
         MPI_Start(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         if (rank != root) {
@@ -91,7 +108,8 @@ static void run(MPI_Comm comm, MPI_Datatype type, int count, int root, int epoch
         }
     }
     MPI_Request_free(&req);
-    if (req != MPI_REQUEST_NULL) FAIL("%s: request not freed", what);
+    if (req != MPI_REQUEST_NULL)
+        FAIL("%s: request not freed", what);
     buf_free(base, rank);
     free(expect);
     free(host);
@@ -118,7 +136,8 @@ static void test_basic(void) {
     MPI_Type_contiguous(5, MPI_INT, &contig);
     MPI_Type_commit(&contig);
     run(MPI_COMM_WORLD, contig, 20001, 1 % size, 3, "contiguous derived");
-    MPI_Type_vector(1000, 2, 5, MPI_DOUBLE, &vec); /* non-contiguous: libnbc (GPU: through the pml) */
+    MPI_Type_vector(1000, 2, 5, MPI_DOUBLE,
+                    &vec); /* non-contiguous: libnbc (GPU: through the pml) */
     MPI_Type_commit(&vec);
     run(MPI_COMM_WORLD, vec, 3, 0, 3, "vector (fallback)");
     /* a derived type freed by the user while the request lives (we retain it); host memory */
@@ -127,12 +146,15 @@ static void test_basic(void) {
     MPI_Type_commit(&tmp);
     MPI_Request req;
     short data[300];
-    for (int i = 0; i < 300; i++) data[i] = (short) (wrank == 0 ? i : -1);
+    for (int i = 0; i < 300; i++)
+        data[i] = (short) (wrank == 0 ? i : -1);
     BCAST_INIT(data, 100, tmp, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
     MPI_Type_free(&tmp);
     MPI_Start(&req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
-    for (int i = 0; i < 300; i++) if (data[i] != i) FAIL("type freed early: element %d is %d", i, data[i]);
+    for (int i = 0; i < 300; i++)
+        if (data[i] != i)
+            FAIL("type freed early: element %d is %d", i, data[i]);
     MPI_Request_free(&req);
     MPI_Type_free(&contig);
     MPI_Type_free(&vec);
@@ -176,28 +198,34 @@ static void test_startall(void) {
     const int lens[N] = {100, 200000, 4096};
     MPI_Comm comms[N] = {MPI_COMM_WORLD, dup, half};
     MPI_Request reqs[N + 2];
-    for (int i = 0; i < N; i++) BCAST_INIT(bufs[i], lens[i], MPI_BYTE, 0, comms[i], MPI_INFO_NULL, &reqs[i]);
+    for (int i = 0; i < N; i++)
+        BCAST_INIT(bufs[i], lens[i], MPI_BYTE, 0, comms[i], MPI_INFO_NULL, &reqs[i]);
     for (int e = 0; e < 100; e++) {
         int crank[N];
         for (int i = 0; i < N; i++) {
             MPI_Comm_rank(comms[i], &crank[i]);
-            for (int j = 0; j < lens[i]; j++) bufs[i][j] = crank[i] == 0 ? pat((size_t) j, (unsigned) (e + i)) : 0;
+            for (int j = 0; j < lens[i]; j++)
+                bufs[i][j] = crank[i] == 0 ? pat((size_t) j, (unsigned) (e + i)) : 0;
         }
         MPI_Startall(N, reqs);
         /* p2p and a blocking collective while the broadcasts run */
         int token = wrank, got = -1;
-        MPI_Sendrecv(&token, 1, MPI_INT, (wrank + 1) % size, 5, &got, 1, MPI_INT, (wrank + size - 1) % size, 5,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (got != (wrank + size - 1) % size) FAIL("p2p during broadcasts: got %d", got);
+        MPI_Sendrecv(&token, 1, MPI_INT, (wrank + 1) % size, 5, &got, 1, MPI_INT,
+                     (wrank + size - 1) % size, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (got != (wrank + size - 1) % size)
+            FAIL("p2p during broadcasts: got %d", got);
         int sum = 0;
         MPI_Allreduce(&wrank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        if (sum != size * (size - 1) / 2) FAIL("allreduce during broadcasts: %d", sum);
+        if (sum != size * (size - 1) / 2)
+            FAIL("allreduce during broadcasts: %d", sum);
         MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE);
         for (int i = 0; i < N; i++)
             for (int j = 0; j < lens[i]; j++)
-                if (bufs[i][j] != pat((size_t) j, (unsigned) (e + i))) FAIL("startall: bcast %d epoch %d byte %d", i, e, j);
+                if (bufs[i][j] != pat((size_t) j, (unsigned) (e + i)))
+                    FAIL("startall: bcast %d epoch %d byte %d", i, e, j);
     }
-    for (int i = 0; i < N; i++) MPI_Request_free(&reqs[i]);
+    for (int i = 0; i < N; i++)
+        MPI_Request_free(&reqs[i]);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
 }
@@ -211,12 +239,16 @@ static void test_free_active(void) {
     MPI_Start(&req);
     if (wrank == 1) { /* rank 1 cannot complete before rank 0 starts: it is active now */
         const int rc = MPI_Request_free(&req);
-        if (rc == MPI_SUCCESS) FAIL("MPI_Request_free of an active persistent broadcast succeeded");
+        if (rc == MPI_SUCCESS)
+            FAIL("MPI_Request_free of an active persistent broadcast succeeded");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
-    for (int i = 0; i < 4096; i++) if (buf[i] != 3) FAIL("free-active: byte %d", i);
-    if (MPI_Request_free(&req) != MPI_SUCCESS || req != MPI_REQUEST_NULL) FAIL("free after completion failed");
+    for (int i = 0; i < 4096; i++)
+        if (buf[i] != 3)
+            FAIL("free-active: byte %d", i);
+    if (MPI_Request_free(&req) != MPI_SUCCESS || req != MPI_REQUEST_NULL)
+        FAIL("free after completion failed");
 }
 
 /* Many live persistent broadcasts on one communicator: more than the
@@ -233,7 +265,8 @@ static void test_many_live(void) {
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < N; i++) {
             bufs[i] = malloc((size_t) lens[i % 3]);
-            BCAST_INIT(bufs[i], lens[i % 3], MPI_BYTE, i % size, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[i]);
+            BCAST_INIT(bufs[i], lens[i % 3], MPI_BYTE, i % size, MPI_COMM_WORLD, MPI_INFO_NULL,
+                       &reqs[i]);
         }
         for (int e = 0; e < 3; e++) {
             for (int i = 0; i < N; i++)
@@ -265,22 +298,27 @@ static void test_free_late(void) {
     for (int it = 0; it < ITERS; it++) {
         MPI_Request req;
         BCAST_INIT(buf, (int) sizeof buf, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-        for (size_t j = 0; j < sizeof buf; j++) buf[j] = wrank == 0 ? pat(j, (unsigned) it) : 0;
+        for (size_t j = 0; j < sizeof buf; j++)
+            buf[j] = wrank == 0 ? pat(j, (unsigned) it) : 0;
         if (wrank == 0) {
             MPI_Start(&req);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             const double t0 = MPI_Wtime();
             MPI_Request_free(&req);
             const double t = MPI_Wtime() - t0;
-            if (t > 1.0) FAIL("free late: MPI_Request_free waited %.2f s for late ranks (iteration %d)", t, it);
-            for (int r = 1; r < size; r++) MPI_Send(&it, 1, MPI_INT, r, 9, MPI_COMM_WORLD); /* now start */
+            if (t > 1.0)
+                FAIL("free late: MPI_Request_free waited %.2f s for late ranks (iteration %d)", t,
+                     it);
+            for (int r = 1; r < size; r++)
+                MPI_Send(&it, 1, MPI_INT, r, 9, MPI_COMM_WORLD); /* now start */
         } else {
             int token;
             MPI_Recv(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Start(&req);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             for (size_t j = 0; j < sizeof buf; j++)
-                if (buf[j] != pat(j, (unsigned) it)) FAIL("free late: iteration %d byte %zu", it, j);
+                if (buf[j] != pat(j, (unsigned) it))
+                    FAIL("free late: iteration %d byte %zu", it, j);
             MPI_Request_free(&req);
         }
     }
@@ -302,7 +340,8 @@ static void test_never_freed(void) {
     }
     for (int e = 0; e < 13; e++)
         for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < lens[i]; j++) bufs[i][j] = wrank == 0 ? pat((size_t) j, (unsigned) (e * 3 + i)) : 0xEE;
+            for (int j = 0; j < lens[i]; j++)
+                bufs[i][j] = wrank == 0 ? pat((size_t) j, (unsigned) (e * 3 + i)) : 0xEE;
             MPI_Start(&reqs[i]);
             MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
             for (int j = 0; j < lens[i]; j++)
@@ -310,7 +349,8 @@ static void test_never_freed(void) {
                     FAIL("never freed: request %d epoch %d byte %d", i, e, j);
         }
     if (wrank == 0)
-        for (int i = 0; i < 3; i++) MPI_Request_free(&reqs[i]);
+        for (int i = 0; i < 3; i++)
+            MPI_Request_free(&reqs[i]);
     /* the buffers of live requests stay allocated: a request may still name them */
 }
 
@@ -338,23 +378,29 @@ static void test_mixed_layout(void) {
                                      : variant == 2 ? wrank == size - 1
                                                     : 0;
             MPI_Request req;
-            if (strided_here) BCAST_INIT(buf, 1, strided, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-            else if (variant == 3 && wrank % 2) BCAST_INIT(buf, 1, whole, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-            else BCAST_INIT(buf, n, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+            if (strided_here)
+                BCAST_INIT(buf, 1, strided, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+            else if (variant == 3 && wrank % 2)
+                BCAST_INIT(buf, 1, whole, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+            else
+                BCAST_INIT(buf, n, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
             const int stride = strided_here ? 2 : 1;
             for (int e = 0; e < 3; e++) {
-                for (int i = 0; i < 2 * n; i++) buf[i] = -1;
+                for (int i = 0; i < 2 * n; i++)
+                    buf[i] = -1;
                 if (wrank == root)
-                    for (int i = 0; i < n; i++) buf[i * stride] = i * 7 + e * 1000003 + variant;
+                    for (int i = 0; i < n; i++)
+                        buf[i * stride] = i * 7 + e * 1000003 + variant;
                 MPI_Start(&req);
                 MPI_Wait(&req, MPI_STATUS_IGNORE);
                 for (int i = 0; i < n; i++)
                     if (buf[i * stride] != i * 7 + e * 1000003 + variant)
-                        FAIL("mixed layout: n %d variant %d epoch %d element %d is %d", n, variant, e, i,
-                             buf[i * stride]);
+                        FAIL("mixed layout: n %d variant %d epoch %d element %d is %d", n, variant,
+                             e, i, buf[i * stride]);
                 if (stride == 2)
                     for (int i = 0; i < n; i++)
-                        if (buf[2 * i + 1] != -1) FAIL("mixed layout: n %d variant %d: a gap was written", n, variant);
+                        if (buf[2 * i + 1] != -1)
+                            FAIL("mixed layout: n %d variant %d: a gap was written", n, variant);
             }
             MPI_Request_free(&req);
         }
@@ -374,18 +420,22 @@ static void big_exchange(int from, int to, unsigned seed, MPI_Request *bcasts, i
     unsigned char *big = malloc(len);
     MPI_Request r = MPI_REQUEST_NULL;
     if (wrank == from) {
-        for (size_t i = 0; i < len; i++) big[i] = pat(i, seed);
+        for (size_t i = 0; i < len; i++)
+            big[i] = pat(i, seed);
         MPI_Isend(big, (int) len, MPI_BYTE, to, 3, MPI_COMM_WORLD, &r);
     } else if (wrank == to) {
         memset(big, 0, len);
         MPI_Irecv(big, (int) len, MPI_BYTE, from, 3, MPI_COMM_WORLD, &r);
     }
-    if (nb > 0) MPI_Startall(nb, bcasts);
+    if (nb > 0)
+        MPI_Startall(nb, bcasts);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
-    if (nb > 0) MPI_Waitall(nb, bcasts, MPI_STATUSES_IGNORE);
+    if (nb > 0)
+        MPI_Waitall(nb, bcasts, MPI_STATUSES_IGNORE);
     if (wrank == to)
         for (size_t i = 0; i < len; i++)
-            if (big[i] != pat(i, seed)) FAIL("64 MiB message (seed %u): byte %zu differs", seed, i);
+            if (big[i] != pat(i, seed))
+                FAIL("64 MiB message (seed %u): byte %zu differs", seed, i);
     free(big);
 }
 
@@ -393,30 +443,36 @@ static void test_dma_share(void) {
     enum { NB = 4, LEN = 1000 };
     static unsigned char bufs[NB + 1][LEN];
     MPI_Request reqs[NB + 1];
-    for (int i = 0; i < NB; i++) BCAST_INIT(bufs[i], LEN, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[i]);
+    for (int i = 0; i < NB; i++)
+        BCAST_INIT(bufs[i], LEN, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[i]);
     /* One epoch first: a request completes only once it is built, so every
      * channel the broadcasts want is theirs before the first large put. */
     MPI_Startall(NB, reqs);
     MPI_Waitall(NB, reqs, MPI_STATUSES_IGNORE);
     for (int e = 0; e < 3; e++) {
         for (int i = 0; i < NB; i++)
-            for (int j = 0; j < LEN; j++) bufs[i][j] = wrank == 0 ? pat((size_t) j, (unsigned) (e + 10 * i)) : 0;
+            for (int j = 0; j < LEN; j++)
+                bufs[i][j] = wrank == 0 ? pat((size_t) j, (unsigned) (e + 10 * i)) : 0;
         big_exchange(0, 1, (unsigned) e, reqs, NB);
         for (int i = 0; i < NB; i++)
             for (int j = 0; j < LEN; j++)
-                if (bufs[i][j] != pat((size_t) j, (unsigned) (e + 10 * i))) FAIL("dma share: bcast %d epoch %d", i, e);
+                if (bufs[i][j] != pat((size_t) j, (unsigned) (e + 10 * i)))
+                    FAIL("dma share: bcast %d epoch %d", i, e);
     }
-    for (int i = 0; i < NB; i++) MPI_Request_free(&reqs[i]);
+    for (int i = 0; i < NB; i++)
+        MPI_Request_free(&reqs[i]);
     MPI_Barrier(MPI_COMM_WORLD);
     big_exchange(1, 0, 100, NULL, 0);
     big_exchange(0, 1, 101, NULL, 0);
     /* the case: one broadcast while btl tca holds the channels */
     BCAST_INIT(bufs[NB], LEN, MPI_BYTE, 1, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[NB]);
     for (int e = 0; e < 3; e++) {
-        for (int j = 0; j < LEN; j++) bufs[NB][j] = wrank == 1 ? pat((size_t) j, (unsigned) (e + 77)) : 0;
+        for (int j = 0; j < LEN; j++)
+            bufs[NB][j] = wrank == 1 ? pat((size_t) j, (unsigned) (e + 77)) : 0;
         big_exchange(0, 1, (unsigned) (200 + e), &reqs[NB], 1);
         for (int j = 0; j < LEN; j++)
-            if (bufs[NB][j] != pat((size_t) j, (unsigned) (e + 77))) FAIL("dma share: late bcast epoch %d", e);
+            if (bufs[NB][j] != pat((size_t) j, (unsigned) (e + 77)))
+                FAIL("dma share: late bcast epoch %d", e);
     }
     MPI_Request_free(&reqs[NB]);
 }
@@ -427,16 +483,20 @@ static void test_dma_share(void) {
  * fails the init itself.  Errors return here (MPI_ERRORS_RETURN). */
 static void test_fails(void) {
     const char *step = getenv("TCA_COLL_TEST_FAIL");
-    if (step == NULL) FAIL("fails: TCA_COLL_TEST_FAIL is not set");
+    if (step == NULL)
+        FAIL("fails: TCA_COLL_TEST_FAIL is not set");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     unsigned char buf[1024];
     MPI_Request req = MPI_REQUEST_NULL;
     const int rc = BCAST_INIT(buf, sizeof buf, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
     if (!strcmp(step, "post")) {
-        if (rc == MPI_SUCCESS) FAIL("fails: the init succeeded although posting its exchange failed");
-        if (req != MPI_REQUEST_NULL) FAIL("fails: a failed init handed out a request");
+        if (rc == MPI_SUCCESS)
+            FAIL("fails: the init succeeded although posting its exchange failed");
+        if (req != MPI_REQUEST_NULL)
+            FAIL("fails: a failed init handed out a request");
     } else {
-        if (rc != MPI_SUCCESS) FAIL("fails: the init itself failed (%d)", rc);
+        if (rc != MPI_SUCCESS)
+            FAIL("fails: the init itself failed (%d)", rc);
         /* Every start ends with an error class, none hangs.  Open MPI frees
          * a request whose MPI_Wait reports an error (ompi_errhandler_request_
          * invoke, persistent ones too): then the handle is MPI_REQUEST_NULL
@@ -445,17 +505,21 @@ static void test_fails(void) {
         for (int e = 0; e < 3; e++) {
             memset(buf, wrank == 0 ? e + 1 : 0, sizeof buf);
             const int s = MPI_Start(&req);
-            if (s != MPI_SUCCESS) FAIL("fails: MPI_Start %d itself failed (%d)", e, s);
+            if (s != MPI_SUCCESS)
+                FAIL("fails: MPI_Start %d itself failed (%d)", e, s);
             MPI_Status st;
             const int w = MPI_Wait(&req, &st);
             int cls = MPI_SUCCESS;
             MPI_Error_class(w, &cls);
-            if (w == MPI_SUCCESS || cls == MPI_SUCCESS) FAIL("fails: start %d of a request whose %s failed succeeded", e, step);
-            if (req == MPI_REQUEST_NULL) break;
+            if (w == MPI_SUCCESS || cls == MPI_SUCCESS)
+                FAIL("fails: start %d of a request whose %s failed succeeded", e, step);
+            if (req == MPI_REQUEST_NULL)
+                break;
         }
         if (req != MPI_REQUEST_NULL) {
             const int f = MPI_Request_free(&req);
-            if (f != MPI_SUCCESS || req != MPI_REQUEST_NULL) FAIL("fails: the request did not free (%d)", f);
+            if (f != MPI_SUCCESS || req != MPI_REQUEST_NULL)
+                FAIL("fails: the request did not free (%d)", f);
         }
         /* What the failed request held is given back: a new broadcast works. */
         unsigned char again[64];
@@ -463,7 +527,8 @@ static void test_fails(void) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
         MPI_Bcast(again, sizeof again, MPI_BYTE, 0, MPI_COMM_WORLD);
         for (size_t i = 0; i < sizeof again; i++)
-            if (again[i] != 0x5A) FAIL("fails: a broadcast after the failed request got byte %zu wrong", i);
+            if (again[i] != 0x5A)
+                FAIL("fails: a broadcast after the failed request got byte %zu wrong", i);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
@@ -482,18 +547,21 @@ static void test_prepared_then_full(void) {
     MPI_Request req[N];
     for (int k = 0; k < N; k++) {
         buf[k] = malloc(bytes[k]);
-        BCAST_INIT(buf[k], (int) bytes[k], MPI_BYTE, k % size, MPI_COMM_WORLD, MPI_INFO_NULL, &req[k]);
+        BCAST_INIT(buf[k], (int) bytes[k], MPI_BYTE, k % size, MPI_COMM_WORLD, MPI_INFO_NULL,
+                   &req[k]);
     }
     tca_test_fill_shm(MPI_COMM_WORLD);
     for (int e = 0; e < 6; e++)
         for (int k = 0; k < N; k++) {
             const int root = k % size;
-            for (size_t i = 0; i < bytes[k]; i++) buf[k][i] = wrank == root ? pat(i, (unsigned) (e * 3 + k)) : 0xEE;
+            for (size_t i = 0; i < bytes[k]; i++)
+                buf[k][i] = wrank == root ? pat(i, (unsigned) (e * 3 + k)) : 0xEE;
             MPI_Start(&req[k]);
             MPI_Wait(&req[k], MPI_STATUS_IGNORE);
             for (size_t i = 0; i < bytes[k]; i++)
                 if (buf[k][i] != pat(i, (unsigned) (e * 3 + k)))
-                    FAIL("after /dev/shm filled: %zu-byte broadcast epoch %d: byte %zu differs", bytes[k], e, i);
+                    FAIL("after /dev/shm filled: %zu-byte broadcast epoch %d: byte %zu differs",
+                         bytes[k], e, i);
         }
     run(MPI_COMM_WORLD, MPI_BYTE, 100000, 0, 2, "prepared after /dev/shm filled");
     for (int k = 0; k < N; k++) {
@@ -511,20 +579,24 @@ static void test_no_finalize(void) {
     enum { NREQ = 4, BYTES = 64 * 1024 };
     static unsigned char bufs[NREQ][BYTES];
     MPI_Request reqs[NREQ];
-    for (int r = 0; r < NREQ; r++) BCAST_INIT(bufs[r], BYTES, MPI_BYTE, r % 2, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[r]);
+    for (int r = 0; r < NREQ; r++)
+        BCAST_INIT(bufs[r], BYTES, MPI_BYTE, r % 2, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[r]);
     for (int e = 0; e < 5; e++) {
         for (int r = 0; r < NREQ; r++)
-            if (wrank == r % 2) memset(bufs[r], e + r, BYTES);
+            if (wrank == r % 2)
+                memset(bufs[r], e + r, BYTES);
         MPI_Startall(NREQ, reqs);
         MPI_Waitall(NREQ, reqs, MPI_STATUSES_IGNORE);
         for (int r = 0; r < NREQ; r++)
             for (int i = 0; i < BYTES; i += 4099)
-                if (bufs[r][i] != (unsigned char) (e + r)) FAIL("no_finalize: request %d byte %d", r, i);
+                if (bufs[r][i] != (unsigned char) (e + r))
+                    FAIL("no_finalize: request %d byte %d", r, i);
     }
     /* The pass line is out before anyone can leave: the first rank to return
      * without MPI_Finalize makes mpirun end the job, and a line still on its
      * way from rank 0 was lost then (1 run in 16 under load). */
-    if (wrank == 0) printf("no_finalize: passed, returning without MPI_Finalize\n");
+    if (wrank == 0)
+        printf("no_finalize: passed, returning without MPI_Finalize\n");
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank != 0) {
@@ -537,30 +609,37 @@ static void test_no_finalize(void) {
 static int gpu_unusable(int after_init, int verbose) {
     char why[240];
     if (cuda_dl_open(why, sizeof why) != 0) {
-        if (verbose) printf("SKIP: %s\n", why);
+        if (verbose)
+            printf("SKIP: %s\n", why);
         return 1;
     }
     if (!after_init) {
 #if !defined(MPIX_CUDA_AWARE_SUPPORT) || !MPIX_CUDA_AWARE_SUPPORT
         cuda_dl_mpi_aware(why, sizeof why);
-        if (verbose) printf("SKIP: %s\n", why);
+        if (verbose)
+            printf("SKIP: %s\n", why);
         return 1;
 #endif
     } else if (!cuda_dl_mpi_aware(why, sizeof why)) {
-        if (verbose) printf("SKIP: %s\n", why);
+        if (verbose)
+            printf("SKIP: %s\n", why);
         return 1;
     }
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "--gpu-probe")) return gpu_unusable(0, 1) ? 77 : 0;
+    if (argc > 1 && !strcmp(argv[1], "--gpu-probe"))
+        return gpu_unusable(0, 1) ? 77 : 0;
     const char *name = "";
     const char *env = getenv("TCA_TEST_GPU");
-    if (env && !strcmp(env, "1")) mem_mode = MEM_GPU;
+    if (env && !strcmp(env, "1"))
+        mem_mode = MEM_GPU;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--gpu")) mem_mode = MEM_GPU;
-        else name = argv[i];
+        if (!strcmp(argv[i], "--gpu"))
+            mem_mode = MEM_GPU;
+        else
+            name = argv[i];
     }
     const char *label = name; /* the pass line names the test as given */
     if (!strncmp(name, "gpu_", 4)) {
@@ -579,7 +658,8 @@ int main(int argc, char **argv) {
         }
         if (strcmp(name, "basic") && strcmp(name, "comms") && strcmp(name, "epochs")) {
             /* never a silent pass on host memory */
-            if (wrank == 0) printf("SKIP: sub-test '%s' has no GPU variant\n", name);
+            if (wrank == 0)
+                printf("SKIP: sub-test '%s' has no GPU variant\n", name);
             MPI_Finalize();
             return 77;
         }
@@ -587,27 +667,42 @@ int main(int argc, char **argv) {
     }
     /* Ranks that took different paths (tca here, libnbc there) hang: end such a
      * run soon, do not leave it to the harness's 10 minutes. */
-    if (strstr("many_live free_late mixed_layout dma_share", name) && name[0]) alarm(300);
+    if (strstr("many_live free_late mixed_layout dma_share", name) && name[0])
+        alarm(300);
     double t0 = MPI_Wtime();
     if (!strcmp(name, "no_finalize")) {
         test_no_finalize();
         return 0; /* no MPI_Finalize: that is the test */
     }
-    if (!strcmp(name, "basic")) test_basic();
-    else if (!strcmp(name, "comms")) test_comms();
-    else if (!strcmp(name, "epochs")) test_epochs();
-    else if (!strcmp(name, "startall")) test_startall();
-    else if (!strcmp(name, "free_active")) test_free_active();
-    else if (!strcmp(name, "many_live")) test_many_live();
-    else if (!strcmp(name, "free_late")) test_free_late();
-    else if (!strcmp(name, "never_freed")) test_never_freed();
-    else if (!strcmp(name, "mixed_layout")) test_mixed_layout();
-    else if (!strcmp(name, "dma_share")) test_dma_share();
-    else if (!strcmp(name, "prepared_then_full")) test_prepared_then_full();
-    else if (!strcmp(name, "fails")) test_fails();
-    else FAIL("unknown test '%s'", name);
+    if (!strcmp(name, "basic"))
+        test_basic();
+    else if (!strcmp(name, "comms"))
+        test_comms();
+    else if (!strcmp(name, "epochs"))
+        test_epochs();
+    else if (!strcmp(name, "startall"))
+        test_startall();
+    else if (!strcmp(name, "free_active"))
+        test_free_active();
+    else if (!strcmp(name, "many_live"))
+        test_many_live();
+    else if (!strcmp(name, "free_late"))
+        test_free_late();
+    else if (!strcmp(name, "never_freed"))
+        test_never_freed();
+    else if (!strcmp(name, "mixed_layout"))
+        test_mixed_layout();
+    else if (!strcmp(name, "dma_share"))
+        test_dma_share();
+    else if (!strcmp(name, "prepared_then_full"))
+        test_prepared_then_full();
+    else if (!strcmp(name, "fails"))
+        test_fails();
+    else
+        FAIL("unknown test '%s'", name);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (wrank == 0) printf("%s: passed in %.2f s\n", label, MPI_Wtime() - t0);
+    if (wrank == 0)
+        printf("%s: passed in %.2f s\n", label, MPI_Wtime() - t0);
     MPI_Finalize();
     return 0;
 }

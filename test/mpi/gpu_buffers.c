@@ -36,7 +36,8 @@ typedef struct alloc_entry {
     struct alloc_entry *next;
 } alloc_entry;
 static alloc_entry *allocs;
-static int selected_device; /* cudaSetDevice is per thread: every thread allocating selects it too */
+static int
+    selected_device; /* cudaSetDevice is per thread: every thread allocating selects it too */
 static pthread_mutex_t allocs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int tca_test_gpu_requested(void) {
@@ -59,27 +60,32 @@ static int nearest_device(int n, int local_rank) {
     if (cuda.bus_id != NULL && 0 == hwloc_topology_init(&topo)) {
         hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
         hwloc_bitmap_t bound = hwloc_bitmap_alloc();
-        if (0 == hwloc_topology_load(topo) && NULL != bound && 0 == hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS)) {
+        if (0 == hwloc_topology_load(topo) && NULL != bound &&
+            0 == hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS)) {
             for (int d = 0; d < n && nnear < 64; d++) {
                 char busid[32];
-                if (cuda.bus_id(busid, (int) sizeof(busid), d) != 0) continue;
+                if (cuda.bus_id(busid, (int) sizeof(busid), d) != 0)
+                    continue;
                 hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(topo, busid);
                 hwloc_obj_t parent = pci != NULL ? hwloc_get_non_io_ancestor_obj(topo, pci) : NULL;
-                if (parent != NULL && parent->cpuset != NULL && hwloc_bitmap_intersects(parent->cpuset, bound))
+                if (parent != NULL && parent->cpuset != NULL &&
+                    hwloc_bitmap_intersects(parent->cpuset, bound))
                     near[nnear++] = d;
             }
         }
-        if (NULL != bound) hwloc_bitmap_free(bound);
+        if (NULL != bound)
+            hwloc_bitmap_free(bound);
         hwloc_topology_destroy(topo);
     }
     return nnear > 0 ? near[local_rank % nnear] : local_rank % n;
 }
 
 int tca_test_gpu_open(char *why, size_t why_len) {
-    static const char *const names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-                                        NULL};
+    static const char *const names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+                                        "libcudart.so.11.0", NULL};
     void *lib = NULL;
-    for (int i = 0; names[i] != NULL && lib == NULL; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+    for (int i = 0; names[i] != NULL && lib == NULL; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL) {
         snprintf(why, why_len, "no CUDA runtime (libcudart) could be loaded");
         return 0;
@@ -92,7 +98,8 @@ int tca_test_gpu_open(char *why, size_t why_len) {
     cuda.memset = (memset_fn) dlsym(lib, "cudaMemset");
     cuda.sync = (sync_fn) dlsym(lib, "cudaDeviceSynchronize");
     cuda.bus_id = (busid_fn) dlsym(lib, "cudaDeviceGetPCIBusId"); /* optional: nearest GPU */
-    if (!cuda.count || !cuda.set_device || !cuda.malloc || !cuda.free || !cuda.memcpy || !cuda.memset || !cuda.sync) {
+    if (!cuda.count || !cuda.set_device || !cuda.malloc || !cuda.free || !cuda.memcpy ||
+        !cuda.memset || !cuda.sync) {
         snprintf(why, why_len, "the CUDA runtime lacks a needed symbol");
         return 0;
     }
@@ -103,7 +110,8 @@ int tca_test_gpu_open(char *why, size_t why_len) {
     }
     /* Open MPI's and Slurm's local rank */
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (lr == NULL) lr = getenv("SLURM_LOCALID");
+    if (lr == NULL)
+        lr = getenv("SLURM_LOCALID");
     const int local_rank = lr != NULL ? atoi(lr) : 0;
     const int device = nearest_device(n, local_rank);
     const int err = cuda.set_device(device);
@@ -119,11 +127,15 @@ void *tca_test_gpu_alloc(size_t n, int interior) {
     void *base = NULL;
     const size_t extra = interior ? 2 * INTERIOR_OFFSET : 0;
     int err = cuda.set_device(selected_device);
-    if (err == 0) err = cuda.malloc(&base, (n ? n : 1) + extra);
-    if (err != 0) fail("cudaMalloc", err);
-    if (!interior) return base;
+    if (err == 0)
+        err = cuda.malloc(&base, (n ? n : 1) + extra);
+    if (err != 0)
+        fail("cudaMalloc", err);
+    if (!interior)
+        return base;
     alloc_entry *e = malloc(sizeof(*e));
-    if (e == NULL) fail("malloc", 0);
+    if (e == NULL)
+        fail("malloc", 0);
     e->base = base;
     e->user = (unsigned char *) base + INTERIOR_OFFSET;
     pthread_mutex_lock(&allocs_lock);
@@ -147,18 +159,24 @@ void tca_test_gpu_free(void *p) {
     }
     pthread_mutex_unlock(&allocs_lock);
     const int err = cuda.free(base);
-    if (err != 0) fail("cudaFree", err);
+    if (err != 0)
+        fail("cudaFree", err);
 }
 
 void tca_test_gpu_copy(void *dst, const void *src, size_t n) {
-    if (n == 0) return;
+    if (n == 0)
+        return;
     const int err = cuda.memcpy(dst, src, n, CUDA_MEMCPY_DEFAULT);
-    if (err != 0) fail("cudaMemcpy", err);
+    if (err != 0)
+        fail("cudaMemcpy", err);
 }
 
 void tca_test_gpu_memset(void *dst, int value, size_t n) {
-    if (n == 0) return;
+    if (n == 0)
+        return;
     int err = cuda.memset(dst, value, n);
-    if (err == 0) err = cuda.sync(); /* cudaMemset is asynchronous to the host */
-    if (err != 0) fail("cudaMemset", err);
+    if (err == 0)
+        err = cuda.sync(); /* cudaMemset is asynchronous to the host */
+    if (err != 0)
+        fail("cudaMemset", err);
 }

@@ -7,7 +7,8 @@
 
 int main(void) {
     char why[160];
-    if (tca_test_gpu_open(why, sizeof(why))) return 0;
+    if (tca_test_gpu_open(why, sizeof(why)))
+        return 0;
     printf("%s (%s)\n", TCA_TEST_GPU_SKIP_LINE, why);
     return TCA_TEST_GPU_SKIP_STATUS;
 }

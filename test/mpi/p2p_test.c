@@ -28,34 +28,44 @@ static int rank, size;
 #define TEST_RANK rank
 #include "../common/mpi_fail.h"
 
-static unsigned char pattern(size_t i, unsigned seed) { return (unsigned char) (i * 131 + seed * 7 + (i >> 9)); }
+static unsigned char pattern(size_t i, unsigned seed) {
+    return (unsigned char) (i * 131 + seed * 7 + (i >> 9));
+}
 static void fill(void *buf, size_t n, unsigned seed) {
     unsigned char *b = buf;
-    for (size_t i = 0; i < n; i++) b[i] = pattern(i, seed);
+    for (size_t i = 0; i < n; i++)
+        b[i] = pattern(i, seed);
 }
 static void check(const void *buf, size_t n, unsigned seed, const char *what) {
     const unsigned char *b = buf;
     for (size_t i = 0; i < n; i++)
-        if (b[i] != pattern(i, seed)) FAIL("%s: byte %zu of %zu is %u, expected %u", what, i, n, b[i], pattern(i, seed));
+        if (b[i] != pattern(i, seed))
+            FAIL("%s: byte %zu of %zu is %u, expected %u", what, i, n, b[i], pattern(i, seed));
 }
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
-    if (!p) FAIL("out of memory (%zu bytes)", n);
+    if (!p)
+        FAIL("out of memory (%zu bytes)", n);
     return p;
 }
 
 /* ---- message buffers: host memory, or GPU memory in GPU runs ---- */
 static int gpu_mode;   /* --gpu / TCA_TEST_GPU=1 */
 static int mixed_mode; /* "mixed": even ranks keep host buffers */
-static int buffers_on_gpu(void) { return gpu_mode && !(mixed_mode && rank % 2 == 0); }
+static int buffers_on_gpu(void) {
+    return gpu_mode && !(mixed_mode && rank % 2 == 0);
+}
 static void *dbuf_alloc(size_t n) {
     static int count;
-    if (!buffers_on_gpu()) return xmalloc(n);
+    if (!buffers_on_gpu())
+        return xmalloc(n);
     return tca_test_gpu_alloc(n, __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED) % 2);
 }
 static void dbuf_free(void *p) {
-    if (buffers_on_gpu()) tca_test_gpu_free(p);
-    else free(p);
+    if (buffers_on_gpu())
+        tca_test_gpu_free(p);
+    else
+        free(p);
 }
 static void dfill(void *buf, size_t n, unsigned seed) {
     if (!buffers_on_gpu()) {
@@ -78,8 +88,10 @@ static void dcheck(const void *buf, size_t n, unsigned seed, const char *what) {
     free(host);
 }
 static void dzero(void *buf, size_t n) {
-    if (buffers_on_gpu()) tca_test_gpu_memset(buf, 0, n);
-    else memset(buf, 0, n);
+    if (buffers_on_gpu())
+        tca_test_gpu_memset(buf, 0, n);
+    else
+        memset(buf, 0, n);
 }
 
 /* ---- ping-pong over every size class and protocol boundary ---- */
@@ -88,15 +100,19 @@ static void test_pingpong(void) {
      * 4096 in the eager4k case (ob1 subtracts its 56-byte header union; match
      * header 14 B, rndv 32 B), pipeline send length 64 KiB, DMA threshold 1 MiB,
      * pipeline fragment 4 MiB; each +-1 byte */
-    static const size_t sizes[] = {0, 1, 2, 7, 8, 13, 56, 255, 256, 257, 1000, 4031, 4032, 4033, 4063, 4064,
-                                   4065, 4079, 4080, 4081, 4082, 4095, 4096, 4097, 8191, 8192, 8193, 16327, 16328,
-                                   16329, 16351, 16352, 16353, 16369, 16370, 16371, 16383, 16384, 16385, 32711,
-                                   32712, 32713, 32735, 32736, 32737, 32753, 32754, 32755, 32767, 32768, 32769,
-                                   65535, 65536, 65537, 131071, 131073, 1000003, 1048575, 1048576, 1048577,
-                                   4194303, 4194304, 4194305, 12345679, 64 << 20};
-    if (size < 2) return;
+    static const size_t sizes[] = {
+        0,       1,       2,       7,        8,       13,     56,      255,     256,     257,
+        1000,    4031,    4032,    4033,     4063,    4064,   4065,    4079,    4080,    4081,
+        4082,    4095,    4096,    4097,     8191,    8192,   8193,    16327,   16328,   16329,
+        16351,   16352,   16353,   16369,    16370,   16371,  16383,   16384,   16385,   32711,
+        32712,   32713,   32735,   32736,    32737,   32753,  32754,   32755,   32767,   32768,
+        32769,   65535,   65536,   65537,    131071,  131073, 1000003, 1048575, 1048576, 1048577,
+        4194303, 4194304, 4194305, 12345679, 64 << 20};
+    if (size < 2)
+        return;
     const int peer = rank ^ 1;
-    if (peer >= size) return;
+    if (peer >= size)
+        return;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         const size_t n = sizes[s];
         const int iters = n > (8u << 20) ? 2 : n > 65536 ? 5 : 20;
@@ -111,7 +127,8 @@ static void test_pingpong(void) {
                 MPI_Recv(buf, (int) n, MPI_BYTE, peer, it, MPI_COMM_WORLD, &st);
                 int count;
                 MPI_Get_count(&st, MPI_BYTE, &count);
-                if ((size_t) count != n) FAIL("pingpong %zu: got %d bytes", n, count);
+                if ((size_t) count != n)
+                    FAIL("pingpong %zu: got %d bytes", n, count);
                 dcheck(buf, n, seed + 1, "pingpong echo");
             } else {
                 MPI_Recv(buf, (int) n, MPI_BYTE, peer, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -139,8 +156,8 @@ static void test_bidir(void) {
         for (int r = 0; r < rounds; r++) {
             dfill(out, n, (unsigned) (rank * 1000 + r));
             dzero(in, n);
-            MPI_Sendrecv(out, (int) n, MPI_BYTE, peer, r, in, (int) n, MPI_BYTE, peer, r, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
+            MPI_Sendrecv(out, (int) n, MPI_BYTE, peer, r, in, (int) n, MPI_BYTE, peer, r,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             dcheck(in, n, (unsigned) (peer * 1000 + r), "bidirectional sendrecv");
         }
     }
@@ -181,24 +198,27 @@ static void exchange_typed(MPI_Datatype type, int count, size_t extent_bytes, co
     int pos = 0;
     MPI_Pack(typed, count, type, expect, packed_size, &pos, MPI_COMM_WORLD);
     if (rank == 0) {
-        MPI_Send(typed, count, type, 1, 1, MPI_COMM_WORLD);               /* non-contig -> contig */
-        MPI_Send(expect, pos, MPI_PACKED, 1, 2, MPI_COMM_WORLD);          /* contig -> non-contig */
+        MPI_Send(typed, count, type, 1, 1, MPI_COMM_WORLD);      /* non-contig -> contig */
+        MPI_Send(expect, pos, MPI_PACKED, 1, 2, MPI_COMM_WORLD); /* contig -> non-contig */
         MPI_Recv(typed, count, type, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* round trip */
         unsigned char *again = xmalloc((size_t) packed_size);
         int p2 = 0;
         MPI_Pack(typed, count, type, again, packed_size, &p2, MPI_COMM_WORLD);
-        if (p2 != pos || memcmp(again, expect, (size_t) pos)) FAIL("%s: round trip differs", what);
+        if (p2 != pos || memcmp(again, expect, (size_t) pos))
+            FAIL("%s: round trip differs", what);
         free(again);
     } else if (rank == 1) {
         MPI_Recv(bytes, packed_size, MPI_PACKED, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (memcmp(bytes, expect, (size_t) pos)) FAIL("%s: non-contiguous send arrived wrong", what);
+        if (memcmp(bytes, expect, (size_t) pos))
+            FAIL("%s: non-contiguous send arrived wrong", what);
         unsigned char *target = xmalloc(extent_bytes);
         memset(target, 0, extent_bytes);
         MPI_Recv(target, count, type, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         unsigned char *check_buf = xmalloc((size_t) packed_size);
         int p2 = 0;
         MPI_Pack(target, count, type, check_buf, packed_size, &p2, MPI_COMM_WORLD);
-        if (memcmp(check_buf, expect, (size_t) pos)) FAIL("%s: non-contiguous receive wrong", what);
+        if (memcmp(check_buf, expect, (size_t) pos))
+            FAIL("%s: non-contiguous receive wrong", what);
         MPI_Send(target, count, type, 0, 3, MPI_COMM_WORLD);
         free(check_buf);
         free(target);
@@ -222,7 +242,8 @@ static void test_datatypes(void) {
     MPI_Type_get_extent(idx, &ext_lb, &ext);
     exchange_typed(idx, 3000, (size_t) ext * 3000, "indexed");
     int sl[3] = {1, 3, 3};
-    MPI_Aint sd[3] = {offsetof(struct particle, id), offsetof(struct particle, pos), offsetof(struct particle, tag)};
+    MPI_Aint sd[3] = {offsetof(struct particle, id), offsetof(struct particle, pos),
+                      offsetof(struct particle, tag)};
     MPI_Datatype stypes[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
     MPI_Type_create_struct(3, sl, sd, stypes, &st);
     MPI_Type_create_resized(st, 0, sizeof(struct particle), &st_resized);
@@ -245,8 +266,11 @@ static void test_matching(void) {
             MPI_Status st;
             MPI_Recv(msg, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
             if (msg[0] != st.MPI_SOURCE || st.MPI_TAG != msg[1] % 7)
-                FAIL("wildcard status: source %d tag %d for message %d/%d", st.MPI_SOURCE, st.MPI_TAG, msg[0], msg[1]);
-            if (msg[1] != next[st.MPI_SOURCE]++) FAIL("overtaking: from %d got %d, expected %d", st.MPI_SOURCE, msg[1], next[st.MPI_SOURCE] - 1);
+                FAIL("wildcard status: source %d tag %d for message %d/%d", st.MPI_SOURCE,
+                     st.MPI_TAG, msg[0], msg[1]);
+            if (msg[1] != next[st.MPI_SOURCE]++)
+                FAIL("overtaking: from %d got %d, expected %d", st.MPI_SOURCE, msg[1],
+                     next[st.MPI_SOURCE] - 1);
         }
         free(next);
     } else {
@@ -269,16 +293,30 @@ static void test_matching(void) {
             MPI_Message m;
             int count, flag = 0;
             switch (k) {
-            case 0: MPI_Probe(1, 100 + k, MPI_COMM_WORLD, &st); break;
-            case 1: while (!flag) MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st); break;
-            case 2: MPI_Mprobe(1, MPI_ANY_TAG, MPI_COMM_WORLD, &m, &st); break;
-            default: while (!flag) MPI_Improbe(MPI_ANY_SOURCE, 100 + k, MPI_COMM_WORLD, &flag, &m, &st); break;
+            case 0:
+                MPI_Probe(1, 100 + k, MPI_COMM_WORLD, &st);
+                break;
+            case 1:
+                while (!flag)
+                    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+                break;
+            case 2:
+                MPI_Mprobe(1, MPI_ANY_TAG, MPI_COMM_WORLD, &m, &st);
+                break;
+            default:
+                while (!flag)
+                    MPI_Improbe(MPI_ANY_SOURCE, 100 + k, MPI_COMM_WORLD, &flag, &m, &st);
+                break;
             }
             MPI_Get_count(&st, MPI_BYTE, &count);
-            if (count != sizes[k] || st.MPI_SOURCE != 1 || st.MPI_TAG != 100 + k) FAIL("probe %d: count %d source %d tag %d", k, count, st.MPI_SOURCE, st.MPI_TAG);
+            if (count != sizes[k] || st.MPI_SOURCE != 1 || st.MPI_TAG != 100 + k)
+                FAIL("probe %d: count %d source %d tag %d", k, count, st.MPI_SOURCE, st.MPI_TAG);
             unsigned char *b = xmalloc((size_t) count);
-            if (k >= 2) MPI_Mrecv(b, count, MPI_BYTE, &m, MPI_STATUS_IGNORE);
-            else MPI_Recv(b, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (k >= 2)
+                MPI_Mrecv(b, count, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+            else
+                MPI_Recv(b, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
             check(b, (size_t) count, (unsigned) k, "probed message");
             free(b);
         }
@@ -300,11 +338,13 @@ static void test_matching(void) {
         MPI_Status st;
         MPI_Recv(big, 2 << 20, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &st);
         MPI_Get_count(&st, MPI_BYTE, &count);
-        if (count != 2 << 20) FAIL("ordering: first message has %d bytes", count);
+        if (count != 2 << 20)
+            FAIL("ordering: first message has %d bytes", count);
         check(big, 2 << 20, 9, "ordered large message");
         MPI_Recv(&a, 1, MPI_INT, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Recv(&b, 1, MPI_INT, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (a != 1 || b != 2) FAIL("ordering: got %d %d", a, b);
+        if (a != 1 || b != 2)
+            FAIL("ordering: got %d %d", a, b);
         free(big);
     }
 }
@@ -321,12 +361,18 @@ static void test_flood(void) {
             int count;
             MPI_Get_count(&st, MPI_INT, &count);
             const int src = st.MPI_SOURCE, seq = buf[0];
-            if (seq != next[src]) FAIL("flood: from %d got seq %d, expected %d", src, seq, next[src]);
-            if (count != 1 + seq % 15) FAIL("flood: message %d from %d has %d ints", seq, src, count);
-            for (int k = 1; k < count; k++) if (buf[k] != src * k + seq) FAIL("flood: payload of %d from %d", seq, src);
+            if (seq != next[src])
+                FAIL("flood: from %d got seq %d, expected %d", src, seq, next[src]);
+            if (count != 1 + seq % 15)
+                FAIL("flood: message %d from %d has %d ints", seq, src, count);
+            for (int k = 1; k < count; k++)
+                if (buf[k] != src * k + seq)
+                    FAIL("flood: payload of %d from %d", seq, src);
             next[src]++;
         }
-        for (int s = 1; s < size; s++) if (next[s] != per) FAIL("flood: %d of %d messages from %d", next[s], per, s);
+        for (int s = 1; s < size; s++)
+            if (next[s] != per)
+                FAIL("flood: %d of %d messages from %d", next[s], per, s);
         free(next);
     } else {
         int(*bufs)[16] = malloc(sizeof(int[16]) * (size_t) window);
@@ -336,7 +382,8 @@ static void test_flood(void) {
             for (int j = 0; j < n; j++) {
                 const int seq = i + j, count = 1 + seq % 15;
                 bufs[j][0] = seq;
-                for (int k = 1; k < count; k++) bufs[j][k] = rank * k + seq;
+                for (int k = 1; k < count; k++)
+                    bufs[j][k] = rank * k + seq;
                 MPI_Isend(bufs[j], count, MPI_INT, 0, 7, MPI_COMM_WORLD, &reqs[j]);
             }
             MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
@@ -386,7 +433,8 @@ static void test_modes(void) {
 /* ---- persistent requests: 1000 starts, contents change every time ---- */
 static void test_persistent(void) {
     const size_t sizes[4] = {8, 4000, 100000, 1 << 20};
-    if (rank > 1) return;
+    if (rank > 1)
+        return;
     const int peer = 1 - rank;
     for (int k = 0; k < 4; k++) {
         const size_t n = sizes[k];
@@ -416,8 +464,10 @@ static void test_persistent(void) {
         MPI_Buffer_attach(attach, bsize);
         for (int mode = 0; mode < 2; mode++) {
             if (rank == 0) {
-                if (mode == 0) MPI_Ssend_init(sb, (int) n, MPI_BYTE, peer, 50 + mode, MPI_COMM_WORLD, &ps);
-                else MPI_Bsend_init(sb, (int) n, MPI_BYTE, peer, 50 + mode, MPI_COMM_WORLD, &ps);
+                if (mode == 0)
+                    MPI_Ssend_init(sb, (int) n, MPI_BYTE, peer, 50 + mode, MPI_COMM_WORLD, &ps);
+                else
+                    MPI_Bsend_init(sb, (int) n, MPI_BYTE, peer, 50 + mode, MPI_COMM_WORLD, &ps);
                 for (int s = 0; s < starts / 4; s++) {
                     dfill(sb, n, (unsigned) (s + 1000 * mode));
                     MPI_Start(&ps);
@@ -445,7 +495,8 @@ static void test_persistent(void) {
 static void test_waitmix(void) {
     enum { N = 16 };
     const int peer = rank ^ 1;
-    if (peer >= size) return;
+    if (peer >= size)
+        return;
     unsigned char *sb[N], *rb[N];
     size_t len[N];
     MPI_Request rr[N], sr[N];
@@ -457,14 +508,16 @@ static void test_waitmix(void) {
             fill(sb[i], len[i], (unsigned) (round * N + i + rank * 7));
             MPI_Irecv(rb[i], (int) len[i], MPI_BYTE, peer, i, MPI_COMM_WORLD, &rr[i]);
         }
-        for (int i = N - 1; i >= 0; i--) MPI_Isend(sb[i], (int) len[i], MPI_BYTE, peer, i, MPI_COMM_WORLD, &sr[i]);
+        for (int i = N - 1; i >= 0; i--)
+            MPI_Isend(sb[i], (int) len[i], MPI_BYTE, peer, i, MPI_COMM_WORLD, &sr[i]);
         int done = 0;
         if (round % 3 == 0) {
             while (done < N) {
                 int idx;
                 MPI_Status st;
                 MPI_Waitany(N, rr, &idx, &st);
-                if (st.MPI_TAG != idx) FAIL("Waitany: index %d tag %d", idx, st.MPI_TAG);
+                if (st.MPI_TAG != idx)
+                    FAIL("Waitany: index %d tag %d", idx, st.MPI_TAG);
                 check(rb[idx], len[idx], (unsigned) (round * N + idx + peer * 7), "Waitany");
                 done++;
             }
@@ -474,17 +527,21 @@ static void test_waitmix(void) {
                 int outcount, idx[N];
                 MPI_Waitsome(N, rr, &outcount, idx, MPI_STATUSES_IGNORE);
                 for (int j = 0; j < outcount; j++)
-                    check(rb[idx[j]], len[idx[j]], (unsigned) (round * N + idx[j] + peer * 7), "Waitsome");
+                    check(rb[idx[j]], len[idx[j]], (unsigned) (round * N + idx[j] + peer * 7),
+                          "Waitsome");
                 done += outcount;
             }
             MPI_Waitall(N, sr, MPI_STATUSES_IGNORE);
         } else {
             int flag = 0, sflag = 0;
             while (!flag || !sflag) {
-                if (!flag) MPI_Testall(N, rr, &flag, MPI_STATUSES_IGNORE);
-                if (!sflag) MPI_Testall(N, sr, &sflag, MPI_STATUSES_IGNORE);
+                if (!flag)
+                    MPI_Testall(N, rr, &flag, MPI_STATUSES_IGNORE);
+                if (!sflag)
+                    MPI_Testall(N, sr, &sflag, MPI_STATUSES_IGNORE);
             }
-            for (int i = 0; i < N; i++) check(rb[i], len[i], (unsigned) (round * N + i + peer * 7), "Testall");
+            for (int i = 0; i < N; i++)
+                check(rb[i], len[i], (unsigned) (round * N + i + peer * 7), "Testall");
         }
         for (int i = 0; i < N; i++) {
             free(sb[i]);
@@ -512,10 +569,13 @@ static void *thread_body(void *arg) {
     return NULL;
 }
 static void test_threads(void) {
-    if ((rank ^ 1) >= size) return;
+    if ((rank ^ 1) >= size)
+        return;
     pthread_t th[THREADS];
-    for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, thread_body, (void *) (intptr_t) t);
-    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, thread_body, (void *) (intptr_t) t);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
 }
 
 /* ---- several communicators at once: same tags, no interference ---- */
@@ -563,8 +623,8 @@ static void test_allpairs(void) {
             const int to = (rank + d) % size, from = (rank + size - d) % size;
             unsigned char *sb = xmalloc(n), *rb = xmalloc(n);
             fill(sb, n, (unsigned) (rank * 64 + to + k));
-            MPI_Sendrecv(sb, (int) n, MPI_BYTE, to, d, rb, (int) n, MPI_BYTE, from, d, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
+            MPI_Sendrecv(sb, (int) n, MPI_BYTE, to, d, rb, (int) n, MPI_BYTE, from, d,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             check(rb, n, (unsigned) (from * 64 + rank + k), "all pairs");
             free(sb);
             free(rb);
@@ -598,10 +658,12 @@ static void test_overlap(void) {
         }
     }
     if (rank == 1) {
-        printf("overlap: %d of %d 1 MiB receives completed while the receiver computed\n", completed_during_compute, rounds);
+        printf("overlap: %d of %d 1 MiB receives completed while the receiver computed\n",
+               completed_during_compute, rounds);
         /* Without a working progress thread none completes; under load a few
          * may still miss the window. */
-        if (completed_during_compute < rounds / 2) FAIL("the progress thread did not complete the receive during compute");
+        if (completed_during_compute < rounds / 2)
+            FAIL("the progress thread did not complete the receive during compute");
     }
     free(b);
 }
@@ -610,8 +672,10 @@ static void test_overlap(void) {
 static void test_kill(void) {
     char c[64] = {0};
     for (int i = 0; i < 1000; i++) {
-        if (rank == 0) MPI_Send(c, 64, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-        else if (rank == 1) MPI_Recv(c, 64, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (rank == 0)
+            MPI_Send(c, 64, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+        else if (rank == 1)
+            MPI_Recv(c, 64, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
     if (rank == 1) {
         fflush(stdout);
@@ -645,7 +709,8 @@ static void test_kill_get(void) {
         fflush(stdout);
         raise(9); /* SIGKILL */
     }
-    if (rank == 0) MPI_Recv(b, (int) n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rank == 0)
+        MPI_Recv(b, (int) n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     free(b);
 }
 
@@ -676,7 +741,8 @@ static void test_no_finalize(void) {
     const struct timespec pause = {0, 5000000};
     nanosleep(&pause, NULL);
     /* The pass line is out before anyone can leave (see bcast_test.c). */
-    if (rank == 0) printf("no_finalize: passed on %d ranks, returning without MPI_Finalize\n", size);
+    if (rank == 0)
+        printf("no_finalize: passed on %d ranks, returning without MPI_Finalize\n", size);
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != 0) {
@@ -716,20 +782,26 @@ int main(int argc, char **argv) {
         const char *name;
         void (*fn)(void);
         int min_ranks;
-    } tests[] = {{"pingpong", test_pingpong, 2}, {"datatypes", test_datatypes, 2}, {"matching", test_matching, 2},
-                 {"flood", test_flood, 2},       {"modes", test_modes, 2},         {"persistent", test_persistent, 2},
-                 {"waitmix", test_waitmix, 2},   {"threads", test_threads, 2},     {"comms", test_comms, 2},
-                 {"allpairs", test_allpairs, 2}, {"overlap", test_overlap, 2},     {"kill", test_kill, 2},
+    } tests[] = {{"pingpong", test_pingpong, 2}, {"datatypes", test_datatypes, 2},
+                 {"matching", test_matching, 2}, {"flood", test_flood, 2},
+                 {"modes", test_modes, 2},       {"persistent", test_persistent, 2},
+                 {"waitmix", test_waitmix, 2},   {"threads", test_threads, 2},
+                 {"comms", test_comms, 2},       {"allpairs", test_allpairs, 2},
+                 {"overlap", test_overlap, 2},   {"kill", test_kill, 2},
                  {"bidir", test_bidir, 2},       {"mixed", test_mixed, 2},
                  {"kill_get", test_kill_get, 2}};
     static const char *const gpu_tests[] = {"pingpong", "mixed", "bidir", "persistent", "threads"};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        if (strcmp(name, tests[i].name)) continue;
-        if (size < tests[i].min_ranks) FAIL("%s needs %d ranks", name, tests[i].min_ranks);
+        if (strcmp(name, tests[i].name))
+            continue;
+        if (size < tests[i].min_ranks)
+            FAIL("%s needs %d ranks", name, tests[i].min_ranks);
         int gpu_variant = 0;
-        for (size_t g = 0; g < sizeof(gpu_tests) / sizeof(gpu_tests[0]); g++) gpu_variant |= !strcmp(name, gpu_tests[g]);
+        for (size_t g = 0; g < sizeof(gpu_tests) / sizeof(gpu_tests[0]); g++)
+            gpu_variant |= !strcmp(name, gpu_tests[g]);
         if (gpu_mode && !gpu_variant) { /* never a host-memory run passed off as a GPU one */
-            if (rank == 0) printf("%s: no GPU variant of this sub-test\n", name);
+            if (rank == 0)
+                printf("%s: no GPU variant of this sub-test\n", name);
             MPI_Finalize();
             return TCA_TEST_GPU_SKIP_STATUS;
         }
@@ -744,7 +816,8 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 0;
     }
-    if (rank == 0) fprintf(stderr, "unknown test '%s'\n", name);
+    if (rank == 0)
+        fprintf(stderr, "unknown test '%s'\n", name);
     MPI_Finalize();
     return 2;
 }

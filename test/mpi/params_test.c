@@ -16,7 +16,9 @@ static int rank, size;
 #define TEST_RANK rank
 #include "../common/mpi_fail.h"
 
-static unsigned char pat(size_t i, unsigned seed) { return (unsigned char) (i * 151 + seed * 13 + (i >> 11)); }
+static unsigned char pat(size_t i, unsigned seed) {
+    return (unsigned char) (i * 151 + seed * 13 + (i >> 11));
+}
 
 static void ring(void) {
     static const size_t sizes[] = {0, 1, 4000, 17000, 70000, (1 << 20) + 1};
@@ -24,12 +26,14 @@ static void ring(void) {
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         const size_t n = sizes[s];
         unsigned char *out = malloc(n + 1), *in = malloc(n + 1);
-        for (size_t i = 0; i < n; i++) out[i] = pat(i, (unsigned) (rank * 31 + s));
-        memset(in, 0xEE, n + 1);
-        MPI_Sendrecv(out, (int) n, MPI_BYTE, to, (int) s, in, (int) n, MPI_BYTE, from, (int) s, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
         for (size_t i = 0; i < n; i++)
-            if (in[i] != pat(i, (unsigned) (from * 31 + s))) FAIL("ring: %zu bytes: byte %zu differs", n, i);
+            out[i] = pat(i, (unsigned) (rank * 31 + s));
+        memset(in, 0xEE, n + 1);
+        MPI_Sendrecv(out, (int) n, MPI_BYTE, to, (int) s, in, (int) n, MPI_BYTE, from, (int) s,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (size_t i = 0; i < n; i++)
+            if (in[i] != pat(i, (unsigned) (from * 31 + s)))
+                FAIL("ring: %zu bytes: byte %zu differs", n, i);
         free(out);
         free(in);
     }
@@ -45,16 +49,21 @@ static void bcasts(void) {
             BCAST_INIT(buf, counts[c], MPI_BYTE, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
             for (unsigned e = 0; e < 2; e++) {
                 const unsigned seed = (unsigned) (c * 10 + (size_t) root * 3 + e);
-                if (rank == root) for (size_t i = 0; i < n; i++) buf[i] = pat(i, seed);
-                else memset(buf, 0xEE, n);
+                if (rank == root)
+                    for (size_t i = 0; i < n; i++)
+                        buf[i] = pat(i, seed);
+                else
+                    memset(buf, 0xEE, n);
                 MPI_Start(&req);
                 MPI_Wait(&req, MPI_STATUS_IGNORE);
                 for (size_t i = 0; i < n; i++)
-                    if (buf[i] != pat(i, seed)) FAIL("bcast: %zu bytes from %d, epoch %u: byte %zu differs", n, root, e, i);
+                    if (buf[i] != pat(i, seed))
+                        FAIL("bcast: %zu bytes from %d, epoch %u: byte %zu differs", n, root, e, i);
             }
             MPI_Request_free(&req);
             free(buf);
-            if (size == 1) break;
+            if (size == 1)
+                break;
         }
     }
 }
@@ -66,7 +75,8 @@ int main(int argc, char **argv) {
     ring();
     bcasts();
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("params: passed on %d ranks\n", size);
+    if (rank == 0)
+        printf("params: passed on %d ranks\n", size);
     MPI_Finalize();
     return 0;
 }

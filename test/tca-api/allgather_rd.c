@@ -34,73 +34,77 @@
 #define DMA_FLAG (tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf)
 #define WARMUP 5
 #define TIMES 20
-#define IS_POW_2(x) (((x) & ((x) - 1)) == 0)
+#define IS_POW_2(x) (((x) & ((x) -1)) == 0)
 
 static int me, nprocs;
 
 /* Byte i of rank r's block in iteration it. */
-static uint8_t pattern(int r, size_t i, int it)
-{
-    return (uint8_t)((unsigned)r * 31u + i * 7u + (unsigned)it * 13u + 1u);
+static uint8_t pattern(int r, size_t i, int it) {
+    return (uint8_t) ((unsigned) r * 31u + i * 7u + (unsigned) it * 13u + 1u);
 }
 
 /* Checks rank r's block in rbuf; 0 if every byte is right. */
-static int check(const uint8_t *rbuf, int r, size_t block, int it)
-{
+static int check(const uint8_t *rbuf, int r, size_t block, int it) {
     for (size_t i = 0; i < block; ++i) {
-        uint8_t got = rbuf[(size_t)r * block + i];
+        uint8_t got = rbuf[(size_t) r * block + i];
         if (got != pattern(r, i, it)) {
-            fprintf(stderr, "allgather_rd: rank %d block %zu iteration %d: byte %zu of rank %d's block is %u, "
-                    "expected %u\n", me, block, it, i, r, got, pattern(r, i, it));
+            fprintf(
+                stderr,
+                "allgather_rd: rank %d block %zu iteration %d: byte %zu of rank %d's block is %u, "
+                "expected %u\n",
+                me, block, it, i, r, got, pattern(r, i, it));
             return 1;
         }
     }
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (!IS_POW_2(nprocs) || nprocs < 2) {
-        if (0 == me) fprintf(stderr, "allgather_rd: the process count must be a power of two >= 2\n");
+        if (0 == me)
+            fprintf(stderr, "allgather_rd: the process count must be a power of two >= 2\n");
         exit(EXIT_FAILURE);
     }
     TCA_SAFE_CALL(tcaInit());
 
     int steps = 0;
-    while ((1 << steps) < nprocs) ++steps;
+    while ((1 << steps) < nprocs)
+        ++steps;
 
     for (size_t block = 16; block <= 65536; block *= 4) {
         uint8_t *sbuf, *rbuf;
         tcaHandle sh, rh, *rhs = malloc(sizeof(tcaHandle) * nprocs);
         tcaDesc *desc[8];
-        TCA_SAFE_CALL(tcaMalloc((void **)&sbuf, block, tcaMemoryCPU));
-        TCA_SAFE_CALL(tcaMalloc((void **)&rbuf, block * nprocs, tcaMemoryCPU));
+        TCA_SAFE_CALL(tcaMalloc((void **) &sbuf, block, tcaMemoryCPU));
+        TCA_SAFE_CALL(tcaMalloc((void **) &rbuf, block * nprocs, tcaMemoryCPU));
         memset(rbuf, 0, block * nprocs);
         TCA_SAFE_CALL(tcaCreateHandle(&sh, sbuf, block, tcaMemoryCPU));
         TCA_SAFE_CALL(tcaCreateHandle(&rh, rbuf, block * nprocs, tcaMemoryCPU));
-        MPI_Allgather(&rh, sizeof(tcaHandle), MPI_BYTE, rhs, sizeof(tcaHandle), MPI_BYTE, MPI_COMM_WORLD);
+        MPI_Allgather(&rh, sizeof(tcaHandle), MPI_BYTE, rhs, sizeof(tcaHandle), MPI_BYTE,
+                      MPI_COMM_WORLD);
 
         for (int s = 0; s < steps; ++s) {
             int partner = me ^ (1 << s);
-            off_t off = (off_t)((me >> s) << s) * (off_t)block; /* my group's blocks so far */
+            off_t off = (off_t) ((me >> s) << s) * (off_t) block; /* my group's blocks so far */
             desc[s] = tcaDescNew();
             if (0 == s) {
-                TCA_SAFE_CALL(tcaDescSetMemcpy(desc[s], &rhs[me], (off_t)me * (off_t)block, &sh, 0, block, DMA_FLAG,
-                                               0, WAIT_TAG));
+                TCA_SAFE_CALL(tcaDescSetMemcpy(desc[s], &rhs[me], (off_t) me * (off_t) block, &sh,
+                                               0, block, DMA_FLAG, 0, WAIT_TAG));
                 TCA_SAFE_CALL(tcaDescSet(desc[s], s));
             }
-            TCA_SAFE_CALL(tcaDescSetMemcpy(desc[s], &rhs[partner], off, &rhs[me], off, block << s, DMA_FLAG, 0,
-                                           WAIT_TAG));
+            TCA_SAFE_CALL(tcaDescSetMemcpy(desc[s], &rhs[partner], off, &rhs[me], off, block << s,
+                                           DMA_FLAG, 0, WAIT_TAG));
             TCA_SAFE_CALL(tcaDescSet(desc[s], s));
         }
         MPI_Barrier(MPI_COMM_WORLD);
 
         double total = 0.0;
         for (int it = 0; it < WARMUP + TIMES; ++it) {
-            for (size_t i = 0; i < block; ++i) sbuf[i] = pattern(me, i, it);
+            for (size_t i = 0; i < block; ++i)
+                sbuf[i] = pattern(me, i, it);
             double t0 = MPI_Wtime();
             for (int s = 0; s < steps; ++s) {
                 TCA_SAFE_CALL(tcaStartDMADesc(s));
@@ -110,26 +114,33 @@ int main(int argc, char **argv)
             double t = MPI_Wtime() - t0;
             /* The blocks of the others arrived with their notifications. */
             for (int r = 0; r < nprocs; ++r)
-                if (r != me && check(rbuf, r, block, it)) exit(EXIT_FAILURE);
+                if (r != me && check(rbuf, r, block, it))
+                    exit(EXIT_FAILURE);
             MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             MPI_Barrier(MPI_COMM_WORLD);
             /* My own block: the self-notifications waited above may be left
              * over from the previous iteration, so the local copy is known
              * done only now - my step-0 partner has waited for the exchange
              * that follows it in the chain. Nobody else writes this block. */
-            if (check(rbuf, me, block, it)) exit(EXIT_FAILURE);
-            if (it >= WARMUP) total += t;
+            if (check(rbuf, me, block, it))
+                exit(EXIT_FAILURE);
+            if (it >= WARMUP)
+                total += t;
         }
-        if (0 == me) printf("allgather_rd: %d ranks %6zu bytes/rank %10.3f us\n", nprocs, block, total / TIMES * 1e6);
+        if (0 == me)
+            printf("allgather_rd: %d ranks %6zu bytes/rank %10.3f us\n", nprocs, block,
+                   total / TIMES * 1e6);
 
-        for (int s = 0; s < steps; ++s) TCA_SAFE_CALL(tcaDescFree(desc[s]));
+        for (int s = 0; s < steps; ++s)
+            TCA_SAFE_CALL(tcaDescFree(desc[s]));
         MPI_Barrier(MPI_COMM_WORLD); /* nobody writes into rbuf any more */
         TCA_SAFE_CALL(tcaFree(rbuf, tcaMemoryCPU));
         TCA_SAFE_CALL(tcaFree(sbuf, tcaMemoryCPU));
         free(rhs);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    if (0 == me) printf("allgather_rd: PASSED\n");
+    if (0 == me)
+        printf("allgather_rd: PASSED\n");
     MPI_Finalize();
     return 0;
 }

@@ -34,60 +34,60 @@
 #define WAIT_TAG 0x100
 #define DMA_FLAG (tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf)
 #define WARMUP 2
-#define IS_POW_2(x) (((x) & ((x) - 1)) == 0)
+#define IS_POW_2(x) (((x) & ((x) -1)) == 0)
 
 static int me, nprocs;
 
 /* The root's payload in iteration `it`: differs between sizes and iterations. */
-static uint8_t pattern(size_t i, int it, size_t size)
-{
-    return (uint8_t)(i * 7u + (unsigned)it * 13u + (unsigned)size * 3u + 1u);
+static uint8_t pattern(size_t i, int it, size_t size) {
+    return (uint8_t) (i * 7u + (unsigned) it * 13u + (unsigned) size * 3u + 1u);
 }
 
-static int lowbit(int r)
-{
+static int lowbit(int r) {
     return r & -r;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (!IS_POW_2(nprocs)) {
-        if (0 == me) fprintf(stderr, "bcast_tree_gpu: the process count must be a power of two\n");
+        if (0 == me)
+            fprintf(stderr, "bcast_tree_gpu: the process count must be a power of two\n");
         exit(EXIT_FAILURE);
     }
     TCA_SAFE_CALL(tcaInit());
     int devices = 0;
     if (cudaSuccess != cudaGetDeviceCount(&devices) || 0 == devices) {
-        if (0 == me) printf("SKIP: no GPU\n");
+        if (0 == me)
+            printf("SKIP: no GPU\n");
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Finalize();
         return 77;
     }
     CUDA_SAFE_CALL(cudaSetDevice(0));
     uint8_t *host;
-    CUDA_SAFE_CALL(cudaMallocHost((void **)&host, (size_t)4 << 20));
+    CUDA_SAFE_CALL(cudaMallocHost((void **) &host, (size_t) 4 << 20));
 
     int span = 0 == me ? nprocs : lowbit(me); /* my subtree: [me, me + span) */
     int parent = 0 == me ? -1 : me - lowbit(me);
     for (size_t size = 8; size <= (4u << 20); size *= 8) {
-        if (size == (size_t)1 << 21) size = (size_t)4 << 20; /* 8 B .. 4 MiB */
+        if (size == (size_t) 1 << 21)
+            size = (size_t) 4 << 20; /* 8 B .. 4 MiB */
         int iters = size <= 32768 ? 60 : 6;
         uint8_t *buf;
         tcaHandle *handle;
         tcaDesc *desc = NULL;
         int children = 0;
-        TCA_SAFE_CALL(tcaMalloc((void **)&buf, size, tcaMemoryGPU));
+        TCA_SAFE_CALL(tcaMalloc((void **) &buf, size, tcaMemoryGPU));
         CUDA_SAFE_CALL(cudaMemset(buf, 0, size));
         tcaCreateHandleList(&handle, nprocs, buf, size);
 
         if (span > 1) {
             desc = tcaDescNew();
             for (int m = span / 2; m >= 1; m /= 2, ++children)
-                TCA_SAFE_CALL(tcaDescSetMemcpy(desc, &handle[me + m], 0, &handle[me], 0, size, DMA_FLAG,
-                                               0, WAIT_TAG));
+                TCA_SAFE_CALL(tcaDescSetMemcpy(desc, &handle[me + m], 0, &handle[me], 0, size,
+                                               DMA_FLAG, 0, WAIT_TAG));
             TCA_SAFE_CALL(tcaDescSet(desc, DMA_CH));
         }
         MPI_Barrier(MPI_COMM_WORLD);
@@ -96,7 +96,8 @@ int main(int argc, char **argv)
         for (int it = 0; it < WARMUP + iters; ++it) {
             double t0 = MPI_Wtime();
             if (0 == me) {
-                for (size_t i = 0; i < size; ++i) host[i] = pattern(i, it, size);
+                for (size_t i = 0; i < size; ++i)
+                    host[i] = pattern(i, it, size);
                 CUDA_SAFE_CALL(cudaMemcpy(buf, host, size, cudaMemcpyDefault));
             } else {
                 TCA_SAFE_CALL(tcaWaitDMARecvDesc(&handle[parent], 0, WAIT_TAG));
@@ -110,7 +111,9 @@ int main(int argc, char **argv)
                 CUDA_SAFE_CALL(cudaMemcpy(host, buf, size, cudaMemcpyDefault));
                 for (size_t i = 0; i < size; ++i) {
                     if (host[i] != pattern(i, it, size)) {
-                        fprintf(stderr, "bcast_tree_gpu: rank %d size %zu iteration %d: byte %zu is %u, expected %u\n",
+                        fprintf(stderr,
+                                "bcast_tree_gpu: rank %d size %zu iteration %d: byte %zu is %u, "
+                                "expected %u\n",
                                 me, size, it, i, host[i], pattern(i, it, size));
                         exit(EXIT_FAILURE);
                     }
@@ -118,18 +121,23 @@ int main(int argc, char **argv)
             }
             MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             MPI_Barrier(MPI_COMM_WORLD);
-            if (it >= WARMUP) total += t;
+            if (it >= WARMUP)
+                total += t;
         }
-        if (0 == me) printf("bcast_tree_gpu: %d ranks %8zu bytes %10.3f us\n", nprocs, size, total / iters * 1e6);
+        if (0 == me)
+            printf("bcast_tree_gpu: %d ranks %8zu bytes %10.3f us\n", nprocs, size,
+                   total / iters * 1e6);
 
-        if (desc) TCA_SAFE_CALL(tcaDescFree(desc));
+        if (desc)
+            TCA_SAFE_CALL(tcaDescFree(desc));
         free(handle);
         MPI_Barrier(MPI_COMM_WORLD); /* nobody writes into buf any more */
         TCA_SAFE_CALL(tcaFree(buf, tcaMemoryGPU));
     }
     CUDA_SAFE_CALL(cudaFreeHost(host));
     MPI_Barrier(MPI_COMM_WORLD);
-    if (0 == me) printf("bcast_tree_gpu: PASSED\n");
+    if (0 == me)
+        printf("bcast_tree_gpu: PASSED\n");
     MPI_Finalize();
     return 0;
 }

@@ -42,8 +42,8 @@ static int me, nprocs;
 
 /* One side (0 = lower, 1 = upper) of one dimension of one array. */
 struct side {
-    int width;          /* shadow width on this side */
-    int nb;             /* neighbour on this side, or MPI_PROC_NULL */
+    int width;           /* shadow width on this side */
+    int nb;              /* neighbour on this side, or MPI_PROC_NULL */
     double *sbuf, *rbuf; /* pack buffers: what I send across this side, what I receive on it */
     tcaHandle sh, rh;    /* their handles */
     tcaHandle nb_array;  /* the neighbour's array handle */
@@ -60,60 +60,57 @@ struct array {
     tcaDesc *desc;
 };
 
-static double value(int gx, int gy, int it)
-{
-    return (double)it * 1e6 + (double)gx * 1000.0 + (double)gy;
+static double value(int gx, int gy, int it) {
+    return (double) it * 1e6 + (double) gx * 1000.0 + (double) gy;
 }
 
-static double *at(struct array *A, int i, int j) /* interior index i, j; shadows negative / beyond */
+static double *at(struct array *A, int i,
+                  int j) /* interior index i, j; shadows negative / beyond */
 {
-    return &A->a[(size_t)(A->lo[1] + j) * A->lx + (A->lo[0] + i)];
+    return &A->a[(size_t) (A->lo[1] + j) * A->lx + (A->lo[0] + i)];
 }
 
-static off_t off(const struct array *A, int i, int j)
-{
-    return (off_t)(((size_t)(A->lo[1] + j) * A->lx + (A->lo[0] + i)) * sizeof(double));
+static off_t off(const struct array *A, int i, int j) {
+    return (off_t) (((size_t) (A->lo[1] + j) * A->lx + (A->lo[0] + i)) * sizeof(double));
 }
 
 /* Shadow width I send across side `up` of dimension d: the neighbour's shadow
  * facing me, which has my own width on the opposite side (same array). */
-static int send_width(const struct array *A, int d, int up)
-{
+static int send_width(const struct array *A, int d, int up) {
     return up ? A->lo[d] : A->hi[d];
 }
 
 /* Pack layer count x bytes per layer for dimension d. */
-static size_t layer_bytes(int d)
-{
+static size_t layer_bytes(int d) {
     return (0 == d ? NY : NX) * sizeof(double);
 }
 
 static void pack(struct array *A, int up) /* dimension 0 only, width 1 */
 {
     int i = up ? NX - 1 : 0;
-    for (int j = 0; j < NY; ++j) A->s[0][up].sbuf[j] = *at(A, i, j);
+    for (int j = 0; j < NY; ++j)
+        A->s[0][up].sbuf[j] = *at(A, i, j);
 }
 
-static void unpack(struct array *A, int up)
-{
+static void unpack(struct array *A, int up) {
     int i = up ? NX : -1;
-    for (int j = 0; j < NY; ++j) *at(A, i, j) = A->s[0][up].rbuf[j];
+    for (int j = 0; j < NY; ++j)
+        *at(A, i, j) = A->s[0][up].rbuf[j];
 }
 
-static int packed(int d, int width)
-{
+static int packed(int d, int width) {
     return 0 == d && 1 == width; /* an 8-byte block per row */
 }
 
-static void setup(struct array *A, MPI_Comm cart, const int w[4])
-{
+static void setup(struct array *A, MPI_Comm cart, const int w[4]) {
     A->lo[0] = w[0], A->hi[0] = w[1], A->lo[1] = w[2], A->hi[1] = w[3];
     A->lx = A->lo[0] + NX + A->hi[0];
     A->ly = A->lo[1] + NY + A->hi[1];
     MPI_Cart_coords(cart, me, 2, A->coord);
-    size_t bytes = (size_t)A->lx * A->ly * sizeof(double);
-    TCA_SAFE_CALL(tcaMalloc((void **)&A->a, bytes, tcaMemoryCPU));
-    for (size_t k = 0; k < (size_t)A->lx * A->ly; ++k) A->a[k] = SENTINEL;
+    size_t bytes = (size_t) A->lx * A->ly * sizeof(double);
+    TCA_SAFE_CALL(tcaMalloc((void **) &A->a, bytes, tcaMemoryCPU));
+    for (size_t k = 0; k < (size_t) A->lx * A->ly; ++k)
+        A->a[k] = SENTINEL;
     TCA_SAFE_CALL(tcaCreateHandle(&A->h, A->a, bytes, tcaMemoryCPU));
 
     for (int d = 0; d < 2; ++d) {
@@ -121,21 +118,21 @@ static void setup(struct array *A, MPI_Comm cart, const int w[4])
         for (int up = 0; up < 2; ++up) {
             struct side *S = &A->s[d][up];
             S->width = up ? A->hi[d] : A->lo[d];
-            size_t sbytes = (size_t)send_width(A, d, up) * layer_bytes(d); /* 0 for a zero width */
-            size_t rbytes = (size_t)S->width * layer_bytes(d);
-            TCA_SAFE_CALL(tcaMalloc((void **)&S->sbuf, sbytes, tcaMemoryCPU));
-            TCA_SAFE_CALL(tcaMalloc((void **)&S->rbuf, rbytes, tcaMemoryCPU));
+            size_t sbytes = (size_t) send_width(A, d, up) * layer_bytes(d); /* 0 for a zero width */
+            size_t rbytes = (size_t) S->width * layer_bytes(d);
+            TCA_SAFE_CALL(tcaMalloc((void **) &S->sbuf, sbytes, tcaMemoryCPU));
+            TCA_SAFE_CALL(tcaMalloc((void **) &S->rbuf, rbytes, tcaMemoryCPU));
             TCA_SAFE_CALL(tcaCreateHandle(&S->sh, S->sbuf, sbytes, tcaMemoryCPU));
             TCA_SAFE_CALL(tcaCreateHandle(&S->rh, S->rbuf, rbytes, tcaMemoryCPU));
         }
         /* The neighbours' array handles, and their receive buffers for what I send. */
         for (int up = 0; up < 2; ++up) {
             struct side *S = &A->s[d][up], *O = &A->s[d][!up];
-            MPI_Sendrecv(&A->h, sizeof(tcaHandle), MPI_BYTE, O->nb, 1, &S->nb_array, sizeof(tcaHandle), MPI_BYTE,
-                         S->nb, 1, cart, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(&A->h, sizeof(tcaHandle), MPI_BYTE, O->nb, 1, &S->nb_array,
+                         sizeof(tcaHandle), MPI_BYTE, S->nb, 1, cart, MPI_STATUS_IGNORE);
             /* my receive buffer on side !up is what the neighbour on side !up sends into */
-            MPI_Sendrecv(&O->rh, sizeof(tcaHandle), MPI_BYTE, O->nb, 2, &S->nb_rbuf, sizeof(tcaHandle), MPI_BYTE,
-                         S->nb, 2, cart, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(&O->rh, sizeof(tcaHandle), MPI_BYTE, O->nb, 2, &S->nb_rbuf,
+                         sizeof(tcaHandle), MPI_BYTE, S->nb, 2, cart, MPI_STATUS_IGNORE);
         }
     }
 
@@ -145,44 +142,50 @@ static void setup(struct array *A, MPI_Comm cart, const int w[4])
             int up = 0 == d ? k : !k; /* lower first in dimension 0, upper first in dimension 1 */
             struct side *S = &A->s[d][up];
             int sw = send_width(A, d, up);
-            if (MPI_PROC_NULL == S->nb || 0 == sw) continue;
+            if (MPI_PROC_NULL == S->nb || 0 == sw)
+                continue;
             if (packed(d, sw)) {
-                TCA_SAFE_CALL(tcaDescSetMemcpy(A->desc, &S->nb_rbuf, 0, &S->sh, 0, layer_bytes(d), DMA_FLAG, 0,
-                                               WAIT_TAG));
+                TCA_SAFE_CALL(tcaDescSetMemcpy(A->desc, &S->nb_rbuf, 0, &S->sh, 0, layer_bytes(d),
+                                               DMA_FLAG, 0, WAIT_TAG));
             } else if (0 == d) {
                 /* my first/last sw columns into the neighbour's upper/lower shadow */
                 off_t src = up ? off(A, NX - sw, 0) : off(A, 0, 0);
                 off_t dst = up ? off(A, -sw, 0) : off(A, NX, 0);
-                TCA_SAFE_CALL(tcaDescSetMemcpy2D(A->desc, &S->nb_array, dst, A->lx * sizeof(double), &A->h, src,
-                                                 A->lx * sizeof(double), sw * sizeof(double), NY, DMA_FLAG, 0,
-                                                 WAIT_TAG));
+                TCA_SAFE_CALL(tcaDescSetMemcpy2D(A->desc, &S->nb_array, dst, A->lx * sizeof(double),
+                                                 &A->h, src, A->lx * sizeof(double),
+                                                 sw * sizeof(double), NY, DMA_FLAG, 0, WAIT_TAG));
             } else {
                 off_t src = up ? off(A, 0, NY - sw) : off(A, 0, 0);
                 off_t dst = up ? off(A, 0, -sw) : off(A, 0, NY);
-                TCA_SAFE_CALL(tcaDescSetMemcpy2D(A->desc, &S->nb_array, dst, A->lx * sizeof(double), &A->h, src,
-                                                 A->lx * sizeof(double), NX * sizeof(double), sw, DMA_FLAG, 0,
-                                                 WAIT_TAG));
+                TCA_SAFE_CALL(tcaDescSetMemcpy2D(A->desc, &S->nb_array, dst, A->lx * sizeof(double),
+                                                 &A->h, src, A->lx * sizeof(double),
+                                                 NX * sizeof(double), sw, DMA_FLAG, 0, WAIT_TAG));
             }
         }
     }
     TCA_SAFE_CALL(tcaDescSet(A->desc, DMA_CH)); /* loaded even when empty */
 }
 
-static void check(struct array *A, const char *grid, int it)
-{
+static void check(struct array *A, const char *grid, int it) {
     for (int j = -A->lo[1]; j < NY + A->hi[1]; ++j) {
         for (int i = -A->lo[0]; i < NX + A->hi[0]; ++i) {
             int xo = i < 0 ? 0 : i >= NX ? 1 : -1; /* outside in x: lower/upper */
             int yo = j < 0 ? 0 : j >= NY ? 1 : -1;
             double want;
-            if (xo >= 0 && yo >= 0) want = SENTINEL; /* corners are not exchanged */
-            else if (xo >= 0 && MPI_PROC_NULL == A->s[0][xo].nb) want = SENTINEL;
-            else if (yo >= 0 && MPI_PROC_NULL == A->s[1][yo].nb) want = SENTINEL;
-            else want = value(A->coord[0] * NX + i, A->coord[1] * NY + j, it);
+            if (xo >= 0 && yo >= 0)
+                want = SENTINEL; /* corners are not exchanged */
+            else if (xo >= 0 && MPI_PROC_NULL == A->s[0][xo].nb)
+                want = SENTINEL;
+            else if (yo >= 0 && MPI_PROC_NULL == A->s[1][yo].nb)
+                want = SENTINEL;
+            else
+                want = value(A->coord[0] * NX + i, A->coord[1] * NY + j, it);
             if (*at(A, i, j) != want) {
                 fprintf(stderr,
-                        "halo_shadow: rank %d grid %s shadows x(%d,%d) y(%d,%d) exchange %d: element (%d,%d) is %g, "
-                        "expected %g\n", me, grid, A->lo[0], A->hi[0], A->lo[1], A->hi[1], it, i, j, *at(A, i, j),
+                        "halo_shadow: rank %d grid %s shadows x(%d,%d) y(%d,%d) exchange %d: "
+                        "element (%d,%d) is %g, "
+                        "expected %g\n",
+                        me, grid, A->lo[0], A->hi[0], A->lo[1], A->hi[1], it, i, j, *at(A, i, j),
                         want);
                 exit(EXIT_FAILURE);
             }
@@ -190,12 +193,13 @@ static void check(struct array *A, const char *grid, int it)
     }
 }
 
-static void reflect(struct array *A, int it)
-{
+static void reflect(struct array *A, int it) {
     for (int j = 0; j < NY; ++j)
-        for (int i = 0; i < NX; ++i) *at(A, i, j) = value(A->coord[0] * NX + i, A->coord[1] * NY + j, it);
+        for (int i = 0; i < NX; ++i)
+            *at(A, i, j) = value(A->coord[0] * NX + i, A->coord[1] * NY + j, it);
     for (int up = 0; up < 2; ++up)
-        if (packed(0, send_width(A, 0, up))) pack(A, up);
+        if (packed(0, send_width(A, 0, up)))
+            pack(A, up);
     TCA_SAFE_CALL(tcaStartDMADesc(DMA_CH));
     for (int d = 0; d < 2; ++d)
         for (int up = 0; up < 2; ++up) {
@@ -204,11 +208,11 @@ static void reflect(struct array *A, int it)
                 TCA_SAFE_CALL(tcaWaitDMARecvDesc(&S->nb_array, 0, WAIT_TAG));
         }
     for (int up = 0; up < 2; ++up)
-        if (MPI_PROC_NULL != A->s[0][up].nb && packed(0, A->s[0][up].width)) unpack(A, up);
+        if (MPI_PROC_NULL != A->s[0][up].nb && packed(0, A->s[0][up].width))
+            unpack(A, up);
 }
 
-static void teardown(struct array *A)
-{
+static void teardown(struct array *A) {
     TCA_SAFE_CALL(tcaDescFree(A->desc));
     for (int d = 0; d < 2; ++d)
         for (int up = 0; up < 2; ++up) {
@@ -218,8 +222,7 @@ static void teardown(struct array *A)
     TCA_SAFE_CALL(tcaFree(A->a, tcaMemoryCPU));
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     static const int widths[][4] = {
         /* x lower, x upper, y lower, y upper */
         {1, 1, 1, 1}, /* x through pack buffers, y by 2-D descriptors */
@@ -253,11 +256,13 @@ int main(int argc, char **argv)
             teardown(&A);
         }
         MPI_Comm_free(&cart);
-        if (0 == me) printf("halo_shadow: %d ranks, grid %s (%d x %d): %zu arrays verified\n", nprocs, names[g],
-                            grids[g][0], grids[g][1], sizeof widths / sizeof widths[0]);
+        if (0 == me)
+            printf("halo_shadow: %d ranks, grid %s (%d x %d): %zu arrays verified\n", nprocs,
+                   names[g], grids[g][0], grids[g][1], sizeof widths / sizeof widths[0]);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    if (0 == me) printf("halo_shadow: PASSED\n");
+    if (0 == me)
+        printf("halo_shadow: PASSED\n");
     MPI_Finalize();
     return 0;
 }

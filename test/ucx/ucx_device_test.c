@@ -46,22 +46,24 @@
 
 static int rank, size, failures;
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            ++failures;                                                   \
-        }                                                                 \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);                    \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            ++failures;                                                                            \
+        }                                                                                          \
     } while (0)
-#define OK(call)                                                                   \
-    do {                                                                           \
-        tcaResult r_ = (call);                                                     \
-        CHECK(tcaSuccess == r_, "%s -> %s", #call, tcaGetErrorString(r_));         \
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        tcaResult r_ = (call);                                                                     \
+        CHECK(tcaSuccess == r_, "%s -> %s", #call, tcaGetErrorString(r_));                         \
     } while (0)
 
-static unsigned char pattern(size_t i, int from, int round) { return (unsigned char) (i * 31 + from * 7 + round); }
+static unsigned char pattern(size_t i, int from, int round) {
+    return (unsigned char) (i * 31 + from * 7 + round);
+}
 
 /* Everyone's handle of a registration of `bytes` at buf. */
 static tcaHandle *share(void *buf, size_t bytes, tcaMemoryType type) {
@@ -89,7 +91,8 @@ static void identity(void) {
 static void progress_takeover(void) {
     tcaBackendAttr b;
     OK(tcaQueryBackend(&b));
-    if (NULL == getenv("TCA_TAKEOVER_US")) CHECK(1000 == b.takeover_us, "takeover %d us at the start", b.takeover_us);
+    if (NULL == getenv("TCA_TAKEOVER_US"))
+        CHECK(1000 == b.takeover_us, "takeover %d us at the start", b.takeover_us);
     const int start = b.takeover_us;
     OK(tcaSetProgressTakeover(5000));
     OK(tcaQueryBackend(&b));
@@ -98,7 +101,8 @@ static void progress_takeover(void) {
     CHECK(tcaErrorInvalidValue == tcaSetProgressTakeover(-1), "-1 us accepted");
     OK(tcaSetProgressTakeover(0));
     OK(tcaQueryBackend(&b));
-    CHECK(0 == b.takeover_us, "takeover %d us after setting 0 (and two refused values)", b.takeover_us);
+    CHECK(0 == b.takeover_us, "takeover %d us after setting 0 (and two refused values)",
+          b.takeover_us);
     OK(tcaSetProgressTakeover(start));
 }
 
@@ -111,17 +115,22 @@ static void pio_all_to_all(void) {
     int round = 0;
     for (size_t bytes = 8; bytes <= max; bytes *= 4, ++round) {
         MPI_Barrier(MPI_COMM_WORLD);
-        for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, round);
+        for (size_t i = 0; i < bytes; ++i)
+            src[i] = pattern(i, rank, round);
         for (int to = 0; to < size; ++to)
             if (to != rank)
-                OK(tcaPioWrite(&h[to], (off_t) (max * (size_t) rank), src, bytes, tcaDMANotify, 1, round));
+                OK(tcaPioWrite(&h[to], (off_t) (max * (size_t) rank), src, bytes, tcaDMANotify, 1,
+                               round));
         for (int from = 0; from < size; ++from) {
-            if (from == rank) continue;
+            if (from == rank)
+                continue;
             OK(tcaWaitDMARecvDesc(&h[from], 1, round));
             const unsigned char *got = buf + max * (size_t) from;
             size_t bad = 0;
-            for (size_t i = 0; i < bytes; ++i) bad += got[i] != pattern(i, from, round);
-            CHECK(0 == bad, "%zu B from %d: %zu bytes wrong when the notification came", bytes, from, bad);
+            for (size_t i = 0; i < bytes; ++i)
+                bad += got[i] != pattern(i, from, round);
+            CHECK(0 == bad, "%zu B from %d: %zu bytes wrong when the notification came", bytes,
+                  from, bad);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -138,12 +147,14 @@ static void block_stride_chain(void) {
     OK(tcaMalloc((void **) &src, SP * ROWS, tcaMemoryCPU));
     OK(tcaMalloc((void **) &dst, DP * ROWS, tcaMemoryCPU));
     memset(dst, 0, DP * ROWS);
-    for (size_t i = 0; i < SP * ROWS; ++i) src[i] = pattern(i, rank, 99);
+    for (size_t i = 0; i < SP * ROWS; ++i)
+        src[i] = pattern(i, rank, 99);
     tcaHandle *hs = share(src, SP * ROWS, tcaMemoryCPU), *hd = share(dst, DP * ROWS, tcaMemoryCPU);
     tcaDesc *d = tcaDescNew();
-    OK(tcaDescSetMemcpy2D(d, &hd[next], 0, DP, &hs[rank], 0, SP, WIDTH, ROWS / 2, tcaDMANotify, 2, 7));
-    OK(tcaDescSetMemcpy2D(d, &hd[next], DP * (ROWS / 2), DP, &hs[rank], SP * (ROWS / 2), SP, WIDTH, ROWS / 2,
-                          tcaDMANotify | tcaDMANotifySelf, 2, 8));
+    OK(tcaDescSetMemcpy2D(d, &hd[next], 0, DP, &hs[rank], 0, SP, WIDTH, ROWS / 2, tcaDMANotify, 2,
+                          7));
+    OK(tcaDescSetMemcpy2D(d, &hd[next], DP * (ROWS / 2), DP, &hs[rank], SP * (ROWS / 2), SP, WIDTH,
+                          ROWS / 2, tcaDMANotify | tcaDMANotifySelf, 2, 8));
     OK(tcaDescSet(d, 0));
     MPI_Barrier(MPI_COMM_WORLD);
     OK(tcaStartDMADesc(0));
@@ -183,7 +194,8 @@ static void dma_rows_and_last_word(void) {
     int round = 0;
     for (size_t bytes = 8; bytes <= max; bytes *= 4, ++round) {
         const size_t n = bytes - (round % 2 ? 3 : 0); /* odd sizes too */
-        for (size_t i = 0; i < n; ++i) src[i] = pattern(i, rank, round + 40);
+        for (size_t i = 0; i < n; ++i)
+            src[i] = pattern(i, rank, round + 40);
         memset(dst, 0, n);
         MPI_Barrier(MPI_COMM_WORLD);
         tcaDesc *d = tcaDescNew();
@@ -193,15 +205,18 @@ static void dma_rows_and_last_word(void) {
         OK(tcaWaitDMAC(1));
         OK(tcaWaitDMARecvDesc(&hd[prev], 3, round));
         size_t bad = 0;
-        for (size_t i = 0; i < n; ++i) bad += dst[i] != pattern(i, prev, round + 40);
-        CHECK(0 == bad, "a %zu B DMA row from %d: %zu bytes wrong when the notification came", n, prev, bad);
+        for (size_t i = 0; i < n; ++i)
+            bad += dst[i] != pattern(i, prev, round + 40);
+        CHECK(0 == bad, "a %zu B DMA row from %d: %zu bytes wrong when the notification came", n,
+              prev, bad);
         tcaDescFree(d);
         MPI_Barrier(MPI_COMM_WORLD);
     }
     uint64_t seq = 0;
     for (size_t bytes = 128u << 10; bytes <= max; bytes *= 4) {
         ++seq;
-        for (size_t i = 0; i < bytes - 8; ++i) src[i] = pattern(i, rank, (int) seq);
+        for (size_t i = 0; i < bytes - 8; ++i)
+            src[i] = pattern(i, rank, (int) seq);
         memcpy(src + bytes - 8, &seq, 8);
         memset(dst, 0, bytes);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -210,11 +225,13 @@ static void dma_rows_and_last_word(void) {
         const time_t give_up = time(NULL) + 30;
         while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seq && time(NULL) < give_up) {
         }
-        CHECK(__atomic_load_n(word, __ATOMIC_ACQUIRE) == seq, "the last word of a %zu B PIO write from %d never came",
-              bytes, prev);
+        CHECK(__atomic_load_n(word, __ATOMIC_ACQUIRE) == seq,
+              "the last word of a %zu B PIO write from %d never came", bytes, prev);
         size_t bad = 0;
-        for (size_t i = 0; i < bytes - 8; ++i) bad += dst[i] != pattern(i, prev, (int) seq);
-        CHECK(0 == bad, "a %zu B PIO write from %d: %zu bytes wrong when its last word was seen", bytes, prev, bad);
+        for (size_t i = 0; i < bytes - 8; ++i)
+            bad += dst[i] != pattern(i, prev, (int) seq);
+        CHECK(0 == bad, "a %zu B PIO write from %d: %zu bytes wrong when its last word was seen",
+              bytes, prev, bad);
         MPI_Barrier(MPI_COMM_WORLD);
     }
     free(hs);
@@ -235,13 +252,16 @@ static void counters_and_interrupts(void) {
     OK(tcaCounterWait(5, (uint64_t) (rank + 1) * (uint64_t) (size - 1)));
     uint64_t v = 0;
     OK(tcaCounterRead(5, &v));
-    CHECK(v == (uint64_t) (rank + 1) * (uint64_t) (size - 1), "counter 5 is %llu", (unsigned long long) v);
+    CHECK(v == (uint64_t) (rank + 1) * (uint64_t) (size - 1), "counter 5 is %llu",
+          (unsigned long long) v);
     for (int spins = 0; spins < 1000; ++spins) {
         OK(tcaInterruptCount(&now));
-        if (now - seen >= (uint32_t) (size - 1)) break;
+        if (now - seen >= (uint32_t) (size - 1))
+            break;
         (void) tcaInterruptWait(now, 10000);
     }
-    CHECK(now - seen >= (uint32_t) (size - 1), "%u interrupts counted, %d raised", now - seen, size - 1);
+    CHECK(now - seen >= (uint32_t) (size - 1), "%u interrupts counted, %d raised", now - seen,
+          size - 1);
     MPI_Barrier(MPI_COMM_WORLD);
     /* A counter add alone moves the count too (as on the loopback: every
      * event of the node), so a thread asleep in tcaInterruptWait - coll tca's
@@ -273,18 +293,23 @@ static void writes_with_counter_adds(void) {
         for (int k = 0; k < 4; ++k) {
             const size_t bytes = sizes[k];
             const int round = 40 + to_self * 4 + k, from = to_self ? rank : prev;
-            for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, round);
+            for (size_t i = 0; i < bytes; ++i)
+                src[i] = pattern(i, rank, round);
             memset(dst, 0, max);
             MPI_Barrier(MPI_COMM_WORLD);
             OK(tcaPioWriteCounterAdd(&hd[to_self ? rank : next], 0, src, bytes, 6, 1));
             OK(tcaCounterWait(6, ++base));
             size_t bad = 0;
-            for (size_t i = 0; i < bytes; ++i) bad += dst[i] != pattern(i, from, round);
-            CHECK(0 == bad, "a %zu B write with a counter add from %d: %zu bytes wrong when the counter moved", bytes,
-                  from, bad);
+            for (size_t i = 0; i < bytes; ++i)
+                bad += dst[i] != pattern(i, from, round);
+            CHECK(
+                0 == bad,
+                "a %zu B write with a counter add from %d: %zu bytes wrong when the counter moved",
+                bytes, from, bad);
             MPI_Barrier(MPI_COMM_WORLD);
         }
-    CHECK(tcaErrorInvalidCounter == tcaPioWriteCounterAdd(&hd[next], 0, src, 8, TCA_NUM_COUNTERS, 1),
+    CHECK(tcaErrorInvalidCounter ==
+              tcaPioWriteCounterAdd(&hd[next], 0, src, 8, TCA_NUM_COUNTERS, 1),
           "a counter past the last was accepted");
     CHECK(tcaErrorOutOfRange == tcaPioWriteCounterAdd(&hd[next], (off_t) max - 4, src, 8, 6, 1),
           "a write past the end was accepted");
@@ -310,7 +335,8 @@ static void triggered_chains(void) {
     OK(tcaMalloc((void **) &src, bytes, tcaMemoryCPU));
     OK(tcaMalloc((void **) &dst, bytes, tcaMemoryCPU));
     tcaHandle *hs = share(src, bytes, tcaMemoryCPU), *hd = share(dst, bytes, tcaMemoryCPU);
-    const int next = (rank + 1) % size, prev = (rank + size - 1) % size, trigger = 9, arrived = 10, ch = 2;
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size, trigger = 9, arrived = 10,
+              ch = 2;
     uint64_t t0 = 0, a0 = 0, v = 0;
     OK(tcaCounterRead(trigger, &t0));
     OK(tcaCounterRead(arrived, &a0));
@@ -322,7 +348,8 @@ static void triggered_chains(void) {
     OK(tcaDescSet(d, ch));
     for (int epoch = 0; epoch < 3; ++epoch) {
         const int round = 60 + epoch;
-        for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, round);
+        for (size_t i = 0; i < bytes; ++i)
+            src[i] = pattern(i, rank, round);
         MPI_Barrier(MPI_COMM_WORLD);
         OK(tcaStartDMADesc(ch));
         int done = 1;
@@ -330,10 +357,11 @@ static void triggered_chains(void) {
         CHECK(0 == done, "epoch %d: the run is done before its trigger", epoch);
         MPI_Barrier(MPI_COMM_WORLD);
         /* Nobody fired yet: nothing arrived here. */
-        for (int i = 0; i < 100; ++i) (void) tcaProgress(NULL);
+        for (int i = 0; i < 100; ++i)
+            (void) tcaProgress(NULL);
         OK(tcaCounterRead(arrived, &v));
-        CHECK(v == a0 + (uint64_t) epoch, "epoch %d: counter %d is %llu before any trigger", epoch, arrived,
-              (unsigned long long) v);
+        CHECK(v == a0 + (uint64_t) epoch, "epoch %d: counter %d is %llu before any trigger", epoch,
+              arrived, (unsigned long long) v);
         MPI_Barrier(MPI_COMM_WORLD);
         if (epoch == 0) {
             OK(tcaCounterAdd(trigger, 1));
@@ -343,13 +371,16 @@ static void triggered_chains(void) {
                 const struct timespec away = {0, 300 * 1000 * 1000};
                 nanosleep(&away, NULL);
                 OK(tcaCounterRead(arrived, &v));
-                CHECK(v == a0 + 3, "epoch 2: the data did not arrive while its sender was away from libtca "
-                      "(counter %d is %llu)", arrived, (unsigned long long) v);
+                CHECK(v == a0 + 3,
+                      "epoch 2: the data did not arrive while its sender was away from libtca "
+                      "(counter %d is %llu)",
+                      arrived, (unsigned long long) v);
             }
         }
         OK(tcaCounterWait(arrived, a0 + (uint64_t) epoch + 1));
         size_t bad = 0;
-        for (size_t i = 0; i < bytes; ++i) bad += dst[i] != pattern(i, prev, round);
+        for (size_t i = 0; i < bytes; ++i)
+            bad += dst[i] != pattern(i, prev, round);
         CHECK(0 == bad, "epoch %d: %zu bytes wrong when counter %d moved", epoch, bad, arrived);
         OK(tcaWaitDMAC(ch));
         MPI_Barrier(MPI_COMM_WORLD);
@@ -357,7 +388,8 @@ static void triggered_chains(void) {
     /* A counter add behind a block-stride row (a separate message after the
      * data, not one with it): the rows are there when the counter moves. */
     tcaDesc *strided = tcaDescNew();
-    for (size_t i = 0; i < bytes; ++i) src[i] = pattern(i, rank, 70);
+    for (size_t i = 0; i < bytes; ++i)
+        src[i] = pattern(i, rank, 70);
     memset(dst, 0, bytes);
     MPI_Barrier(MPI_COMM_WORLD);
     OK(tcaDescSetMemcpy2D(strided, &hd[next], 0, 4096, &hs[rank], 0, 4096, 1000, 3, 0, 0, 0));
@@ -367,8 +399,10 @@ static void triggered_chains(void) {
     OK(tcaCounterWait(arrived, a0 + 4));
     size_t wrong = 0;
     for (size_t row = 0; row < 3; ++row)
-        for (size_t i = 0; i < 1000; ++i) wrong += dst[row * 4096 + i] != pattern(row * 4096 + i, prev, 70);
-    CHECK(0 == wrong, "a block-stride row with a counter add: %zu bytes wrong when the counter moved", wrong);
+        for (size_t i = 0; i < 1000; ++i)
+            wrong += dst[row * 4096 + i] != pattern(row * 4096 + i, prev, 70);
+    CHECK(0 == wrong,
+          "a block-stride row with a counter add: %zu bytes wrong when the counter moved", wrong);
     OK(tcaWaitDMAC(3));
     tcaDescFree(strided);
     a0 += 1;
@@ -383,12 +417,15 @@ static void triggered_chains(void) {
     CHECK(1 == done, "an aborted run still waits");
     OK(tcaCounterAdd(trigger, 1));
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < 100; ++i) (void) tcaProgress(NULL);
+    for (int i = 0; i < 100; ++i)
+        (void) tcaProgress(NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     OK(tcaCounterRead(arrived, &v));
-    CHECK(v == a0 + 3, "an aborted run added to counter %d (%llu)", arrived, (unsigned long long) v);
+    CHECK(v == a0 + 3, "an aborted run added to counter %d (%llu)", arrived,
+          (unsigned long long) v);
     size_t written = 0;
-    for (size_t i = 0; i < bytes; ++i) written += dst[i] != 0;
+    for (size_t i = 0; i < bytes; ++i)
+        written += dst[i] != 0;
     CHECK(0 == written, "an aborted run wrote %zu bytes", written);
     /* A trigger counter held by someone else: the run fails, by name. */
     int held = -1;
@@ -399,7 +436,8 @@ static void triggered_chains(void) {
     OK(tcaDescSet(bad_trigger, ch));
     OK(tcaStartDMADesc(ch));
     const int r = tcaWaitDMAC(ch);
-    CHECK(tcaErrorNotAcquired == r, "a trigger on a held counter named by its number: %s", tcaGetErrorString(r));
+    CHECK(tcaErrorNotAcquired == r, "a trigger on a held counter named by its number: %s",
+          tcaGetErrorString(r));
     OK(tcaCounterRelease(held, 1));
     MPI_Barrier(MPI_COMM_WORLD);
     tcaDescFree(bad_trigger);
@@ -418,14 +456,19 @@ static void refusals_and_bad_handles(void) {
     tcaHandle *h = share(buf, 4096, tcaMemoryCPU);
     const int peer = (rank + 1) % size;
     void *mapped = NULL;
-    CHECK(tcaErrorNotSupported == tcaPioMap(&h[peer], &mapped), "tcaPioMap across hosts was not refused");
+    CHECK(tcaErrorNotSupported == tcaPioMap(&h[peer], &mapped),
+          "tcaPioMap across hosts was not refused");
     tcaHandle forged = h[peer];
     forged.key ^= 2;
-    CHECK(tcaErrorNotRegistered == tcaPioWrite(&forged, 0, small, 16, 0, 0, 0), "a forged key was accepted");
-    CHECK(tcaErrorOutOfRange == tcaPioWrite(&h[peer], 4090, small, 16, 0, 0, 0), "a write past the end");
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&forged, 0, small, 16, 0, 0, 0),
+          "a forged key was accepted");
+    CHECK(tcaErrorOutOfRange == tcaPioWrite(&h[peer], 4090, small, 16, 0, 0, 0),
+          "a write past the end");
     tcaHandle widened = h[peer], widened_own = h[rank];
-    widened.size = widened_own.size = 1u << 20; /* the range altered: no reach past the registration */
-    CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened, 8192, small, 16, 0, 0, 0), "a widened handle was accepted");
+    widened.size = widened_own.size = 1u
+                                      << 20; /* the range altered: no reach past the registration */
+    CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened, 8192, small, 16, 0, 0, 0),
+          "a widened handle was accepted");
     CHECK(tcaErrorNotRegistered == tcaPioWrite(&widened_own, 8192, small, 16, 0, 0, 0),
           "a widened handle of our own was accepted");
     /* The same after the genuine handle's key was fetched and cached. */
@@ -453,12 +496,14 @@ static void refusals_and_bad_handles(void) {
     OK(tcaPioWrite(&h[peer], 0, small, 8, tcaDMANotify, 2, 77));
     OK(tcaWaitDMARecvDesc(&h[(rank + size - 1) % size], 2, 77));
     int untouched = 1;
-    for (int i = 0; i < 4096; ++i) untouched &= 0x11 == buf2[i];
+    for (int i = 0; i < 4096; ++i)
+        untouched &= 0x11 == buf2[i];
     CHECK(untouched, "our memory was written after its registration was destroyed");
     free(h2);
     OK(tcaFree(buf2, tcaMemoryCPU));
     MPI_Barrier(MPI_COMM_WORLD);
-    OK(tcaDestroyHandle(&h[rank])); /* our registration ends: peers that never wrote it are refused */
+    OK(tcaDestroyHandle(
+        &h[rank])); /* our registration ends: peers that never wrote it are refused */
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(tcaErrorNotRegistered == tcaPioWrite(&h[peer], 0, small, 16, 0, 0, 0),
           "a write into a destroyed registration was accepted");
@@ -478,7 +523,8 @@ static void free_revokes_keys(void) {
     unsigned char *mine, *src;
     OK(tcaMalloc((void **) &mine, BYTES, tcaMemoryCPU));
     OK(tcaMalloc((void **) &src, BYTES, tcaMemoryCPU));
-    for (int i = 0; i < BYTES; ++i) src[i] = pattern((size_t) i, rank, 21);
+    for (int i = 0; i < BYTES; ++i)
+        src[i] = pattern((size_t) i, rank, 21);
     tcaHandle *hm = share(mine, BYTES, tcaMemoryCPU), *hs = share(src, BYTES, tcaMemoryCPU);
     tcaDesc *d = tcaDescNew();
     OK(tcaDescSetMemcpy2D(d, &hm[next], 0, PITCH, &hs[rank], 0, PITCH, WIDTH, ROWS, 0, 0, 0));
@@ -494,13 +540,16 @@ static void free_revokes_keys(void) {
     MPI_Barrier(MPI_COMM_WORLD);
     OK(tcaStartDMADesc(1)); /* the old handle of next's freed memory */
     const tcaResult r = tcaWaitDMAC(1);
-    CHECK(tcaErrorNotRegistered == r, "a row with the handle of freed memory: %s, not a named refusal",
-          tcaGetErrorString(r));
+    CHECK(tcaErrorNotRegistered == r,
+          "a row with the handle of freed memory: %s, not a named refusal", tcaGetErrorString(r));
     MPI_Barrier(MPI_COMM_WORLD);
     int untouched = 1;
-    for (int i = 0; i < BYTES; ++i) untouched &= 0x5a == mine[i];
-    CHECK(untouched, "memory allocated after tcaFree (%s address) was written through the old handle by node %d",
-          same ? "the same" : "another", prev);
+    for (int i = 0; i < BYTES; ++i)
+        untouched &= 0x5a == mine[i];
+    CHECK(
+        untouched,
+        "memory allocated after tcaFree (%s address) was written through the old handle by node %d",
+        same ? "the same" : "another", prev);
     OK(tcaDescFree(d));
     free(hm);
     free(hs);
@@ -520,8 +569,8 @@ static void held_slots(void) {
     const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     const int plain_next = ids[next] & 0xffff; /* index | token << 16: the index alone */
     MPI_Barrier(MPI_COMM_WORLD);
-    OK(tcaPioWrite(&h[next], 0, src, 8, tcaDMANotify, plain_next, 1));  /* refused there */
-    OK(tcaPioWrite(&h[next], 8, src, 8, tcaDMANotify, ids[next], 2));   /* the holder's id */
+    OK(tcaPioWrite(&h[next], 0, src, 8, tcaDMANotify, plain_next, 1)); /* refused there */
+    OK(tcaPioWrite(&h[next], 8, src, 8, tcaDMANotify, ids[next], 2));  /* the holder's id */
     CHECK(tcaErrorNotAcquired == tcaPioWrite(&h[rank], 16, src, 8, tcaDMANotify, mine & 0xffff, 3),
           "a notification into our own held slot by its plain number was not refused");
     OK(tcaWaitDMARecvDesc(&h[prev], mine, 2));
@@ -544,9 +593,11 @@ static void held_slots(void) {
     OK(tcaStartDMADesc(2));
     OK(tcaWaitDMAC(2));
     OK(tcaWaitDMARecvDesc(&h[prev], mine, 5));
-    CHECK(0 == memcmp(buf + 40, src, 8), "a DMA row's data was not there when its notification was counted");
+    CHECK(0 == memcmp(buf + 40, src, 8),
+          "a DMA row's data was not there when its notification was counted");
     OK(tcaTestDMARecvDesc(&h[prev], mine, 4, &flag));
-    CHECK(0 == flag, "a DMA row's notification naming our held slot by its plain number was counted");
+    CHECK(0 == flag,
+          "a DMA row's notification naming our held slot by its plain number was counted");
     tcaDescFree(plain);
     tcaDescFree(named);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -571,13 +622,16 @@ static double now_ns(void) {
 /* TCA_TIMING=1: modelled time spent in the calls that issue the puts. */
 static void timing_model(void) {
     const char *on = getenv("TCA_TIMING");
-    if (on == NULL || strcmp(on, "1") != 0) return;
+    if (on == NULL || strcmp(on, "1") != 0)
+        return;
     const double pio = model_ns("TCA_PIO_LATENCY_NS"), start = model_ns("TCA_CHAIN_START_NS"),
                  dma = model_ns("TCA_DMA_LATENCY_NS");
-    CHECK(pio >= 1e6 && dma >= 1e6, "the script sets latencies of milliseconds (PIO %.0f, DMA %.0f ns)", pio, dma);
+    CHECK(pio >= 1e6 && dma >= 1e6,
+          "the script sets latencies of milliseconds (PIO %.0f, DMA %.0f ns)", pio, dma);
     unsigned char *buf;
     OK(tcaMalloc((void **) &buf, 8192, tcaMemoryCPU));
-    for (int i = 0; i < 4096; ++i) buf[i] = pattern((size_t) i, rank, 55);
+    for (int i = 0; i < 4096; ++i)
+        buf[i] = pattern((size_t) i, rank, 55);
     tcaHandle *h = share(buf, 8192, tcaMemoryCPU);
     const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -596,18 +650,24 @@ static void timing_model(void) {
     const double dma_took = now_ns() - t0;
     /* Two descriptors: the second issues after the first's transfer, so its
      * end is later still; the first alone is start + latency. */
-    CHECK(dma_took >= start + dma, "a two-descriptor chain's start took %.0f ns, the model at least %.0f",
-          dma_took, start + dma);
+    CHECK(dma_took >= start + dma,
+          "a two-descriptor chain's start took %.0f ns, the model at least %.0f", dma_took,
+          start + dma);
     OK(tcaWaitDMAC(0));
     OK(tcaWaitDMARecvDesc(&h[prev], 3, 2));
     OK(tcaWaitDMARecvDesc(&h[prev], 3, 3));
     size_t bad = 0;
-    for (int i = 0; i < 64; ++i) bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
-    for (int i = 64; i < 64 + 1024; ++i) bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
-    for (int i = 2048; i < 2048 + 1024; ++i) bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
+    for (int i = 0; i < 64; ++i)
+        bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
+    for (int i = 64; i < 64 + 1024; ++i)
+        bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
+    for (int i = 2048; i < 2048 + 1024; ++i)
+        bad += buf[4096 + i] != pattern((size_t) i, prev, 55);
     CHECK(0 == bad, "timing model: %zu bytes from %d wrong", bad, prev);
-    if (rank == 0) printf("timing model: PIO write %.2f ms (model %.2f), chain start %.2f ms (model >= %.2f)\n",
-                          pio_took / 1e6, pio / 1e6, dma_took / 1e6, (start + dma) / 1e6);
+    if (rank == 0)
+        printf(
+            "timing model: PIO write %.2f ms (model %.2f), chain start %.2f ms (model >= %.2f)\n",
+            pio_took / 1e6, pio / 1e6, dma_took / 1e6, (start + dma) / 1e6);
     MPI_Barrier(MPI_COMM_WORLD);
     OK(tcaDescFree(d));
     free(h);
@@ -642,19 +702,22 @@ int main(int argc, char **argv) {
     node_states();
     MPI_Barrier(MPI_COMM_WORLD);
     /* The last rank finalizes first; the others then see it FINISHED, not dead. */
-    if (rank == size - 1) OK(tcaFinalize());
+    if (rank == size - 1)
+        OK(tcaFinalize());
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != size - 1) {
         int state = -1;
         for (int spins = 0; spins < 2000 && state != TCA_NODE_FINISHED; ++spins) {
             OK(tcaNodeState(size - 1, &state));
-            if (state != TCA_NODE_FINISHED) (void) tcaInterruptWait(0, 1000);
+            if (state != TCA_NODE_FINISHED)
+                (void) tcaInterruptWait(0, 1000);
         }
         CHECK(TCA_NODE_FINISHED == state, "node %d is %d after its tcaFinalize", size - 1, state);
         OK(tcaFinalize());
     }
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (0 == rank) printf("ucx_device_test: %s (%d failures)\n", failures ? "FAILED" : "PASSED", failures);
+    if (0 == rank)
+        printf("ucx_device_test: %s (%d failures)\n", failures ? "FAILED" : "PASSED", failures);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return failures ? 1 : 0;

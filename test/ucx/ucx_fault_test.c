@@ -83,16 +83,20 @@ int main(int argc, char **argv) {
         say("ucx_fault_test: phase 1 done\n");
         const double t0 = now();
         r = tcaWaitDMARecvDesc(&all[peer], 1, 2);
-        say("ucx_fault_test: rank 0: wait ended after %.1f s: %s\n", now() - t0, tcaGetErrorString(r));
+        say("ucx_fault_test: rank 0: wait ended after %.1f s: %s\n", now() - t0,
+            tcaGetErrorString(r));
         _exit(tcaSuccess == r ? 1 : 0);
     }
-    if (0 == strcmp(mode, "killed")) raise(SIGKILL);
+    if (0 == strcmp(mode, "killed"))
+        raise(SIGKILL);
     if (0 == strcmp(mode, "linkdown")) {
         sleep(3); /* the test takes our link down meanwhile */
         const double t0 = now();
         r = tcaPioWrite(&all[peer], 8, word, 8, tcaDMANotify, 1, 3);
-        if (tcaSuccess == r) r = tcaWaitDMARecvDesc(&all[peer], 1, 3); /* never sent: bounded too */
-        say("ucx_fault_test: rank 1: write and wait ended after %.1f s: %s\n", now() - t0, tcaGetErrorString(r));
+        if (tcaSuccess == r)
+            r = tcaWaitDMARecvDesc(&all[peer], 1, 3); /* never sent: bounded too */
+        say("ucx_fault_test: rank 1: write and wait ended after %.1f s: %s\n", now() - t0,
+            tcaGetErrorString(r));
         _exit(0);
     }
     sleep(600); /* silent: alive, sends nothing; the launcher ends us */

@@ -16,7 +16,9 @@
 namespace tca {
 namespace {
 
-[[noreturn]] void boom() { throw std::runtime_error("a device call failed"); }
+[[noreturn]] void boom() {
+    throw std::runtime_error("a device call failed");
+}
 
 class ThrowingDevice final : public Device {
 public:
@@ -27,10 +29,14 @@ public:
     ResourceTable &resources() noexcept override { return resources_; }
     Result allocate(void **, size_t, tcaMemoryType) override { throw std::bad_alloc(); }
     Result release(void *, tcaMemoryType) override { boom(); }
-    Result register_memory(void *, size_t, tcaMemoryType, tcaHandle *) override { throw std::bad_alloc(); }
+    Result register_memory(void *, size_t, tcaMemoryType, tcaHandle *) override {
+        throw std::bad_alloc();
+    }
     Result deregister(const tcaHandle &) override { boom(); }
     Result validate(const Descriptor &) const override { boom(); }
-    Result pio_write(const tcaHandle &, uint64_t, const void *, size_t, int, int, int) override { boom(); }
+    Result pio_write(const tcaHandle &, uint64_t, const void *, size_t, int, int, int) override {
+        boom();
+    }
     Result pio_map(const tcaHandle &, void **) override { boom(); }
     Result load_chain(int, std::span<const Descriptor>) override { boom(); }
     Result start_channel(int) override { boom(); }
@@ -58,7 +64,9 @@ private:
 };
 
 // An error the guard gives for a thrown exception.
-bool guarded_error(tcaResult r) { return r == tcaErrorSystem || r == tcaErrorNoMemory; }
+bool guarded_error(tcaResult r) {
+    return r == tcaErrorSystem || r == tcaErrorNoMemory;
+}
 
 TEST(ApiGuard, EveryEntryPointAnswersWhenTheDeviceThrows) {
     install_device_for_tests(std::make_unique<ThrowingDevice>());

@@ -41,7 +41,8 @@ void expect_spanning_tree(const BcastPlan &plan, int root) {
         }
         EXPECT_EQ(as_child.count(r), 1u) << "rank " << r;
         int x = r, steps = 0;
-        while (x != root && x >= 0 && steps <= n) x = plan.roles[static_cast<size_t>(x)].parent, ++steps;
+        while (x != root && x >= 0 && steps <= n)
+            x = plan.roles[static_cast<size_t>(x)].parent, ++steps;
         EXPECT_EQ(x, root) << "rank " << r << " does not reach the root";
     }
 }
@@ -64,7 +65,8 @@ TEST(BcastPlan, SmallIsBinomialLargeIsChain) {
     EXPECT_EQ(small.shape, Shape::BinomialTree);
     EXPECT_EQ(small.depth(), 3);  // log2(8)
     EXPECT_EQ(small.segments, 1u);
-    EXPECT_EQ(small.roles[0].children, (std::vector<int>{4, 2, 1}));  // biggest subtree (farthest) first
+    EXPECT_EQ(small.roles[0].children,
+              (std::vector<int>{4, 2, 1}));  // biggest subtree (farthest) first
     const BcastPlan large = plan_bcast({0, 4 << 20, 256 * 1024, 64 * 1024}, nodes, 8);
     EXPECT_EQ(large.shape, Shape::Chain);
     EXPECT_EQ(large.depth(), 7);
@@ -82,15 +84,20 @@ TEST(BcastPlan, SmallStagedCommunicatorsAreFlat) {
             expect_spanning_tree(plan, root);
             EXPECT_EQ(plan.shape, Shape::FlatTree) << "n " << n;
             EXPECT_EQ(plan.depth(), 1);
-            EXPECT_EQ(plan.roles[static_cast<size_t>(root)].children.size(), static_cast<size_t>(n - 1));
-            EXPECT_EQ(plan.roles[static_cast<size_t>(root)].children.front(), (root + 1) % n);  // ring order
+            EXPECT_EQ(plan.roles[static_cast<size_t>(root)].children.size(),
+                      static_cast<size_t>(n - 1));
+            EXPECT_EQ(plan.roles[static_cast<size_t>(root)].children.front(),
+                      (root + 1) % n);  // ring order
             EXPECT_GT(plan.slots, 0u);
         }
     const auto five = identity(kFlatMaxRanks + 1);
-    EXPECT_EQ(plan_bcast({0, 8, 65536, 65536, 0, 8192}, five, kFlatMaxRanks + 1).shape, Shape::BinomialTree);
+    EXPECT_EQ(plan_bcast({0, 8, 65536, 65536, 0, 8192}, five, kFlatMaxRanks + 1).shape,
+              Shape::BinomialTree);
     const auto four = identity(kFlatMaxRanks);
-    EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, four, kFlatMaxRanks).shape, Shape::BinomialTree);
-    EXPECT_EQ(plan_bcast({0, 8, 65536, 65536, 0, 0}, four, kFlatMaxRanks).shape, Shape::BinomialTree);  // unstaged
+    EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, four, kFlatMaxRanks).shape,
+              Shape::BinomialTree);
+    EXPECT_EQ(plan_bcast({0, 8, 65536, 65536, 0, 0}, four, kFlatMaxRanks).shape,
+              Shape::BinomialTree);  // unstaged
 }
 
 TEST(BcastPlan, ChainFollowsTheRingFromTheRoot) {
@@ -100,7 +107,9 @@ TEST(BcastPlan, ChainFollowsTheRingFromTheRoot) {
         const BcastPlan plan = plan_bcast({root, 1 << 20, 128 * 1024, 64 * 1024}, nodes, 8);
         ASSERT_EQ(plan.shape, Shape::Chain);
         expect_spanning_tree(plan, root);
-        auto hops = [&](int a, int b) { return ring_hops(nodes[static_cast<size_t>(a)], nodes[static_cast<size_t>(b)], 8); };
+        auto hops = [&](int a, int b) {
+            return ring_hops(nodes[static_cast<size_t>(a)], nodes[static_cast<size_t>(b)], 8);
+        };
         EXPECT_EQ(plan.total_hops(hops), 7) << "root " << root;  // n-1 links of one hop
     }
 }
@@ -115,7 +124,8 @@ TEST(BcastPlan, RingOrderKeepsTreeLinksShort) {
             const BcastPlan plan = plan_bcast({root, 8, 64 * 1024, 64 * 1024}, placement, 8);
             expect_spanning_tree(plan, root);
             auto hops = [&](int a, int b) {
-                return ring_hops(placement[static_cast<size_t>(a)], placement[static_cast<size_t>(b)], 8);
+                return ring_hops(placement[static_cast<size_t>(a)],
+                                 placement[static_cast<size_t>(b)], 8);
             };
             EXPECT_EQ(plan.total_hops(hops), 1 * 4 + 2 * 2 + 4 * 1) << "root " << root;
             EXPECT_EQ(plan.depth(), 3);
@@ -124,7 +134,8 @@ TEST(BcastPlan, RingOrderKeepsTreeLinksShort) {
 
 TEST(BcastPlan, SegmentsCoverTheMessageExactly) {
     const auto nodes = identity(4);
-    for (size_t bytes : {size_t{65536}, size_t{65537}, size_t{131071}, size_t{1} << 22, size_t{3000001}}) {
+    for (size_t bytes :
+         {size_t{65536}, size_t{65537}, size_t{131071}, size_t{1} << 22, size_t{3000001}}) {
         const BcastPlan plan = plan_bcast({1, bytes, 65536, 65536}, nodes, 4);
         size_t covered = 0;
         for (size_t s = 0; s < plan.segments; ++s) {
@@ -145,10 +156,12 @@ TEST(BcastPlan, TwoRanksIsOneLink) {
         const BcastPlan plan = plan_bcast({1, bytes, 65536, 65536}, nodes, 2);
         EXPECT_EQ(plan.roles[1].children, std::vector<int>{0});
         EXPECT_EQ(plan.roles[0].parent, 1);
-        EXPECT_EQ(plan.segments, 1u);  // written straight into the child's buffer: nothing to pipeline
+        EXPECT_EQ(plan.segments,
+                  1u);  // written straight into the child's buffer: nothing to pipeline
     }
     // Staged, the link is pipelined: the child copies a segment out while the parent writes the next.
-    const BcastPlan staged = plan_bcast({1, size_t{4} << 20, 131072, 262144, 254, SIZE_MAX}, nodes, 2);
+    const BcastPlan staged =
+        plan_bcast({1, size_t{4} << 20, 131072, 262144, 254, SIZE_MAX}, nodes, 2);
     EXPECT_EQ(staged.shape, Shape::Chain);
     EXPECT_EQ(staged.segments, 32u);
     EXPECT_EQ(staged.slots, 16u);
@@ -178,15 +191,17 @@ TEST(BcastPlan, SmallMessagesAreStagedWithinTheChainLimit) {
             ASSERT_GT(plan.slots, 0u) << "n " << n << " bytes " << bytes;
             EXPECT_LE(plan.slots, kMaxStagingSlots);
             for (const RankRole &r : plan.roles)
-                EXPECT_LE(plan.slots * (r.children.size() + (r.parent < 0 ? 2 : 4)), 255u) << "n " << n;
+                EXPECT_LE(plan.slots * (r.children.size() + (r.parent < 0 ? 2 : 4)), 255u)
+                    << "n " << n;
             EXPECT_GE(plan.slot_stride, bytes);
             EXPECT_EQ(plan.slot_stride % 64, 0u);
         }
     }
     const auto nodes = identity(4);
-    EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);  // above staging_bytes
-    EXPECT_EQ(plan_bcast({0, 0, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);     // empty
-    EXPECT_EQ(plan_bcast({0, 100, 65536, 65536, 0, 0}, nodes, 4).slots, 0u);      // staging off
+    EXPECT_EQ(plan_bcast({0, 8193, 65536, 65536, 0, 8192}, nodes, 4).slots,
+              0u);  // above staging_bytes
+    EXPECT_EQ(plan_bcast({0, 0, 65536, 65536, 0, 8192}, nodes, 4).slots, 0u);  // empty
+    EXPECT_EQ(plan_bcast({0, 100, 65536, 65536, 0, 0}, nodes, 4).slots, 0u);   // staging off
     const BcastPlan one_segment_chain = plan_bcast({0, 4096, 65536, 2048, 0, 8192}, nodes, 4);
     EXPECT_EQ(one_segment_chain.shape, Shape::Chain);
     EXPECT_EQ(one_segment_chain.slots, kMaxStagingSlots);
@@ -199,18 +214,21 @@ TEST(BcastPlan, SmallMessagesAreStagedWithinTheChainLimit) {
 // the budget unless one slot alone does not, and hold a whole segment.
 TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
     for (int n : {3, 4, 8, 16})
-        for (size_t bytes : {size_t{256} << 10, size_t{1} << 20, (size_t{4} << 20) + 3, size_t{64} << 20})
+        for (size_t bytes :
+             {size_t{256} << 10, size_t{1} << 20, (size_t{4} << 20) + 3, size_t{64} << 20})
             for (size_t budget : {size_t{1}, size_t{256} << 10, size_t{2} << 20}) {
                 PlanParams p{0, bytes, 64 * 1024, 256 * 1024, 254, SIZE_MAX, budget};
                 const BcastPlan plan = plan_bcast(p, identity(n), n);
-                SCOPED_TRACE("n " + std::to_string(n) + " bytes " + std::to_string(bytes) + " budget " +
-                             std::to_string(budget));
+                SCOPED_TRACE("n " + std::to_string(n) + " bytes " + std::to_string(bytes) +
+                             " budget " + std::to_string(budget));
                 ASSERT_EQ(plan.shape, Shape::Chain);
                 expect_spanning_tree(plan, 0);
                 EXPECT_EQ(plan.epochs_per_run, 1u);
                 EXPECT_LE(plan.segments * 5, 255u);
                 EXPECT_GE(plan.segment_bytes, size_t{64} << 10);  // never smaller than asked
-                EXPECT_EQ(plan.segment_offset(plan.segments - 1) + plan.segment_length(plan.segments - 1), bytes);
+                EXPECT_EQ(plan.segment_offset(plan.segments - 1) +
+                              plan.segment_length(plan.segments - 1),
+                          bytes);
                 ASSERT_GE(plan.slots, 1u);
                 EXPECT_EQ(plan.segments % plan.slots, 0u);
                 EXPECT_GE(plan.slot_stride, plan.segment_bytes);
@@ -220,11 +238,13 @@ TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
                 }
             }
     // 4 MiB in 64 KiB segments would be 64: cut into 51 at most; 16 slots of ~80 KiB fit 2 MiB.
-    const BcastPlan four = plan_bcast({0, size_t{4} << 20, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
+    const BcastPlan four =
+        plan_bcast({0, size_t{4} << 20, 65536, 262144, 254, SIZE_MAX}, identity(4), 4);
     EXPECT_LE(four.segments, 51u);
     EXPECT_GT(four.slots, 8u);
     // A one-segment tree of 1 MiB (flat: staged at 4 ranks): as many slots as 2 MiB holds.
-    const BcastPlan tree = plan_bcast({0, size_t{1} << 20, size_t{1} << 20, SIZE_MAX, 0, SIZE_MAX}, identity(4), 4);
+    const BcastPlan tree =
+        plan_bcast({0, size_t{1} << 20, size_t{1} << 20, SIZE_MAX, 0, SIZE_MAX}, identity(4), 4);
     EXPECT_EQ(tree.shape, Shape::FlatTree);
     EXPECT_EQ(tree.slots, 2u);
     EXPECT_EQ(tree.epochs_per_run, 2u);
@@ -235,12 +255,13 @@ TEST(BcastPlan, StagedChainsCutSegmentsThatFitOneRun) {
 // ahead; chains, whose credits are few next to their data, return each one.
 TEST(BcastPlan, CreditsComeInBatchesThatDivideARun) {
     for (int n : {2, 3, 4, 8, 16})
-        for (size_t bytes : {size_t{1}, size_t{1024}, size_t{8192}, size_t{300000}, size_t{4} << 20})
+        for (size_t bytes :
+             {size_t{1}, size_t{1024}, size_t{8192}, size_t{300000}, size_t{4} << 20})
             for (size_t budget : {size_t{1}, size_t{64} << 10, size_t{2} << 20}) {
-                const BcastPlan plan =
-                    plan_bcast({0, bytes, 64 * 1024, 256 * 1024, 254, SIZE_MAX, budget}, identity(n), n);
-                SCOPED_TRACE("n " + std::to_string(n) + " bytes " + std::to_string(bytes) + " budget " +
-                             std::to_string(budget));
+                const BcastPlan plan = plan_bcast(
+                    {0, bytes, 64 * 1024, 256 * 1024, 254, SIZE_MAX, budget}, identity(n), n);
+                SCOPED_TRACE("n " + std::to_string(n) + " bytes " + std::to_string(bytes) +
+                             " budget " + std::to_string(budget));
                 ASSERT_GT(plan.slots, 0u);
                 ASSERT_GE(plan.credit_batch, 1u);
                 EXPECT_EQ(plan.blocks_per_run() % plan.credit_batch, 0u);
@@ -288,9 +309,11 @@ TEST(BcastPlan, StagingAreasForEveryChildAndForGpuRootsWithChildren) {
     }
     EXPECT_FALSE(has_staging_area(four, 0, false));
     EXPECT_TRUE(has_staging_area(four, 0, true));
-    const BcastPlan two = plan_bcast({0, 1024, 65536, 65536, 0, 8192}, identity(2), 2);  // one child
+    const BcastPlan two =
+        plan_bcast({0, 1024, 65536, 65536, 0, 8192}, identity(2), 2);  // one child
     EXPECT_FALSE(has_staging_area(two, 0, true));
     EXPECT_TRUE(has_staging_area(two, 1, false));
     const BcastPlan direct = plan_bcast({0, 8193, 65536, 65536, 0, 8192}, identity(4), 4);
-    for (int r = 0; r < 4; ++r) EXPECT_FALSE(has_staging_area(direct, r, true));
+    for (int r = 0; r < 4; ++r)
+        EXPECT_FALSE(has_staging_area(direct, r, true));
 }

@@ -22,7 +22,8 @@ namespace {
 struct OwnNode {
     NodeSet nodes;
     OwnNode(const char *what, int num_nodes)
-        : nodes(LaunchInfo{std::string("t.mbox.") + what + "." + std::to_string(getpid()), 0, num_nodes, "test"},
+        : nodes(LaunchInfo{std::string("t.mbox.") + what + "." + std::to_string(getpid()), 0,
+                           num_nodes, "test"},
                 WaitPolicy{}) {}
     ~OwnNode() { nodes.finalize(false); }
 };
@@ -37,8 +38,8 @@ struct Mailbox {
     BounceArea *b = nullptr;
     const uint32_t src;
     explicit Mailbox(const char *what, int num_nodes = 1, uint32_t source = 0)
-        : n(what, num_nodes), created(n.nodes.create_own(64 * 1024) == tcaSuccess), writer(n.nodes, CopyPath::Bounce),
-          src(source) {
+        : n(what, num_nodes), created(n.nodes.create_own(64 * 1024) == tcaSuccess),
+          writer(n.nodes, CopyPath::Bounce), src(source) {
         RegistrationEntry &e = n.nodes.own().registrations()[3];
         e.base = reinterpret_cast<uint64_t>(dst.data());
         e.size = dst.size();

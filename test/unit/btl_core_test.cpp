@@ -59,10 +59,13 @@ TEST(EagerRing, GeometryRoundsToCacheLines) {
 // Ring indices are masked, so a ring has a power of two of slots; a peer with
 // any other count is refused, not built with a ring that would skip slots.
 TEST(EagerRing, SlotsAreAPowerOfTwo) {
-    for (uint32_t s : {1u, 2u, 64u, 4096u}) EXPECT_TRUE((RingGeometry{s, 64}.valid())) << s;
-    for (uint32_t s : {0u, 3u, 48u, 100u}) EXPECT_FALSE((RingGeometry{s, 64}.valid())) << s;
+    for (uint32_t s : {1u, 2u, 64u, 4096u})
+        EXPECT_TRUE((RingGeometry{s, 64}.valid())) << s;
+    for (uint32_t s : {0u, 3u, 48u, 100u})
+        EXPECT_FALSE((RingGeometry{s, 64}.valid())) << s;
     const RingGeometry g = RingGeometry::for_payload(8, 100);
-    for (uint64_t k = 0; k < 40; ++k) EXPECT_EQ(g.offset(k), (k % 8) * g.stride) << k;
+    for (uint64_t k = 0; k < 40; ++k)
+        EXPECT_EQ(g.offset(k), (k % 8) * g.stride) << k;
     std::vector<unsigned char> a(tca_btl_area_bytes(2, 8, 64)), b(a.size());
     EXPECT_EQ(tca_btl_peer_new(a.data(), b.data(), nullptr, 2, 0, 1, 48, 64, 0, 0), nullptr);
     tca_btl_peer_t *p = tca_btl_peer_new(a.data(), b.data(), nullptr, 2, 0, 1, 8, 64, 0, 0);
@@ -96,7 +99,7 @@ TEST(EagerRing, FullRingRefusesUntilCreditsReturn) {
     }
     EXPECT_EQ(p.writer.reserve(), nullptr);  // credits travel in batches of half a ring
     ASSERT_TRUE(p.reader.peek(&h, &data));
-    p.reader.release();                      // the 4th: a batch
+    p.reader.release();  // the 4th: a batch
     EXPECT_EQ(p.credit.consumed.load(), 4u);
     EXPECT_NE(p.writer.reserve(), nullptr);
 }
@@ -199,8 +202,10 @@ TEST(PathReport, SaysUpToWhereOb1CopiesThroughTheRings) {
     path.put_mechanism = "process_vm_writev (single copy)";
     char text[1024];
     ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
-    EXPECT_NE(std::strstr(text, "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) up to 96 KiB, "
-                                "larger ones by its rendezvous (RDMA put)"),
+    EXPECT_NE(std::strstr(
+                  text,
+                  "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) up to 96 KiB, "
+                  "larger ones by its rendezvous (RDMA put)"),
               nullptr)
         << text;
     path.copy_max = UINT64_MAX;
@@ -276,10 +281,12 @@ TEST(PeerArea, AMarkIsTakenOnceAndOnlyWhereAsked) {
 namespace {
 // Nodes 0..n-1 with their areas; channels built on demand.
 struct Areas {
-    Areas(int nodes, uint32_t slots) : nodes(nodes), layout(nodes, RingGeometry::for_payload(slots, 64)),
-                                       area(size_t(nodes), std::vector<unsigned char>(layout.bytes())) {}
+    Areas(int nodes, uint32_t slots)
+        : nodes(nodes), layout(nodes, RingGeometry::for_payload(slots, 64)),
+          area(size_t(nodes), std::vector<unsigned char>(layout.bytes())) {}
     PeerChannel channel(int from, int to, bool to_polls_by_marks) {
-        return PeerChannel(area[from].data(), area[to].data(), layout, from, to, false, to_polls_by_marks);
+        return PeerChannel(area[from].data(), area[to].data(), layout, from, to, false,
+                           to_polls_by_marks);
     }
     int nodes;
     AreaLayout layout;
@@ -289,7 +296,8 @@ struct Areas {
 bool send(PeerChannel &ch, uint32_t value, const std::atomic<bool> *stop = nullptr) {
     unsigned char *slot;
     while ((slot = ch.tx().reserve()) == nullptr) {
-        if (stop != nullptr && stop->load(std::memory_order_relaxed)) return false;
+        if (stop != nullptr && stop->load(std::memory_order_relaxed))
+            return false;
         std::this_thread::yield();
     }
     std::memcpy(slot, &value, 4);
@@ -300,7 +308,8 @@ struct Deliveries {
     std::vector<std::pair<int, uint32_t>> got;  // (node, value)
     static void add(void *ctx, int node, uint8_t tag, const void *payload, uint32_t size) {
         uint32_t v = 0;
-        if (tag == 7 && size == 4) std::memcpy(&v, payload, 4);
+        if (tag == 7 && size == 4)
+            std::memcpy(&v, payload, 4);
         static_cast<Deliveries *>(ctx)->got.emplace_back(node, v);
     }
 };
@@ -313,8 +322,10 @@ TEST(RingPoller, EveryRingOrOnlyMarkedOnes) {
     Areas a(3, 4);
     PeerChannel n1_unmarked = a.channel(1, 0, false), n2_marked = a.channel(2, 0, true);
     // The receiver's side through the C API, as the glue makes it.
-    tca_btl_peer_t *in1 = tca_btl_peer_new(a.area[0].data(), a.area[1].data(), nullptr, 3, 0, 1, 4, 64, 0, 0);
-    tca_btl_peer_t *in2 = tca_btl_peer_new(a.area[0].data(), a.area[2].data(), nullptr, 3, 0, 2, 4, 64, 0, 0);
+    tca_btl_peer_t *in1 =
+        tca_btl_peer_new(a.area[0].data(), a.area[1].data(), nullptr, 3, 0, 1, 4, 64, 0, 0);
+    tca_btl_peer_t *in2 =
+        tca_btl_peer_new(a.area[0].data(), a.area[2].data(), nullptr, 3, 0, 2, 4, 64, 0, 0);
     ASSERT_NE(in1, nullptr);
     ASSERT_NE(in2, nullptr);
     send(n1_unmarked, 11);
@@ -335,15 +346,19 @@ TEST(RingPoller, EveryRingOrOnlyMarkedOnes) {
     ASSERT_NE(marks, nullptr);
     tca_btl_poller_add(marks, 1, in1);
     Deliveries d;
-    EXPECT_EQ(tca_btl_poller_poll(marks, Deliveries::add, &d), 0) << "node 2 marked but is not added yet";
+    EXPECT_EQ(tca_btl_poller_poll(marks, Deliveries::add, &d), 0)
+        << "node 2 marked but is not added yet";
     tca_btl_poller_add(marks, 2, in2);
-    EXPECT_EQ(tca_btl_poller_poll(marks, Deliveries::add, &d), 1) << "polled again without a new mark";
+    EXPECT_EQ(tca_btl_poller_poll(marks, Deliveries::add, &d), 1)
+        << "polled again without a new mark";
     EXPECT_EQ(tca_btl_poller_poll(marks, Deliveries::add, &d), 0);
-    EXPECT_EQ(d.got, (std::vector<std::pair<int, uint32_t>>{{2, 23}})) << "node 1's ring is never marked";
+    EXPECT_EQ(d.got, (std::vector<std::pair<int, uint32_t>>{{2, 23}}))
+        << "node 1's ring is never marked";
     tca_btl_poller_free(marks);
     EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), kMaxPeers + 1, 1, 8, 4, 64, 0), nullptr);
     EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 0, 4, 64, 0), nullptr);
-    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 8, 3, 64, 0), nullptr) << "3 slots: not a power of two";
+    EXPECT_EQ(tca_btl_poller_new(a.area[0].data(), 3, 1, 8, 3, 64, 0), nullptr)
+        << "3 slots: not a power of two";
     tca_btl_peer_free(in1);
     tca_btl_peer_free(in2);
 }
@@ -361,13 +376,16 @@ TEST(RingPoller, FindsTheFirstMessageOfASenderNotAdded) {
     send(n3, 33);
     send(n3, 34);
     send(n1, 11);
-    tca_btl_peer_t *in1 = tca_btl_peer_new(a.area[0].data(), a.area[1].data(), nullptr, 4, 0, 1, 4, 64, 0, 0);
+    tca_btl_peer_t *in1 =
+        tca_btl_peer_new(a.area[0].data(), a.area[1].data(), nullptr, 4, 0, 1, 4, 64, 0, 0);
     ASSERT_NE(in1, nullptr);
     tca_btl_poller_add(p, 1, in1);
-    EXPECT_EQ(tca_btl_poller_unknown_senders(p), uint64_t{1} << 3) << "node 3 wrote before being added";
+    EXPECT_EQ(tca_btl_poller_unknown_senders(p), uint64_t{1} << 3)
+        << "node 3 wrote before being added";
     Deliveries d;
     EXPECT_EQ(tca_btl_poller_poll(p, Deliveries::add, &d), 1);
-    tca_btl_peer_t *in3 = tca_btl_peer_new(a.area[0].data(), a.area[3].data(), nullptr, 4, 0, 3, 4, 64, 0, 0);
+    tca_btl_peer_t *in3 =
+        tca_btl_peer_new(a.area[0].data(), a.area[3].data(), nullptr, 4, 0, 3, 4, 64, 0, 0);
     ASSERT_NE(in3, nullptr);
     tca_btl_poller_add(p, 3, in3);
     EXPECT_EQ(tca_btl_poller_unknown_senders(p), 0u);
@@ -393,7 +411,8 @@ TEST(RingPoller, PollingByMarksLosesNothing) {
         in.push_back(a.channel(receiver, s, false));
     }
     RingPoller poller(a.area[receiver].data(), nodes, true, 2);
-    for (int s = 0; s < senders; ++s) poller.add(s, &in[size_t(s)]);
+    for (int s = 0; s < senders; ++s)
+        poller.add(s, &in[size_t(s)]);
     std::atomic<bool> stop{false};
     std::vector<std::thread> threads;
     for (int s = 0; s < senders; ++s)
@@ -403,7 +422,8 @@ TEST(RingPoller, PollingByMarksLosesNothing) {
         });
     std::vector<uint32_t> next(senders, 0);
     uint64_t bad = 0, idle_passes = 0;
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);  // a lost mark: fail, not hang
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(60);  // a lost mark: fail, not hang
     while ((next[0] < kMessages || next[1] < kMessages || next[2] < kMessages) &&
            std::chrono::steady_clock::now() < give_up) {
         const int got = poller.poll([&](int s, const MessageHeader &h, const unsigned char *data) {
@@ -411,12 +431,15 @@ TEST(RingPoller, PollingByMarksLosesNothing) {
             std::memcpy(&k, data, 4);
             bad += s >= senders || k != next[size_t(s)]++ || h.tag != 7;
         });
-        if (got == 0 && ++idle_passes % 64 == 0) std::this_thread::yield();
+        if (got == 0 && ++idle_passes % 64 == 0)
+            std::this_thread::yield();
     }
     stop.store(true, std::memory_order_relaxed);
-    for (auto &t : threads) t.join();
+    for (auto &t : threads)
+        t.join();
     EXPECT_EQ(bad, 0u);
-    for (int s = 0; s < senders; ++s) EXPECT_EQ(next[size_t(s)], kMessages) << "sender " << s;
+    for (int s = 0; s < senders; ++s)
+        EXPECT_EQ(next[size_t(s)], kMessages) << "sender " << s;
 }
 
 // Producer and consumer threads through one ring, sizes changing every
@@ -427,10 +450,12 @@ TEST(EagerRing, TwoThreadStress) {
     std::thread producer([&] {
         for (uint32_t k = 0; k < kMessages; ++k) {
             unsigned char *slot;
-            while ((slot = p.writer.reserve()) == nullptr) std::this_thread::yield();
+            while ((slot = p.writer.reserve()) == nullptr)
+                std::this_thread::yield();
             const uint32_t size = 4 + k % 500;
             std::memcpy(slot, &k, 4);
-            for (uint32_t i = 4; i < size; ++i) slot[i] = static_cast<unsigned char>(k + i);
+            for (uint32_t i = 4; i < size; ++i)
+                slot[i] = static_cast<unsigned char>(k + i);
             p.writer.commit(static_cast<uint8_t>(k), size);
         }
     });
@@ -438,11 +463,13 @@ TEST(EagerRing, TwoThreadStress) {
     for (uint32_t k = 0; k < kMessages; ++k) {
         MessageHeader h;
         const unsigned char *data;
-        while (!p.reader.peek(&h, &data)) std::this_thread::yield();
+        while (!p.reader.peek(&h, &data))
+            std::this_thread::yield();
         uint32_t got;
         std::memcpy(&got, data, 4);
         bad += got != k || h.size != 4 + k % 500 || h.tag != static_cast<uint8_t>(k);
-        for (uint32_t i = 4; i < h.size; ++i) bad += data[i] != static_cast<unsigned char>(k + i);
+        for (uint32_t i = 4; i < h.size; ++i)
+            bad += data[i] != static_cast<unsigned char>(k + i);
         p.reader.release();
     }
     producer.join();
@@ -461,15 +488,15 @@ TEST(ProgressClient, SleepsWhileAppProgressesDrivesWhenItComputes) {
         std::atomic<int> announced{-1};
         std::atomic<int> work{0};
     } st;
-    ProgressHooks hooks{
-        [](void *c) {
-            auto *s = static_cast<State *>(c);
-            s->polls.fetch_add(1);
-            int w = s->work.load();
-            while (w > 0 && !s->work.compare_exchange_weak(w, w - 1)) {}
-            return w > 0 ? 1 : 0;
-        },
-        [](void *c, int on) { static_cast<State *>(c)->announced.store(on); }, &st};
+    ProgressHooks hooks{[](void *c) {
+                            auto *s = static_cast<State *>(c);
+                            s->polls.fetch_add(1);
+                            int w = s->work.load();
+                            while (w > 0 && !s->work.compare_exchange_weak(w, w - 1)) {
+                            }
+                            return w > 0 ? 1 : 0;
+                        },
+                        [](void *c, int on) { static_cast<State *>(c)->announced.store(on); }, &st};
     {
         ProgressClient t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(4000),
                          std::chrono::microseconds(200000));
@@ -482,7 +509,8 @@ TEST(ProgressClient, SleepsWhileAppProgressesDrivesWhenItComputes) {
         // The application calls MPI all the time: the thread stays out of the way.
         auto note_for = [&](std::chrono::milliseconds d) {
             const auto until = std::chrono::steady_clock::now() + d;
-            while (std::chrono::steady_clock::now() < until) t.note_app_progress();
+            while (std::chrono::steady_clock::now() < until)
+                t.note_app_progress();
         };
         note_for(std::chrono::milliseconds(20));
         const int before = st.polls.load();
@@ -497,7 +525,8 @@ TEST(ProgressClient, SleepsWhileAppProgressesDrivesWhenItComputes) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const int polls = st.polls.load();
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        EXPECT_LT(st.polls.load() - polls, 10) << "idle: it sleeps on the interrupt, it does not spin";
+        EXPECT_LT(st.polls.load() - polls, 10)
+            << "idle: it sleeps on the interrupt, it does not spin";
         // A raised interrupt (a doorbell) wakes it at once.
         st.work.store(1);
         int node = 0;
@@ -525,7 +554,8 @@ TEST(PioPeer, RingsOverPioWritesDeliverInOrderAndReturnCredits) {
     for (int i = 0; i < 2; ++i) {
         ASSERT_EQ(tcaMalloc(&mem[i], layout.bytes(), tcaMemoryInternal), tcaSuccess);
         std::memset(mem[i], 0, layout.bytes());
-        ASSERT_EQ(tcaCreateHandle(&handle[i], mem[i], layout.bytes(), tcaMemoryInternal), tcaSuccess);
+        ASSERT_EQ(tcaCreateHandle(&handle[i], mem[i], layout.bytes(), tcaMemoryInternal),
+                  tcaSuccess);
     }
     auto *a = static_cast<unsigned char *>(mem[0]), *b = static_cast<unsigned char *>(mem[1]);
     // "Node 0" lives in a, "node 1" in b; each writes the other only by PIO.
@@ -537,18 +567,23 @@ TEST(PioPeer, RingsOverPioWritesDeliverInOrderAndReturnCredits) {
         if (sent < messages) {
             if (unsigned char *slot = a_to_b.tx().reserve()) {
                 const uint32_t size = 8 + static_cast<uint32_t>(sent) * 4;
-                for (uint32_t i = 0; i < size; ++i) slot[i] = static_cast<unsigned char>(sent + i);
+                for (uint32_t i = 0; i < size; ++i)
+                    slot[i] = static_cast<unsigned char>(sent + i);
                 ASSERT_EQ(a_to_b.commit(static_cast<uint8_t>(sent), size), tcaSuccess);
-                EXPECT_TRUE(a_to_b.wants_interrupt()) << "a PIO peer with a thread is rung after every message";
+                EXPECT_TRUE(a_to_b.wants_interrupt())
+                    << "a PIO peer with a thread is rung after every message";
                 ++sent;
                 continue;
             }
         }
         MessageHeader h;
         const unsigned char *data;
-        ASSERT_TRUE(b_to_a.rx().peek(&h, &data)) << "the ring is full, yet nothing arrived (message " << received << ")";
-        bad += h.tag != static_cast<uint8_t>(received) || h.size != 8 + static_cast<uint32_t>(received) * 4;
-        for (uint32_t i = 0; i < h.size; ++i) bad += data[i] != static_cast<unsigned char>(received + i);
+        ASSERT_TRUE(b_to_a.rx().peek(&h, &data))
+            << "the ring is full, yet nothing arrived (message " << received << ")";
+        bad += h.tag != static_cast<uint8_t>(received) ||
+               h.size != 8 + static_cast<uint32_t>(received) * 4;
+        for (uint32_t i = 0; i < h.size; ++i)
+            bad += data[i] != static_cast<unsigned char>(received + i);
         b_to_a.rx().release();
         ++received;
     }
@@ -561,6 +596,7 @@ TEST(PioPeer, RingsOverPioWritesDeliverInOrderAndReturnCredits) {
     EXPECT_NE(a_to_b.commit(1, 8), tcaSuccess);
     EXPECT_EQ(a_to_b.tx().sent(), before);
     EXPECT_EQ(tcaDestroyHandle(&handle[0]), tcaSuccess);
-    for (void *m : mem) EXPECT_EQ(tcaFree(m, tcaMemoryInternal), tcaSuccess);
+    for (void *m : mem)
+        EXPECT_EQ(tcaFree(m, tcaMemoryInternal), tcaSuccess);
     EXPECT_EQ(tcaFinalize(), tcaSuccess);
 }

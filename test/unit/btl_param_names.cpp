@@ -9,6 +9,7 @@
 int main() {
     size_t count = 0;
     const tca_btl_param_t *params = tca_btl_params(&count);
-    for (size_t i = 0; i < count; ++i) std::printf("%s\n", params[i].name);
+    for (size_t i = 0; i < count; ++i)
+        std::printf("%s\n", params[i].name);
     return count > 0 ? 0 : 1;
 }

@@ -37,7 +37,8 @@ struct Fixture {
                 return it == fails.end() ? tcaSuccess : it->second;
             },
             [&](int id, uint64_t *v) -> Result {
-                if (id == 99) return tcaErrorNotAcquired;
+                if (id == 99)
+                    return tcaErrorNotAcquired;
                 *v = counters[id];
                 return tcaSuccess;
             });

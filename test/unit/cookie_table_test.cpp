@@ -44,7 +44,8 @@ TEST(CookieTable, ForgedAndStaleCookiesNameNothing) {
     uint64_t again = 0;
     for (int i = 0; i < 4; ++i) {
         ASSERT_TRUE(t.put(&b, &again));
-        if ((again & 0xffffffffu) == (c & 0xffffffffu)) break;
+        if ((again & 0xffffffffu) == (c & 0xffffffffu))
+            break;
         EXPECT_EQ(t.take(again), &b);
     }
     EXPECT_EQ(again & 0xffffffffu, c & 0xffffffffu);
@@ -57,7 +58,8 @@ TEST(CookieTable, AFullTableRefusesUntilOneIsTaken) {
     CookieTable t(3);
     int v[4];
     uint64_t c[4];
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(t.put(&v[i], &c[i]));
+    for (int i = 0; i < 3; ++i)
+        ASSERT_TRUE(t.put(&v[i], &c[i]));
     EXPECT_FALSE(t.put(&v[3], &c[3]));
     EXPECT_EQ(t.take(c[1]), &v[1]);
     ASSERT_TRUE(t.put(&v[3], &c[3]));
@@ -82,12 +84,15 @@ TEST(CookieTable, ThreadsPuttingAndTakingNeverLoseOrShareAnEntry) {
                     }
                 for (int i = n - 1; i >= 0; --i) {
                     const uint64_t c = cookies[static_cast<size_t>(i)];
-                    if (c == ~uint64_t{0}) continue;
-                    if (t.take(c) != &values[static_cast<size_t>(i)]) mismatches.fetch_add(1);
+                    if (c == ~uint64_t{0})
+                        continue;
+                    if (t.take(c) != &values[static_cast<size_t>(i)])
+                        mismatches.fetch_add(1);
                 }
             }
         });
-    for (std::thread &th : threads) th.join();
+    for (std::thread &th : threads)
+        th.join();
     EXPECT_EQ(mismatches.load(), 0);
     EXPECT_EQ(refused.load(), 0) << "4 threads hold at most 32 of 64 entries";
     EXPECT_EQ(t.in_use(), 0u);

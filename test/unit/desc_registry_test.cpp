@@ -70,10 +70,14 @@ TEST(DescRegistry, ManyChunksStayAddressable) {
         all.push_back(r.create());
         ASSERT_NE(all.back(), nullptr);
     }
-    for (tcaDesc *d : all) EXPECT_EQ(touch(r, d), tcaSuccess);
+    for (tcaDesc *d : all)
+        EXPECT_EQ(touch(r, d), tcaSuccess);
     for (tcaDesc *d : all) {
         int n = 0;
-        EXPECT_EQ(r.with(d, [&](tcaDesc *live) { return n = static_cast<int>(live->chain.size()), tcaSuccess; }),
+        EXPECT_EQ(r.with(d,
+                         [&](tcaDesc *live) {
+                             return n = static_cast<int>(live->chain.size()), tcaSuccess;
+                         }),
                   tcaSuccess);
         EXPECT_EQ(n, 1);  // each its own chain
         EXPECT_TRUE(r.destroy(d));
@@ -88,7 +92,10 @@ TEST(DescRegistry, AFreeWaitsForCallsInsideAndRefusesLaterOnes) {
     for (int round = 0; round < 200; ++round) {
         tcaDesc *d = r.create();
         ASSERT_NE(d, nullptr);
-        ASSERT_EQ(r.with(d, [](tcaDesc *live) { return live->chain.emplace_back().width = 42, tcaSuccess; }), tcaSuccess);
+        ASSERT_EQ(
+            r.with(d,
+                   [](tcaDesc *live) { return live->chain.emplace_back().width = 42, tcaSuccess; }),
+            tcaSuccess);
         std::atomic<bool> freed{false};
         std::atomic<int> inside{0}, ran_after_free{0};
         std::vector<std::thread> users;
@@ -107,7 +114,8 @@ TEST(DescRegistry, AFreeWaitsForCallsInsideAndRefusesLaterOnes) {
                             ran_after_free.fetch_add(1);
                             break;
                         }
-                    if (live->chain.size() != 1 || live->chain.data() != first || first->width != 42)
+                    if (live->chain.size() != 1 || live->chain.data() != first ||
+                        first->width != 42)
                         ran_after_free.fetch_add(1);
                     return tcaSuccess;
                 }) == tcaSuccess) {
@@ -117,7 +125,8 @@ TEST(DescRegistry, AFreeWaitsForCallsInsideAndRefusesLaterOnes) {
         }
         ASSERT_TRUE(r.destroy(d));
         freed.store(true, std::memory_order_release);
-        for (auto &u : users) u.join();
+        for (auto &u : users)
+            u.join();
         EXPECT_EQ(ran_after_free.load(), 0) << "round " << round;
         EXPECT_EQ(touch(r, d), tcaErrorInvalidValue);
     }

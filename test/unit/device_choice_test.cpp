@@ -23,14 +23,18 @@ public:
         for (const auto &[name, value] : vars) {
             const char *old = getenv(name);
             saved_.emplace_back(name, old != nullptr, old != nullptr ? old : "");
-            if (value != nullptr) setenv(name, value, 1);
-            else unsetenv(name);
+            if (value != nullptr)
+                setenv(name, value, 1);
+            else
+                unsetenv(name);
         }
     }
     ~ScopedEnv() {
         for (const auto &[name, had, value] : saved_) {
-            if (had) setenv(name.c_str(), value.c_str(), 1);
-            else unsetenv(name.c_str());
+            if (had)
+                setenv(name.c_str(), value.c_str(), 1);
+            else
+                unsetenv(name.c_str());
         }
     }
 
@@ -43,10 +47,17 @@ private:
 // and coll tca place theirs on one host); everything else to the loopback.
 TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
     const char *unset = nullptr;
-    ScopedEnv clean({{"TCA_NODE_ID", unset}, {"TCA_NUM_NODES", unset}, {"OMPI_COMM_WORLD_SIZE", unset},
-                     {"OMPI_COMM_WORLD_LOCAL_SIZE", unset}, {"MV2_COMM_WORLD_SIZE", unset},
-                     {"MV2_COMM_WORLD_LOCAL_SIZE", unset}, {"PMI_SIZE", unset}, {"MPI_LOCALNRANKS", unset},
-                     {"SLURM_LOCALID", unset}, {"SLURM_STEP_NUM_NODES", unset}, {"SLURM_NNODES", unset},
+    ScopedEnv clean({{"TCA_NODE_ID", unset},
+                     {"TCA_NUM_NODES", unset},
+                     {"OMPI_COMM_WORLD_SIZE", unset},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", unset},
+                     {"MV2_COMM_WORLD_SIZE", unset},
+                     {"MV2_COMM_WORLD_LOCAL_SIZE", unset},
+                     {"PMI_SIZE", unset},
+                     {"MPI_LOCALNRANKS", unset},
+                     {"SLURM_LOCALID", unset},
+                     {"SLURM_STEP_NUM_NODES", unset},
+                     {"SLURM_NNODES", unset},
                      {"PMIX_NAMESPACE", "job.1"}});
     const tcaInitParams placed{nullptr, 1, 4};
     const tcaInitParams unplaced{nullptr, -1, 0};
@@ -60,13 +71,16 @@ TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
         EXPECT_STREQ(default_device_name(nullptr, true), "ucx");
         EXPECT_STREQ(default_device_name(&unplaced, true), "ucx");
         EXPECT_STREQ(default_device_name(nullptr, false), "loopback") << "no ucx device built";
-        EXPECT_STREQ(default_device_name(&placed, true), "loopback") << "nodes placed by the caller";
+        EXPECT_STREQ(default_device_name(&placed, true), "loopback")
+            << "nodes placed by the caller";
         {
             ScopedEnv by_variable({{"TCA_NODE_ID", "0"}});
-            EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "nodes placed by TCA_NODE_ID";
+            EXPECT_STREQ(default_device_name(nullptr, true), "loopback")
+                << "nodes placed by TCA_NODE_ID";
         }
         ScopedEnv no_pmix({{"PMIX_NAMESPACE", unset}});
-        EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "no PMIx: the ucx device could not start";
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback")
+            << "no PMIx: the ucx device could not start";
     }
     {
         ScopedEnv hydra({{"PMI_SIZE", "8"}, {"MPI_LOCALNRANKS", "4"}});
@@ -82,7 +96,8 @@ TEST(DeviceChoice, ADefaultDeviceFollowsTheLauncher) {
     }
     {
         ScopedEnv garbled({{"OMPI_COMM_WORLD_SIZE", "4x"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
-        EXPECT_STREQ(default_device_name(nullptr, true), "loopback") << "a count that is not a number";
+        EXPECT_STREQ(default_device_name(nullptr, true), "loopback")
+            << "a count that is not a number";
     }
 }
 
@@ -105,7 +120,8 @@ TEST(DeviceChoice, TheChoiceIsQueriedBeforeAnythingStarts) {
         EXPECT_STREQ(name, "ucx");
         EXPECT_EQ(spans, 1);
         char tiny[3];
-        EXPECT_EQ(tcaQueryBackendChoice(&placed, tiny, sizeof tiny, &spans), tcaErrorInvalidValue) << "no room";
+        EXPECT_EQ(tcaQueryBackendChoice(&placed, tiny, sizeof tiny, &spans), tcaErrorInvalidValue)
+            << "no room";
     }
     {
         ScopedEnv bogus({{"TCA_DEVICE", "peach3"}});

@@ -26,12 +26,18 @@ thread_local long allocations = 0;
 // (malloc and free on purpose: GCC cannot see that they pair here.)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void *operator new(size_t n) {
-    if (counting) ++allocations;
-    if (void *p = std::malloc(n ? n : 1)) return p;
+    if (counting)
+        ++allocations;
+    if (void *p = std::malloc(n ? n : 1))
+        return p;
     throw std::bad_alloc();
 }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete(void *p) noexcept {
+    std::free(p);
+}
+void operator delete(void *p, size_t) noexcept {
+    std::free(p);
+}
 #endif
 
 namespace {
@@ -72,7 +78,8 @@ protected:
         int tag = 0;
         std::memcpy(&tag, p->owner, sizeof tag);
         s->tags.push_back(tag);
-        if (r != tcaSuccess) ++s->failures;
+        if (r != tcaSuccess)
+            ++s->failures;
     }
     static constexpr size_t kBytes = 8 << 20;
     std::string key_;
@@ -89,9 +96,11 @@ TEST(PutFifo, KeepsOrderWhileItGrowsAndWraps) {
             p.size = next_in++;
             f.push(p);
         }
-        for (int i = 0; i < round / 2 + 1 && !f.empty(); ++i) ASSERT_EQ(f.pop().size, next_out++);
+        for (int i = 0; i < round / 2 + 1 && !f.empty(); ++i)
+            ASSERT_EQ(f.pop().size, next_out++);
     }
-    while (!f.empty()) ASSERT_EQ(f.pop().size, next_out++);
+    while (!f.empty())
+        ASSERT_EQ(f.pop().size, next_out++);
     EXPECT_EQ(next_in, next_out);
 }
 
@@ -99,7 +108,8 @@ TEST_F(OneNode, PutsLandInOrderBehindOneChannelWithTheirOwners) {
     // 1 MiB each: over the inline limit, so they queue behind the engine.
     constexpr int kPuts = 8;
     constexpr uint64_t kSize = 1 << 20;
-    for (size_t i = 0; i < kBytes; ++i) static_cast<unsigned char *>(src_)[i] = static_cast<unsigned char>(i * 7 + 1);
+    for (size_t i = 0; i < kBytes; ++i)
+        static_cast<unsigned char *>(src_)[i] = static_cast<unsigned char>(i * 7 + 1);
     std::memset(dst_, 0, kBytes);
     Seen seen;
     {
@@ -108,16 +118,19 @@ TEST_F(OneNode, PutsLandInOrderBehindOneChannelWithTheirOwners) {
         int queued = 0;
         for (int i = 0; i < kPuts; ++i) {
             const int how = q.submit(put(i * kSize, kSize, i), &err);
-            ASSERT_TRUE(how == TCA_BTL_PUT_STARTED || how == TCA_BTL_PUT_QUEUED) << how << " " << err;
+            ASSERT_TRUE(how == TCA_BTL_PUT_STARTED || how == TCA_BTL_PUT_QUEUED)
+                << how << " " << err;
             queued += how == TCA_BTL_PUT_QUEUED;
         }
         EXPECT_GT(queued, 0) << "one channel: the later puts wait";
         EXPECT_EQ(q.channels_held(), 1);
         EXPECT_EQ(q.busy(), kPuts);
-        while (q.busy() > 0) q.progress(record, &seen);
+        while (q.busy() > 0)
+            q.progress(record, &seen);
     }
     ASSERT_EQ(seen.tags.size(), size_t{kPuts});
-    for (int i = 0; i < kPuts; ++i) EXPECT_EQ(seen.tags[static_cast<size_t>(i)], i) << "in submission order";
+    for (int i = 0; i < kPuts; ++i)
+        EXPECT_EQ(seen.tags[static_cast<size_t>(i)], i) << "in submission order";
     EXPECT_EQ(seen.failures, 0);
     EXPECT_EQ(std::memcmp(src_, dst_, kPuts * kSize), 0) << "every byte landed before its callback";
 }
@@ -127,24 +140,30 @@ TEST_F(OneNode, UsesUpToItsChannelsAndReleasesThem) {
     {
         DmaPuts q(3, nullptr, nullptr);
         tcaResult err = tcaSuccess;
-        for (int i = 0; i < 6; ++i) q.submit(put(static_cast<uint64_t>(i) << 20, 1 << 20, i), &err);
+        for (int i = 0; i < 6; ++i)
+            q.submit(put(static_cast<uint64_t>(i) << 20, 1 << 20, i), &err);
         EXPECT_LE(q.channels_held(), 3);
         EXPECT_GE(q.channels_held(), 1);
-        while (q.busy() > 0) q.progress(record, &seen);
+        while (q.busy() > 0)
+            q.progress(record, &seen);
     }
     EXPECT_EQ(seen.tags.size(), 6u);
     // All four are free again.
     int ids[TCA_NUM_DMA_CHANNELS];
-    for (int &id : ids) EXPECT_EQ(tcaChannelAcquire(&id), tcaSuccess);
-    for (int id : ids) EXPECT_EQ(tcaChannelRelease(id), tcaSuccess);
+    for (int &id : ids)
+        EXPECT_EQ(tcaChannelAcquire(&id), tcaSuccess);
+    for (int id : ids)
+        EXPECT_EQ(tcaChannelRelease(id), tcaSuccess);
 }
 
 TEST_F(OneNode, NoChannelFreeIsNotAnErrorAndIsLoggedOnce) {
     int ids[TCA_NUM_DMA_CHANNELS];
-    for (int &id : ids) ASSERT_EQ(tcaChannelAcquire(&id), tcaSuccess);  // coll tca or a TCA program holds them
+    for (int &id : ids)
+        ASSERT_EQ(tcaChannelAcquire(&id), tcaSuccess);  // coll tca or a TCA program holds them
     int logged = 0;
     {
-        DmaPuts q(2, [](void *c, const char *) { ++*static_cast<int *>(c); }, &logged);
+        DmaPuts q(
+            2, [](void *c, const char *) { ++*static_cast<int *>(c); }, &logged);
         tcaResult err = tcaSuccess;
         EXPECT_EQ(q.submit(put(0, 4096, 1), &err), TCA_BTL_PUT_NO_CHANNEL);
         EXPECT_EQ(q.submit(put(0, 4096, 2), &err), TCA_BTL_PUT_NO_CHANNEL);
@@ -153,10 +172,12 @@ TEST_F(OneNode, NoChannelFreeIsNotAnErrorAndIsLoggedOnce) {
         ASSERT_EQ(tcaChannelRelease(ids[0]), tcaSuccess);
         EXPECT_EQ(q.submit(put(0, 4096, 3), &err), TCA_BTL_PUT_STARTED) << "a channel came free";
         Seen seen;
-        while (q.busy() > 0) q.progress(record, &seen);
+        while (q.busy() > 0)
+            q.progress(record, &seen);
         EXPECT_EQ(seen.tags, std::vector<int>{3});
     }
-    for (int i = 1; i < TCA_NUM_DMA_CHANNELS; ++i) EXPECT_EQ(tcaChannelRelease(ids[i]), tcaSuccess);
+    for (int i = 1; i < TCA_NUM_DMA_CHANNELS; ++i)
+        EXPECT_EQ(tcaChannelRelease(ids[i]), tcaSuccess);
 }
 
 TEST_F(OneNode, AFailedPutIsHandedBackWithItsError) {
@@ -167,8 +188,10 @@ TEST_F(OneNode, AFailedPutIsHandedBackWithItsError) {
     EXPECT_NE(err, tcaSuccess);
     EXPECT_EQ(q.busy(), 0);
     Seen seen;
-    EXPECT_EQ(q.submit(put(0, 4096, 1), &err), TCA_BTL_PUT_STARTED) << "the channel is usable after a refusal";
-    while (q.busy() > 0) q.progress(record, &seen);
+    EXPECT_EQ(q.submit(put(0, 4096, 1), &err), TCA_BTL_PUT_STARTED)
+        << "the channel is usable after a refusal";
+    while (q.busy() > 0)
+        q.progress(record, &seen);
     EXPECT_EQ(seen.tags, std::vector<int>{1});
     EXPECT_EQ(seen.failures, 0);
 }
@@ -181,11 +204,14 @@ TEST_F(OneNode, AWarmQueueAllocatesNothingPerPut) {
     tcaResult err = tcaSuccess;
     auto one = [&](int i) {
         ASSERT_NE(q.submit(put(0, 16384, i), &err), TCA_BTL_PUT_FAILED);
-        while (q.busy() > 0) q.progress(record, &seen);
+        while (q.busy() > 0)
+            q.progress(record, &seen);
     };
-    for (int i = 0; i < 10; ++i) one(i);  // acquires the channel, makes its descriptor
+    for (int i = 0; i < 10; ++i)
+        one(i);  // acquires the channel, makes its descriptor
     counting = true;
-    for (int i = 0; i < 500; ++i) one(i);
+    for (int i = 0; i < 500; ++i)
+        one(i);
     counting = false;
     EXPECT_EQ(allocations, 0) << "allocations on the putting thread over 500 warm puts";
     EXPECT_EQ(seen.failures, 0);

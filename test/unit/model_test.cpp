@@ -39,7 +39,8 @@ TEST(AddressMap, WindowsAreEqualAlignedAndDecode) {
         EXPECT_FALSE(m.decode(AddressMap::kBarBase + AddressMap::kBarSize).has_value());
     }
     EXPECT_EQ(AddressMap(16).window_size(), 32ull << 30);  // 512 GiB / 16 as on HA-PACS/TCA
-    EXPECT_FALSE(AddressMap(3).decode(AddressMap(3).window_base(3)).has_value());  // unused 4th window
+    EXPECT_FALSE(
+        AddressMap(3).decode(AddressMap(3).window_base(3)).has_value());  // unused 4th window
 }
 
 int ring_distance(int a, int b, int r) {
@@ -51,7 +52,8 @@ TEST(Topology, RingHopsAreShortestDirection) {
     for (int n = 1; n <= 64; ++n) {
         Topology t(n, false);
         for (int a = 0; a < n; ++a)
-            for (int b = 0; b < n; ++b) EXPECT_EQ(t.hops(a, b), ring_distance(a, b, n)) << n << ":" << a << "->" << b;
+            for (int b = 0; b < n; ++b)
+                EXPECT_EQ(t.hops(a, b), ring_distance(a, b, n)) << n << ":" << a << "->" << b;
     }
 }
 
@@ -87,7 +89,8 @@ TEST(Topology, SLinksJoinTwoRings) {
     for (int a = 0; a < 16; ++a)
         for (int b = 0; b < 16; ++b) {
             const bool same = (a < 8) == (b < 8);
-            const int expect = same ? ring_distance(a % 8, b % 8, 8) : 1 + ring_distance(a % 8, b % 8, 8);
+            const int expect =
+                same ? ring_distance(a % 8, b % 8, 8) : 1 + ring_distance(a % 8, b % 8, 8);
             EXPECT_EQ(t.hops(a, b), expect) << a << "->" << b;
         }
     EXPECT_EQ(t.route(2, t.address_map().window_base(13)), Port::South);
@@ -176,7 +179,8 @@ TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
     setenv("TCA_LINK_BANDWIDTH_MBS", "2000", 1);  // the old name of the host bandwidth
     TimingModel on;
     ASSERT_EQ(timing_from_environment(&on), tcaSuccess);
-    for (const char *v : {"TCA_TIMING", "TCA_GPU_BANDWIDTH_MBS", "TCA_LINK_BANDWIDTH_MBS"}) unsetenv(v);
+    for (const char *v : {"TCA_TIMING", "TCA_GPU_BANDWIDTH_MBS", "TCA_LINK_BANDWIDTH_MBS"})
+        unsetenv(v);
     EXPECT_TRUE(on.enabled);
     EXPECT_DOUBLE_EQ(on.gpu_bandwidth_mb_s, 1000);
     EXPECT_DOUBLE_EQ(on.host_bandwidth_mb_s, 2000);
@@ -189,8 +193,8 @@ TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
 ::testing::AssertionResult within(double model, double published, double tolerance = 0.10) {
     const double err = (model - published) / published;
     if (err > tolerance || err < -tolerance)
-        return ::testing::AssertionFailure() << "model " << model << " vs published " << published << " ("
-                                             << 100 * err << " %)";
+        return ::testing::AssertionFailure()
+               << "model " << model << " vs published " << published << " (" << 100 * err << " %)";
     return ::testing::AssertionSuccess();
 }
 
@@ -228,11 +232,13 @@ TEST(TimingModel, GpuPingPongB1) {
     const struct {
         uint64_t bytes;
         double us;
-    } b1[] = {{8, 2.015},         {16, 2.017},        {32, 2.016},        {64, 2.015},         {128, 2.015},
-              {256, 2.014},       {512, 2.041},       {1 << 10, 2.086},   {2 << 10, 2.184},    {4 << 10, 3.540},
-              {8 << 10, 4.952},   {16 << 10, 7.929},  {32 << 10, 14.403}, {64 << 10, 26.589},  {128 << 10, 51.645},
-              {256 << 10, 102.114}, {512 << 10, 201.693}, {1 << 20, 447.694}, {2 << 20, 891.056}, {4 << 20, 1781.322}};
-    for (const auto &p : b1) EXPECT_TRUE(within(m.one_way_dma_ns(p.bytes, 1, true, 1), p.us * 1000)) << p.bytes;
+    } b1[] = {{8, 2.015},           {16, 2.017},        {32, 2.016},         {64, 2.015},
+              {128, 2.015},         {256, 2.014},       {512, 2.041},        {1 << 10, 2.086},
+              {2 << 10, 2.184},     {4 << 10, 3.540},   {8 << 10, 4.952},    {16 << 10, 7.929},
+              {32 << 10, 14.403},   {64 << 10, 26.589}, {128 << 10, 51.645}, {256 << 10, 102.114},
+              {512 << 10, 201.693}, {1 << 20, 447.694}, {2 << 20, 891.056},  {4 << 20, 1781.322}};
+    for (const auto &p : b1)
+        EXPECT_TRUE(within(m.one_way_dma_ns(p.bytes, 1, true, 1), p.us * 1000)) << p.bytes;
 }
 
 TEST(TimingModel, GpuBlockStrideB2) {
@@ -240,8 +246,8 @@ TEST(TimingModel, GpuBlockStrideB2) {
     const struct {
         uint64_t n;
         double us;
-    } b2[] = {{2, 2.060}, {4, 2.151}, {8, 2.325}, {16, 2.680}, {32, 4.455}, {64, 12.181}, {128, 45.080},
-              {256, 191.674}, {512, 1022.011}};
+    } b2[] = {{2, 2.060},   {4, 2.151},    {8, 2.325},     {16, 2.680},    {32, 4.455},
+              {64, 12.181}, {128, 45.080}, {256, 191.674}, {512, 1022.011}};
     for (const auto &p : b2)  // N rows of N doubles
         EXPECT_TRUE(within(m.one_way_dma_ns(p.n * 8, p.n, true, 1), p.us * 1000)) << "N = " << p.n;
 }
@@ -280,7 +286,8 @@ TEST(TimingModel, ChainClockIsDeadlineBased) {
     c.start(m, 1'000'000);
     const auto a = c.next(m, DescriptorCost{8, 1, true, 1, false, false});
     // the device delivers the handoff early: the program then sees the model
-    EXPECT_NEAR(static_cast<double>(a.done_ns - 1'000'000), m.one_way_dma_ns(8, 1, true, 1) - m.dma_handoff_ns, 2);
+    EXPECT_NEAR(static_cast<double>(a.done_ns - 1'000'000),
+                m.one_way_dma_ns(8, 1, true, 1) - m.dma_handoff_ns, 2);
     EXPECT_DOUBLE_EQ(m.pio_delay_ns(1), 782 - m.pio_handoff_ns);
     const auto b = c.next(m, DescriptorCost{4096, 1, false, 3, false, false});
     EXPECT_GE(b.first_byte_ns, a.done_ns);
@@ -316,8 +323,8 @@ TEST(LaunchInfo, Precedence) {
     EXPECT_EQ(loopback::resolve_launch_info(&bad, &li), tcaErrorInvalidNode);
     tcaInitParams big{"x", 0, TCA_MAX_NODES + 1};
     EXPECT_EQ(loopback::resolve_launch_info(&big, &li), tcaErrorInvalidValue);
-    for (const char *v : {"TCA_JOB_KEY", "TCA_NODE_ID", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                          "OMPI_MCA_ess_base_jobid"})
+    for (const char *v : {"TCA_JOB_KEY", "TCA_NODE_ID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                          "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid"})
         unsetenv(v);
     EXPECT_LE(loopback::sanitize_job_key(std::string(200, 'k')).size(), 40u);
 }
@@ -335,14 +342,35 @@ TEST(LaunchInfo, SlurmTaskLists) {
 // Each launcher's variables alone give the node (local rank, not MPI rank),
 // the node count (local processes) and a job key; TCA_* still win.
 TEST(LaunchInfo, LaunchersWithoutOpenMpi) {
-    const char *all[] = {"TCA_JOB_KEY", "TCA_NODE_ID", "TCA_NUM_NODES", "OMPI_COMM_WORLD_LOCAL_RANK",
-                         "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMIX_RANK",
-                         "MPIRUN_ID", "MPIRUN_RANK", "MPIRUN_NPROCS", "MV2_COMM_WORLD_LOCAL_RANK",
-                         "MV2_COMM_WORLD_LOCAL_SIZE", "MV2_NODE_ID", "MV2_NUM_NODES_IN_JOB", "PMI_RANK", "PMI_SIZE",
-                         "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_LOCALID",
-                         "SLURM_NODEID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "PALS_RANKID"};
+    const char *all[] = {"TCA_JOB_KEY",
+                         "TCA_NODE_ID",
+                         "TCA_NUM_NODES",
+                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                         "OMPI_MCA_ess_base_jobid",
+                         "PMIX_NAMESPACE",
+                         "PMIX_RANK",
+                         "MPIRUN_ID",
+                         "MPIRUN_RANK",
+                         "MPIRUN_NPROCS",
+                         "MV2_COMM_WORLD_LOCAL_RANK",
+                         "MV2_COMM_WORLD_LOCAL_SIZE",
+                         "MV2_NODE_ID",
+                         "MV2_NUM_NODES_IN_JOB",
+                         "PMI_RANK",
+                         "PMI_SIZE",
+                         "MPI_LOCALRANKID",
+                         "MPI_LOCALNRANKS",
+                         "SLURM_JOB_ID",
+                         "SLURM_STEP_ID",
+                         "SLURM_LOCALID",
+                         "SLURM_NODEID",
+                         "SLURM_STEP_TASKS_PER_NODE",
+                         "SLURM_TASKS_PER_NODE",
+                         "PALS_RANKID"};
     auto clear = [&] {
-        for (const char *v : all) unsetenv(v);
+        for (const char *v : all)
+            unsetenv(v);
     };
     loopback::LaunchInfo li;
     clear();
@@ -396,7 +424,9 @@ TEST(LaunchInfo, LaunchersWithoutOpenMpi) {
     testing::internal::CaptureStderr();
     EXPECT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaErrorNotSupported);
     const std::string msg = testing::internal::GetCapturedStderr();
-    EXPECT_NE(msg.find("launcher whose environment tca cannot read (PALS_RANKID=3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("launcher whose environment tca cannot read (PALS_RANKID=3"),
+              std::string::npos)
+        << msg;
     clear();
     ASSERT_EQ(loopback::resolve_launch_info(nullptr, &li), tcaSuccess);  // a lone process
     EXPECT_EQ(li.source, "singleton");

@@ -33,7 +33,8 @@ TEST(PendingGets, AnAnswerCompletesItsGetOnce) {
     const tcaHandle src = handle(1, 0x10000, 4096), dst = handle(0, 0x20000, 4096);
     const Owner mine{42, {}};
     tca_btl_get_request_t req;
-    ASSERT_EQ(g.begin(1, &mine, sizeof mine, src, 0x10100, dst, 0x20200, 512, &req), TCA_BTL_GET_OK);
+    ASSERT_EQ(g.begin(1, &mine, sizeof mine, src, 0x10100, dst, 0x20200, 512, &req),
+              TCA_BTL_GET_OK);
     EXPECT_EQ(req.src_addr, 0x10100u);
     EXPECT_EQ(req.dst_addr, 0x20200u);
     EXPECT_EQ(req.size, 512u);
@@ -53,10 +54,13 @@ TEST(PendingGets, RangesOutsideTheRegistrationsAreRefused) {
     const tcaHandle src = handle(1, 0x10000, 4096), dst = handle(0, 0x20000, 4096);
     const Owner o{1, {}};
     tca_btl_get_request_t req;
-    EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0x10000 + 4000, dst, 0x20000, 200, &req), TCA_BTL_GET_BAD);
-    EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0x10000, dst, 0x20000 + 4000, 200, &req), TCA_BTL_GET_BAD);
+    EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0x10000 + 4000, dst, 0x20000, 200, &req),
+              TCA_BTL_GET_BAD);
+    EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0x10000, dst, 0x20000 + 4000, 200, &req),
+              TCA_BTL_GET_BAD);
     EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0xffff, dst, 0x20000, 1, &req), TCA_BTL_GET_BAD);
-    EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0x10000, dst, 0x20000, UINT64_MAX, &req), TCA_BTL_GET_BAD);
+    EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0x10000, dst, 0x20000, UINT64_MAX, &req),
+              TCA_BTL_GET_BAD);
     EXPECT_EQ(g.begin(2, &o, sizeof o, src, 0x10000, dst, 0x20000, 8, &req), TCA_BTL_GET_BAD)
         << "the source must be the asked peer's";
     EXPECT_EQ(g.pending(), 0);
@@ -73,7 +77,8 @@ TEST(PendingGets, FullUntilOneIsAnsweredOrCancelled) {
     g.cancel(a.cookie);
     EXPECT_EQ(g.pending(), 1);
     unsigned char out[TCA_BTL_OWNER_BYTES];
-    EXPECT_EQ(g.finish(tca_btl_get_done_t{a.cookie, 0, 0}, 1, out), TCA_BTL_GET_UNKNOWN) << "cancelled";
+    EXPECT_EQ(g.finish(tca_btl_get_done_t{a.cookie, 0, 0}, 1, out), TCA_BTL_GET_UNKNOWN)
+        << "cancelled";
     EXPECT_EQ(g.begin(1, &o, sizeof o, src, 0, dst, 0, 8, &c), TCA_BTL_GET_OK);
 }
 
@@ -84,7 +89,8 @@ TEST(PendingGets, ForgedCookiesAndOtherPeersAnswersFailTheGet) {
     tca_btl_get_request_t req;
     ASSERT_EQ(g.begin(3, &o, sizeof o, src, 0, dst, 0, 64, &req), TCA_BTL_GET_OK);
     unsigned char out[TCA_BTL_OWNER_BYTES];
-    for (uint64_t forged : {req.cookie + 1, req.cookie ^ (uint64_t{1} << 32), ~uint64_t{0}, uint64_t{0x7fffffff}})
+    for (uint64_t forged :
+         {req.cookie + 1, req.cookie ^ (uint64_t{1} << 32), ~uint64_t{0}, uint64_t{0x7fffffff}})
         EXPECT_EQ(g.finish(tca_btl_get_done_t{forged, 0, 0}, 3, out), TCA_BTL_GET_UNKNOWN);
     EXPECT_EQ(g.finish(tca_btl_get_done_t{req.cookie, 0, 0}, 2, out), TCA_BTL_GET_WRONG_PEER)
         << "node 2 answered a get asked of node 3";
@@ -101,7 +107,8 @@ TEST(PendingGets, ThreadsBeginAndFinishConcurrently) {
             for (long i = 0; i < 20000; ++i) {
                 const Owner o{t * 1000000L + i, {}};
                 tca_btl_get_request_t req;
-                if (g.begin(1, &o, sizeof o, src, 0, dst, 0, 8, &req) != TCA_BTL_GET_OK) continue;
+                if (g.begin(1, &o, sizeof o, src, 0, dst, 0, 8, &req) != TCA_BTL_GET_OK)
+                    continue;
                 unsigned char out[TCA_BTL_OWNER_BYTES];
                 Owner back{};
                 if (g.finish(tca_btl_get_done_t{req.cookie, 0, 0}, 1, out) != TCA_BTL_GET_OK) {
@@ -109,10 +116,12 @@ TEST(PendingGets, ThreadsBeginAndFinishConcurrently) {
                     continue;
                 }
                 std::memcpy(&back, out, sizeof back);
-                if (back.id != o.id) ++mismatched;
+                if (back.id != o.id)
+                    ++mismatched;
             }
         });
-    for (auto &th : threads) th.join();
+    for (auto &th : threads)
+        th.join();
     EXPECT_EQ(mismatched.load(), 0);
     EXPECT_EQ(g.pending(), 0);
 }

@@ -22,16 +22,19 @@ using namespace std::chrono_literals;
 int threads_of_process() {
     int n = 0;
     if (DIR *d = opendir("/proc/self/task")) {
-        while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
+        while (dirent *e = readdir(d))
+            n += e->d_name[0] != '.';
         closedir(d);
     }
     return n;
 }
 
 template <class F>
-bool eventually(F &&cond, std::chrono::milliseconds limit = 5000ms) {  // sanitizer builds run slowly
+bool eventually(F &&cond,
+                std::chrono::milliseconds limit = 5000ms) {  // sanitizer builds run slowly
     const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!cond() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    while (!cond() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
     return cond();
 }
 
@@ -41,7 +44,8 @@ struct Counting {
     std::chrono::milliseconds hold{0};
     int64_t idle = 100000;
     std::atomic<bool> listening{true};
-    std::atomic<tca_progress_client_t *> self{nullptr};  // set after join returns: a poll may come first
+    std::atomic<tca_progress_client_t *> self{
+        nullptr};  // set after join returns: a poll may come first
     bool leave_inside = false;
 
     tca_progress_hooks_t hooks() {
@@ -49,8 +53,10 @@ struct Counting {
                     auto *s = static_cast<Counting *>(c);
                     s->in_poll.store(true);
                     s->polls.fetch_add(1);
-                    if (s->hold.count() > 0) std::this_thread::sleep_for(s->hold);
-                    if (s->leave_inside && s->self.load() != nullptr) tca_progress_leave(s->self.load());
+                    if (s->hold.count() > 0)
+                        std::this_thread::sleep_for(s->hold);
+                    if (s->leave_inside && s->self.load() != nullptr)
+                        tca_progress_leave(s->self.load());
                     s->in_poll.store(false);
                     return 0;
                 },
@@ -89,7 +95,8 @@ TEST_F(Engine, OneThreadForAllClientsFromTheFirstToTheLast) {
     EXPECT_EQ(tca_progress_threads(), 1) << "a second client shares the thread";
     EXPECT_EQ(threads_of_process(), before + 1);
     EXPECT_EQ(tca_progress_clients(), 2);
-    EXPECT_TRUE(eventually([&] { return a.polls.load() > 0 && b.polls.load() > 0; })) << "both are polled";
+    EXPECT_TRUE(eventually([&] { return a.polls.load() > 0 && b.polls.load() > 0; }))
+        << "both are polled";
     tca_progress_leave(ca);
     EXPECT_EQ(tca_progress_threads(), 1) << "b is still there";
     tca_progress_leave(cb);
@@ -99,7 +106,8 @@ TEST_F(Engine, OneThreadForAllClientsFromTheFirstToTheLast) {
 
 TEST_F(Engine, ARaiseWakesTheSleepingThread) {
     Counting a;
-    a.idle = 60'000'000;  // a minute (the engine caps it at 10 s): only a raise ends the sleep in the test
+    a.idle =
+        60'000'000;  // a minute (the engine caps it at 10 s): only a raise ends the sleep in the test
     const auto h = a.hooks();
     tca_progress_client_t *c = tca_progress_join(&h);
     ASSERT_NE(c, nullptr);
@@ -128,18 +136,21 @@ TEST_F(Engine, WhileNoClientListensARaiseDoesNotWakeItButAWakeDoes) {
     int settled = a.polls.load();
     int node = -1;
     ASSERT_EQ(tcaGetNodeId(&node), tcaSuccess);
-    for (int i = 0; i < 5; ++i) ASSERT_EQ(tcaInterruptRaise(node), tcaSuccess);
+    for (int i = 0; i < 5; ++i)
+        ASSERT_EQ(tcaInterruptRaise(node), tcaSuccess);
     std::this_thread::sleep_for(100ms);
     EXPECT_EQ(a.polls.load(), settled) << "it naps through raises";
     tca_progress_wake();
-    EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms)) << "a wake ends the nap";
+    EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms))
+        << "a wake ends the nap";
     // Listening again (from its next pass on): a raise wakes it.
     a.listening = true;
     tca_progress_wake();
     std::this_thread::sleep_for(50ms);
     settled = a.polls.load();
     ASSERT_EQ(tcaInterruptRaise(node), tcaSuccess);
-    EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms)) << "a raise wakes a listener";
+    EXPECT_TRUE(eventually([&] { return a.polls.load() > settled; }, 2000ms))
+        << "a raise wakes a listener";
     tca_progress_leave(c);
 }
 
@@ -182,7 +193,8 @@ TEST_F(Engine, TheLastClientLeavingFromInsideItsPollEndsTheThread) {
         a.self.store(tca_progress_join(&h));
         ASSERT_NE(a.self.load(), nullptr);
         tca_progress_wake();
-        EXPECT_TRUE(eventually([] { return tca_progress_clients() == 0 && tca_progress_threads() == 0; }));
+        EXPECT_TRUE(
+            eventually([] { return tca_progress_clients() == 0 && tca_progress_threads() == 0; }));
     }
 }
 
@@ -200,12 +212,15 @@ TEST_F(Engine, ClientsComeAndGoFromManyThreads) {
                     ++failures;
                     continue;
                 }
-                if (i % 8 == 0) std::this_thread::sleep_for(200us);
+                if (i % 8 == 0)
+                    std::this_thread::sleep_for(200us);
                 tca_progress_leave(me);
-                if (c.in_poll.load()) ++failures;  // polled after its leave returned
+                if (c.in_poll.load())
+                    ++failures;  // polled after its leave returned
             }
         });
-    for (auto &th : threads) th.join();
+    for (auto &th : threads)
+        th.join();
     EXPECT_EQ(failures.load(), 0);
 }
 

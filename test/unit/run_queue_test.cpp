@@ -15,7 +15,8 @@ using tca::loopback::RunQueue;
 TEST(RunQueue, KeepsStartOrderThroughRingAndOverflow) {
     RunQueue<uint64_t, 4> q;
     EXPECT_EQ(q.front(), nullptr);
-    for (uint64_t i = 1; i <= 10; ++i) q.push(i);  // 4 in the ring, 6 in the overflow
+    for (uint64_t i = 1; i <= 10; ++i)
+        q.push(i);  // 4 in the ring, 6 in the overflow
     for (uint64_t i = 1; i <= 3; ++i) {
         ASSERT_NE(q.front(), nullptr);
         EXPECT_EQ(*q.front(), i);
@@ -34,7 +35,8 @@ TEST(RunQueue, KeepsStartOrderThroughRingAndOverflow) {
 
 TEST(RunQueue, ClearDropsEverythingAndSaysHowMany) {
     RunQueue<uint64_t, 4> q;
-    for (uint64_t i = 1; i <= 7; ++i) q.push(i);
+    for (uint64_t i = 1; i <= 7; ++i)
+        q.push(i);
     EXPECT_EQ(*q.front(), 1u);
     EXPECT_EQ(q.clear(), 7u);
     EXPECT_EQ(q.front(), nullptr);
@@ -58,7 +60,8 @@ TEST(RunQueue, OneStarterOneScannerLoseNothing) {
     std::thread starter([&] {
         for (uint64_t i = 1; i <= kRuns && std::chrono::steady_clock::now() < deadline; ++i) {
             q.push(Run{i, ~i});
-            if (i % 64 == 0) std::this_thread::yield();  // bursts: the scanner falls behind, then catches up
+            if (i % 64 == 0)
+                std::this_thread::yield();  // bursts: the scanner falls behind, then catches up
         }
     });
     uint64_t expected = 1;
@@ -70,7 +73,8 @@ TEST(RunQueue, OneStarterOneScannerLoseNothing) {
         }
         const Run seen = *r;
         std::this_thread::yield();  // the front stays put while the starter pushes
-        if (seen.number != expected || seen.check != ~expected || r->number != seen.number) failed = true;
+        if (seen.number != expected || seen.check != ~expected || r->number != seen.number)
+            failed = true;
         q.pop();
         ++expected;
     }

@@ -14,7 +14,9 @@
 namespace tca::loopback {
 namespace {
 
-std::string key_for(const char *what) { return std::string("t.seg.") + what + "." + std::to_string(getpid()); }
+std::string key_for(const char *what) {
+    return std::string("t.seg.") + what + "." + std::to_string(getpid());
+}
 
 bool exists(const std::string &shm_name) {
     struct stat st {};
@@ -38,22 +40,27 @@ TEST(SegmentFiles, OnlyRegularFilesOfOursWithMode0600AndOneLink) {
     fchmod(fd, 0600);
     close(fd);
     ASSERT_EQ(link(("/dev/shm" + linked).c_str(), ("/dev/shm" + alias).c_str()), 0);
-    ASSERT_EQ(symlink(("/dev/shm" + good).c_str(), ("/dev/shm" + base + "0000000000000005").c_str()), 0);
+    ASSERT_EQ(
+        symlink(("/dev/shm" + good).c_str(), ("/dev/shm" + base + "0000000000000005").c_str()), 0);
 
     struct stat st {};
     std::string why;
     fd = open_own_segment_file(good, &st, &why);
     EXPECT_GE(fd, 0) << why;
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+        close(fd);
     EXPECT_LT(open_own_segment_file(loose, &st, &why), 0);
     EXPECT_NE(why.find("mode 0644"), std::string::npos) << why;
     EXPECT_LT(open_own_segment_file(linked, &st, &why), 0);
     EXPECT_NE(why.find("2 links"), std::string::npos) << why;
-    EXPECT_LT(open_own_segment_file(base + "0000000000000005", &st, &why), 0);  // a symlink: O_NOFOLLOW
+    EXPECT_LT(open_own_segment_file(base + "0000000000000005", &st, &why),
+              0);  // a symlink: O_NOFOLLOW
     EXPECT_FALSE(why.empty());
-    EXPECT_LT(open_own_segment_file(base + "0000000000000009", &st, &why), 0);  // missing: no complaint
+    EXPECT_LT(open_own_segment_file(base + "0000000000000009", &st, &why),
+              0);  // missing: no complaint
     EXPECT_TRUE(why.empty());
-    for (const char *s : {"1", "2", "3", "4", "5"}) shm_unlink((base + "000000000000000" + s).c_str());
+    for (const char *s : {"1", "2", "3", "4", "5"})
+        shm_unlink((base + "000000000000000" + s).c_str());
 }
 
 // A segment whose owner's pid is alive but belongs to another process now

@@ -31,11 +31,14 @@ struct SessionCore : ::testing::Test {
         g_starts = 0;
     }
     void TearDown() override {
-        while (tca_session_core_clients() > 0) (void) tca_session_core_leave();
+        while (tca_session_core_clients() > 0)
+            (void) tca_session_core_leave();
     }
-    int join(int requested, int rank, int size, tca_session_start_fn start = start_ok, void *ctx = nullptr) {
+    int join(int requested, int rank, int size, tca_session_start_fn start = start_ok,
+             void *ctx = nullptr) {
         why[0] = '\0';
-        return tca_session_core_join(requested, rank, size, start, ctx, &place, &device_result, why, sizeof why);
+        return tca_session_core_join(requested, rank, size, start, ctx, &place, &device_result, why,
+                                     sizeof why);
     }
     tca_session_place_t place{-1, -1, 0};
     int device_result = tcaSuccess;
@@ -44,7 +47,8 @@ struct SessionCore : ::testing::Test {
 
 TEST(SessionPlace, ConsecutiveLocalRanksFormSubclusters) {
     // 7 processes in sub-clusters of 3: {0,1,2} {3,4,5} {6}
-    const int expect[7][3] = {{0, 0, 3}, {0, 1, 3}, {0, 2, 3}, {1, 0, 3}, {1, 1, 3}, {1, 2, 3}, {2, 0, 1}};
+    const int expect[7][3] = {{0, 0, 3}, {0, 1, 3}, {0, 2, 3}, {1, 0, 3},
+                              {1, 1, 3}, {1, 2, 3}, {2, 0, 1}};
     for (int r = 0; r < 7; ++r) {
         const tca_session_place_t p = tca_session_place(r, 7, 3);
         EXPECT_EQ(p.subcluster, expect[r][0]) << "rank " << r;

@@ -51,8 +51,10 @@ TEST(Units, Table) {
     for (const Case &c : cases) {
         uint64_t v = 12345;
         EXPECT_EQ(tca_parse_size(c.text, c.units, &v), c.status) << (c.text ? c.text : "(null)");
-        if (c.status == TCA_PARSE_OK) EXPECT_EQ(v, c.value) << c.text;
-        else EXPECT_EQ(v, 12345u) << "output written on failure: " << (c.text ? c.text : "(null)");
+        if (c.status == TCA_PARSE_OK)
+            EXPECT_EQ(v, c.value) << c.text;
+        else
+            EXPECT_EQ(v, 12345u) << "output written on failure: " << (c.text ? c.text : "(null)");
         EXPECT_STRNE(tca_parse_status_string(c.status), "");
     }
 }

@@ -37,10 +37,10 @@ enum { HALO_SENDRECV, HALO_PERSISTENT, HALO_ALTERNATE };
 static const char *const halo_names[] = {"sendrecv", "persistent", "alternate"};
 
 typedef struct params {
-    int n;           /* interior points per row and number of rows */
+    int n; /* interior points per row and number of rows */
     int iterations;
     int check_every;
-    int halo;        /* HALO_* */
+    int halo; /* HALO_* */
 } params_t;
 
 static int rank, size;
@@ -50,21 +50,26 @@ static void die(const char *what) {
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static int rows_of(int r, int n) { return n / size + (r < n % size ? 1 : 0); }
+static int rows_of(int r, int n) {
+    return n / size + (r < n % size ? 1 : 0);
+}
 static int first_row_of(int r, int n) {
     int first = 0;
-    for (int q = 0; q < r; q++) first += rows_of(q, n);
+    for (int q = 0; q < r; q++)
+        first += rows_of(q, n);
     return first;
 }
 
 /* GPU rows need an Open MPI that knows GPU pointers. */
 static int mpi_takes_gpu_memory(char *why, size_t len) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    if (MPIX_Query_cuda_support()) return 1;
+    if (MPIX_Query_cuda_support())
+        return 1;
     snprintf(why, len, "Open MPI's CUDA support is off at run time");
 #else
     snprintf(why, len,
-             "this Open MPI is not CUDA-aware (scripts/build-ompi.sh, then configure --with-ompi=PREFIX)");
+             "this Open MPI is not CUDA-aware (scripts/build-ompi.sh, then configure "
+             "--with-ompi=PREFIX)");
 #endif
     return 0;
 }
@@ -72,14 +77,19 @@ static int mpi_takes_gpu_memory(char *why, size_t len) {
 static void parse(int argc, char **argv, params_t *p) {
     *p = (params_t){256, 200, 50, HALO_ALTERNATE};
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-n")) p->n = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-i")) p->iterations = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-c")) p->check_every = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "-n"))
+            p->n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-i"))
+            p->iterations = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-c"))
+            p->check_every = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-halo")) {
             p->halo = -1;
             for (int h = 0; h < 3; h++)
-                if (!strcmp(argv[i + 1], halo_names[h])) p->halo = h;
-        } else p->halo = -1;
+                if (!strcmp(argv[i + 1], halo_names[h]))
+                    p->halo = h;
+        } else
+            p->halo = -1;
     }
 }
 
@@ -99,7 +109,8 @@ static double ordered_sum(const double *mine, int nloc, int n) {
     MPI_Gatherv(mine, nloc, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double s = 0.0;
     if (rank == 0) {
-        for (int i = 0; i < n; i++) s = s + all[i];
+        for (int i = 0; i < n; i++)
+            s = s + all[i];
         free(counts);
         free(displs);
         free(all);
@@ -116,11 +127,13 @@ int main(int argc, char **argv) {
     char why[256] = "";
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     int unusable = jacobi_ops.open(lr ? atoi(lr) : 0, why, sizeof why) != 0;
-    if (!unusable && !strcmp(jacobi_ops.name, "cuda")) unusable = !mpi_takes_gpu_memory(why, sizeof why);
+    if (!unusable && !strcmp(jacobi_ops.name, "cuda"))
+        unusable = !mpi_takes_gpu_memory(why, sizeof why);
     int any = 0;
     MPI_Allreduce(&unusable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any) {
-        if (unusable) printf("SKIP: %s\n", why);
+        if (unusable)
+            printf("SKIP: %s\n", why);
         fflush(stdout);
         MPI_Finalize();
         return 77;
@@ -128,7 +141,8 @@ int main(int argc, char **argv) {
 
     /* Parameters: rank 0 reads the command line, a persistent broadcast tells the rest. */
     params_t p;
-    if (rank == 0) parse(argc, argv, &p);
+    if (rank == 0)
+        parse(argc, argv, &p);
     MPI_Request req;
     BCAST_INIT(&p, (int) sizeof p, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
     MPI_Start(&req);
@@ -144,15 +158,16 @@ int main(int argc, char **argv) {
     const int n = p.n, nloc = rows_of(rank, n);
     const size_t pitch = (size_t) n + 2, row_bytes = pitch * sizeof(double);
     if (rank == 0)
-        printf("jacobi: %s rows, %d ranks, %d x %d, %d iterations, halo %s\n", jacobi_ops.name, size, n, n,
-               p.iterations, halo_names[p.halo]);
+        printf("jacobi: %s rows, %d ranks, %d x %d, %d iterations, halo %s\n", jacobi_ops.name,
+               size, n, n, p.iterations, halo_names[p.halo]);
 
     /* The top boundary's profile, computed at rank 0 and broadcast into every
      * rank's memory of the solver's kind (GPU memory for the CUDA build). */
     double *profile = jacobi_ops.alloc(row_bytes);
     if (rank == 0) {
         double *h = calloc(pitch, sizeof(double));
-        for (int j = 1; j <= n; j++) h[j] = (double) j * (double) (n + 1 - j) / ((double) (n + 1) * (n + 1) / 4.0);
+        for (int j = 1; j <= n; j++)
+            h[j] = (double) j * (double) (n + 1 - j) / ((double) (n + 1) * (n + 1) / 4.0);
         jacobi_ops.copy(profile, h, row_bytes);
         free(h);
     }
@@ -166,18 +181,22 @@ int main(int argc, char **argv) {
     double *grid[2];
     for (int g = 0; g < 2; g++) {
         grid[g] = jacobi_ops.alloc(row_bytes * ((size_t) nloc + 2));
-        if (rank == 0) jacobi_ops.copy(grid[g], profile, row_bytes);
+        if (rank == 0)
+            jacobi_ops.copy(grid[g], profile, row_bytes);
     }
-    const int up = rank > 0 ? rank - 1 : MPI_PROC_NULL, down = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
+    const int up = rank > 0 ? rank - 1 : MPI_PROC_NULL,
+              down = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
 
     /* Persistent halo exchange of each grid: first row up, last row down. */
     MPI_Request halo[2][4];
     for (int g = 0; g < 2; g++) {
         double *u = grid[g];
         MPI_Recv_init(u, (int) pitch, MPI_DOUBLE, up, 2, MPI_COMM_WORLD, &halo[g][0]);
-        MPI_Recv_init(u + (size_t) (nloc + 1) * pitch, (int) pitch, MPI_DOUBLE, down, 1, MPI_COMM_WORLD, &halo[g][1]);
+        MPI_Recv_init(u + (size_t) (nloc + 1) * pitch, (int) pitch, MPI_DOUBLE, down, 1,
+                      MPI_COMM_WORLD, &halo[g][1]);
         MPI_Send_init(u + pitch, (int) pitch, MPI_DOUBLE, up, 1, MPI_COMM_WORLD, &halo[g][2]);
-        MPI_Send_init(u + (size_t) nloc * pitch, (int) pitch, MPI_DOUBLE, down, 2, MPI_COMM_WORLD, &halo[g][3]);
+        MPI_Send_init(u + (size_t) nloc * pitch, (int) pitch, MPI_DOUBLE, down, 2, MPI_COMM_WORLD,
+                      &halo[g][3]);
     }
 
     /* The residual of each check, from rank 0 to all: one persistent request. */
@@ -194,10 +213,10 @@ int main(int argc, char **argv) {
             MPI_Startall(4, halo[cur]);
             MPI_Waitall(4, halo[cur], MPI_STATUSES_IGNORE);
         } else {
-            MPI_Sendrecv(u + pitch, (int) pitch, MPI_DOUBLE, up, 1, u + (size_t) (nloc + 1) * pitch, (int) pitch,
-                         MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Sendrecv(u + (size_t) nloc * pitch, (int) pitch, MPI_DOUBLE, down, 2, u, (int) pitch, MPI_DOUBLE, up,
-                         2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(u + pitch, (int) pitch, MPI_DOUBLE, up, 1, u + (size_t) (nloc + 1) * pitch,
+                         (int) pitch, MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(u + (size_t) nloc * pitch, (int) pitch, MPI_DOUBLE, down, 2, u,
+                         (int) pitch, MPI_DOUBLE, up, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         jacobi_ops.sweep(unew, u, nloc, n);
         if (it % p.check_every == 0 || it == p.iterations) {
@@ -209,19 +228,23 @@ int main(int argc, char **argv) {
             }
             MPI_Start(&control_req);
             MPI_Wait(&control_req, MPI_STATUS_IGNORE);
-            if (control[1] != it) die("the residual broadcast delivered another iteration's value");
-            if (rank == 0) printf("iter %d residual %.17g (%a)\n", it, control[0], control[0]);
+            if (control[1] != it)
+                die("the residual broadcast delivered another iteration's value");
+            if (rank == 0)
+                printf("iter %d residual %.17g (%a)\n", it, control[0], control[0]);
         }
         cur = 1 - cur;
     }
     jacobi_ops.row_sums(sums, grid[cur], NULL, nloc, n);
     const double field = ordered_sum(sums, nloc, n);
-    if (rank == 0) printf("field %.17g (%a)\n", field, field);
+    if (rank == 0)
+        printf("field %.17g (%a)\n", field, field);
 
     MPI_Barrier(MPI_COMM_WORLD); /* nobody frees rows a peer may still write */
     MPI_Request_free(&control_req);
     for (int g = 0; g < 2; g++) {
-        for (int k = 0; k < 4; k++) MPI_Request_free(&halo[g][k]);
+        for (int k = 0; k < 4; k++)
+            MPI_Request_free(&halo[g][k]);
         jacobi_ops.release(grid[g]);
     }
     jacobi_ops.release(profile);

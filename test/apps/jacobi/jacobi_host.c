@@ -11,9 +11,15 @@ static int host_open(int local_rank, char *why, size_t len) {
     (void) len;
     return 0;
 }
-static void *host_alloc(size_t bytes) { return calloc(1, bytes > 0 ? bytes : 1); }
-static void host_release(void *p) { free(p); }
-static void host_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void *host_alloc(size_t bytes) {
+    return calloc(1, bytes > 0 ? bytes : 1);
+}
+static void host_release(void *p) {
+    free(p);
+}
+static void host_copy(void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+}
 
 static void host_sweep(double *unew, const double *u, int nloc, int n) {
     const size_t pitch = (size_t) n + 2;
@@ -37,4 +43,5 @@ static void host_row_sums(double *out, const double *a, const double *b, int nlo
     }
 }
 
-const jacobi_ops_t jacobi_ops = {"host", host_open, host_alloc, host_release, host_copy, host_sweep, host_row_sums};
+const jacobi_ops_t jacobi_ops = {"host",    host_open,  host_alloc,   host_release,
+                                 host_copy, host_sweep, host_row_sums};

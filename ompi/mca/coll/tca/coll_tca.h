@@ -22,15 +22,15 @@ BEGIN_C_DECLS
 typedef struct mca_coll_tca_component_t {
     mca_coll_base_component_t super;
     int priority;
-    int engine;             /* TCA_COLL_ENGINE_* */
-    size_t segment_bytes;   /* pipeline segment of chains */
+    int engine;               /* TCA_COLL_ENGINE_* */
+    size_t segment_bytes;     /* pipeline segment of chains */
     size_t gpu_segment_bytes; /* the same where a rank's buffer is GPU memory */
     size_t ucx_segment_bytes; /* the same (host buffers) on the ucx device */
-    size_t chain_threshold; /* at or above: pipelined chain, below: tree */
-    size_t min_bytes;       /* below: libnbc */
-    size_t staging_bytes;   /* up to: staged through landing slots (parents run ahead) */
-    int stage_all;          /* coll_tca_stage_all: 1, 0, -1 (where single copy is dear) */
-    int host_puts_by_target; /* the device copies host puts in by the target (tcaBackendAttr) */
+    size_t chain_threshold;   /* at or above: pipelined chain, below: tree */
+    size_t min_bytes;         /* below: libnbc */
+    size_t staging_bytes;     /* up to: staged through landing slots (parents run ahead) */
+    int stage_all;            /* coll_tca_stage_all: 1, 0, -1 (where single copy is dear) */
+    int host_puts_by_target;  /* the device copies host puts in by the target (tcaBackendAttr) */
     int thread_takeover_us; /* coll_tca_thread_takeover_us: -1 (1 ms, 5 ms where Open MPI yields when idle) */
     /* requests the progress function looks after */
     opal_mutex_t lock;
@@ -69,8 +69,8 @@ mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm
  * lazily, on the communicator's first persistent broadcast). */
 int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm);
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
-                            struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
-                            mca_coll_base_module_t *module);
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                            ompi_request_t **request, mca_coll_base_module_t *module);
 int mca_coll_tca_progress(void);
 void mca_coll_tca_release_freed(int force);
 

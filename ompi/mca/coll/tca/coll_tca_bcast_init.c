@@ -33,7 +33,6 @@
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
 
-
 /* FAILED: the request can never run (its exchange, engine or a start
  * failed, said once where it happened); every start completes at once with
  * its error class. */
@@ -116,21 +115,26 @@ static tcaResult injected(int step) {
  * segments), folded into 30 bits; voted as (d, -d) so MIN tells equality. */
 static int params_digest(void) {
     const mca_coll_tca_component_t *c = &mca_coll_tca_component;
-    const uint64_t v[] = {c->segment_bytes, c->gpu_segment_bytes, c->ucx_segment_bytes, c->chain_threshold,
-                          c->staging_bytes};
+    const uint64_t v[] = {c->segment_bytes, c->gpu_segment_bytes, c->ucx_segment_bytes,
+                          c->chain_threshold, c->staging_bytes};
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) h = (h ^ v[i]) * 1099511628211ull;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i)
+        h = (h ^ v[i]) * 1099511628211ull;
     return (int) ((h ^ (h >> 32)) & 0x3fffffff);
 }
 
 /* Why the communicator as a whole cannot take this request (NULL: it can).
  * `mine` is this rank's vote, `all` the agreed one. */
-static const char *refusal(const int *mine, const int *all, tcaResult local_error, char *why, size_t len) {
-    if (!all[VOTE_CONTIGUOUS]) return mine[VOTE_CONTIGUOUS] ? "non-contiguous datatype at another rank" : "non-contiguous datatype";
+static const char *refusal(const int *mine, const int *all, tcaResult local_error, char *why,
+                           size_t len) {
+    if (!all[VOTE_CONTIGUOUS])
+        return mine[VOTE_CONTIGUOUS] ? "non-contiguous datatype at another rank"
+                                     : "non-contiguous datatype";
     if (all[VOTE_PARAMS] != -all[VOTE_PARAMS_NEG])
         return "coll_tca segment/gpu_segment/ucx_segment/chain/staging sizes differ between ranks";
     if (!all[VOTE_RESOURCES]) {
-        if (mine[VOTE_RESOURCES]) return "no device resources at another rank";
+        if (mine[VOTE_RESOURCES])
+            return "no device resources at another rank";
         snprintf(why, len, "no device resources here: %s", tcaGetErrorString(local_error));
         return why;
     }
@@ -138,7 +142,8 @@ static const char *refusal(const int *mine, const int *all, tcaResult local_erro
 }
 
 static void destroy(mca_coll_tca_request_t *r) {
-    if (NULL != r->core) tca_coll_bcast_free(r->core);
+    if (NULL != r->core)
+        tca_coll_bcast_free(r->core);
     r->core = NULL;
     free(r->children);
     free(r->exchange);
@@ -149,9 +154,11 @@ static void destroy(mca_coll_tca_request_t *r) {
  * buffers may go)?  Frees the PML requests when it is. */
 static int exchange_finished(mca_coll_tca_request_t *r) {
     for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) return 0;
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
+            return 0;
     for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i]) ompi_request_free(&r->exchange[i]);
+        if (NULL != r->exchange[i])
+            ompi_request_free(&r->exchange[i]);
     r->nexchange = 0;
     return 1;
 }
@@ -161,54 +168,64 @@ static int exchange_finished(mca_coll_tca_request_t *r) {
 void mca_coll_tca_release_freed(int force) {
     mca_coll_tca_component_t *c = &mca_coll_tca_component;
     mca_coll_tca_request_t *r, *next;
-    if (opal_list_is_empty(&c->freed)) return;
+    if (opal_list_is_empty(&c->freed))
+        return;
     OPAL_THREAD_LOCK(&c->lock);
     OPAL_LIST_FOREACH_SAFE(r, next, &c->freed, mca_coll_tca_request_t) {
         if (force) {
             opal_list_remove_item(&c->freed, &r->super.super.super);
-            if (NULL != r->core) tca_coll_bcast_free(r->core);
+            if (NULL != r->core)
+                tca_coll_bcast_free(r->core);
             r->core = NULL;
-            if (0 == r->nexchange) destroy(r); /* else its buffers stay with the PML's requests */
+            if (0 == r->nexchange)
+                destroy(r); /* else its buffers stay with the PML's requests */
             continue;
         }
-        if (!exchange_finished(r) || (NULL != r->core && !tca_coll_bcast_settled(r->core))) continue;
+        if (!exchange_finished(r) || (NULL != r->core && !tca_coll_bcast_settled(r->core)))
+            continue;
         opal_list_remove_item(&c->freed, &r->super.super.super);
         destroy(r);
     }
     OPAL_THREAD_UNLOCK(&c->lock);
 }
 
-static int fall_back(const char *why, void *buff, int count, struct ompi_datatype_t *datatype, int root,
-                     struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
-                     mca_coll_tca_module_t *m, size_t bytes) {
+static int fall_back(const char *why, void *buff, int count, struct ompi_datatype_t *datatype,
+                     int root, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                     ompi_request_t **request, mca_coll_tca_module_t *m, size_t bytes) {
     opal_output_verbose(10, ompi_coll_base_framework.framework_output,
-                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): libnbc (%s)", comm->c_name, bytes,
-                        root, why);
-    return m->previous_bcast_init(buff, count, datatype, root, comm, info, request, m->previous_bcast_init_module);
+                        "coll:tca: persistent broadcast on %s (%zu bytes, root %d): libnbc (%s)",
+                        comm->c_name, bytes, root, why);
+    return m->previous_bcast_init(buff, count, datatype, root, comm, info, request,
+                                  m->previous_bcast_init_module);
 }
 
 /* Receives the neighbours' infos and sends ours: a receive and a send per
  * neighbour, counted in r->nexchange as they are posted. */
 static int post_exchange(mca_coll_tca_request_t *r, struct ompi_communicator_t *comm) {
-    const int parent = tca_coll_bcast_parent(r->core), nchildren = tca_coll_bcast_num_children(r->core);
+    const int parent = tca_coll_bcast_parent(r->core),
+              nchildren = tca_coll_bcast_num_children(r->core);
     const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
     int rc = OMPI_SUCCESS;
     for (int i = -1; i < nchildren && OMPI_SUCCESS == rc; ++i) {
         const int peer = i < 0 ? parent : tca_coll_bcast_child(r->core, i);
-        if (peer < 0) continue; /* the root has no parent */
+        if (peer < 0)
+            continue; /* the root has no parent */
         void *into = i < 0 ? (void *) &r->parent : (void *) &r->children[i];
         ompi_request_t *recv = MPI_REQUEST_NULL, *send = MPI_REQUEST_NULL;
         rc = MCA_PML_CALL(irecv(into, sizeof(r->parent), MPI_BYTE, peer, tag, comm, &recv));
-        if (OMPI_SUCCESS != rc) break;
+        if (OMPI_SUCCESS != rc)
+            break;
         r->exchange[r->nexchange++] = recv;
         rc = tcaSuccess != injected(TCA_COLL_FAIL_POST)
                  ? OMPI_ERR_OUT_OF_RESOURCE
-                 : MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, peer, tag, MCA_PML_BASE_SEND_STANDARD,
-                                      comm, &send));
-        if (OMPI_SUCCESS != rc) break;
+                 : MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, peer, tag,
+                                      MCA_PML_BASE_SEND_STANDARD, comm, &send));
+        if (OMPI_SUCCESS != rc)
+            break;
         r->exchange[r->nexchange++] = send;
     }
-    if (OMPI_SUCCESS != rc) fail("posting the one-time exchange of a persistent broadcast", tcaErrorSystem);
+    if (OMPI_SUCCESS != rc)
+        fail("posting the one-time exchange of a persistent broadcast", tcaErrorSystem);
     return rc;
 }
 
@@ -218,8 +235,10 @@ static int post_exchange(mca_coll_tca_request_t *r, struct ompi_communicator_t *
 static void park_after_failed_post(mca_coll_tca_request_t *r) {
     mca_coll_tca_component_t *c = &mca_coll_tca_component;
     for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) (void) ompi_request_cancel(r->exchange[i]);
-    if (NULL != r->datatype) OBJ_RELEASE(r->datatype);
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
+            (void) ompi_request_cancel(r->exchange[i]);
+    if (NULL != r->datatype)
+        OBJ_RELEASE(r->datatype);
     r->datatype = NULL;
     OMPI_REQUEST_FINI(&r->super);
     OPAL_THREAD_LOCK(&c->lock);
@@ -232,8 +251,8 @@ static void park_after_failed_post(mca_coll_tca_request_t *r) {
 }
 
 int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datatype, int root,
-                            struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
-                            mca_coll_base_module_t *module) {
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                            ompi_request_t **request, mca_coll_base_module_t *module) {
     mca_coll_tca_module_t *m = (mca_coll_tca_module_t *) module;
     size_t type_size = 0;
     ompi_datatype_type_size(datatype, &type_size);
@@ -241,9 +260,10 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     /* Not ours, from facts equal on every rank (the members' modex, the type
      * signature's size, coll_tca_min_bytes): libnbc, no communication. */
     const char *why = !mca_coll_tca_module_usable(m, comm) ? "a member outside the tca sub-cluster"
-                      : bytes < mca_coll_tca_component.min_bytes  ? "below coll_tca_min_bytes"
-                                                                    : NULL;
-    if (NULL != why) return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
+                      : bytes < mca_coll_tca_component.min_bytes ? "below coll_tca_min_bytes"
+                                                                 : NULL;
+    if (NULL != why)
+        return fall_back(why, buff, count, datatype, root, comm, info, request, m, bytes);
 
     /* Freed requests whose late peers are done give their counters back first. */
     mca_coll_tca_release_freed(0);
@@ -263,25 +283,34 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     /* Staging every size is each rank's own choice (measured per process):
      * where ranks differ, a second round plans without it everywhere. */
     int gpu_anywhere = 0, stage_all = 1 == mca_coll_tca_component.stage_all ||
-                                      (-1 == mca_coll_tca_component.stage_all && mca_coll_tca_component.host_puts_by_target);
+                                      (-1 == mca_coll_tca_component.stage_all &&
+                                       mca_coll_tca_component.host_puts_by_target);
     for (;;) {
         tcaResult err = tcaSuccess;
         if (contiguous) {
             const tca_coll_bcast_params_t p = {
-                .node_of = m->node_of, .size = ompi_comm_size(comm), .rank = ompi_comm_rank(comm), .root = root,
-                .buffer = (char *) buff + true_lb, .bytes = bytes,
-                .segment_bytes = mca_common_tca_session_across_hosts() ? mca_coll_tca_component.ucx_segment_bytes
-                                                                       : mca_coll_tca_component.segment_bytes,
-                .gpu_segment_bytes = mca_coll_tca_component.gpu_segment_bytes, .gpu_anywhere = gpu_anywhere,
+                .node_of = m->node_of,
+                .size = ompi_comm_size(comm),
+                .rank = ompi_comm_rank(comm),
+                .root = root,
+                .buffer = (char *) buff + true_lb,
+                .bytes = bytes,
+                .segment_bytes = mca_common_tca_session_across_hosts()
+                                     ? mca_coll_tca_component.ucx_segment_bytes
+                                     : mca_coll_tca_component.segment_bytes,
+                .gpu_segment_bytes = mca_coll_tca_component.gpu_segment_bytes,
+                .gpu_anywhere = gpu_anywhere,
                 .chain_threshold = mca_coll_tca_component.chain_threshold,
-                .staging_bytes = mca_coll_tca_component.staging_bytes, .stage_all = stage_all,
+                .staging_bytes = mca_coll_tca_component.staging_bytes,
+                .stage_all = stage_all,
                 .pipeline_pairs = mca_common_tca_session_across_hosts(),
                 .engine = mca_coll_tca_component.engine,
                 /* A CUDA-aware Open MPI hands us cudaMalloc'd buffers: the core
                  * asks CUDA and registers them as GPU memory (moved GPU to GPU).
                  * Where Open MPI's accelerator framework (5.0) says the buffer
                  * is host memory, nobody asks CUDA. */
-                .detect_gpu = OPAL_CUDA_SUPPORT && 0 != tca_ompi_buffer_on_gpu((char *) buff + true_lb),
+                .detect_gpu =
+                    OPAL_CUDA_SUPPORT && 0 != tca_ompi_buffer_on_gpu((char *) buff + true_lb),
             };
             core = tca_coll_bcast_new(&p, &mine_info, &err);
         }
@@ -297,25 +326,36 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
             }
         }
         const int digest = params_digest(), on_gpu = NULL != core && tca_coll_bcast_on_gpu(core);
-        const int stages = NULL != core ? tca_coll_bcast_stages_all(core) : stage_all && !gpu_anywhere;
+        const int stages =
+            NULL != core ? tca_coll_bcast_stages_all(core) : stage_all && !gpu_anywhere;
         /* A rank without a core votes neither way on the memory: RESOURCES refuses. */
-        int vote[VOTE_COUNT] = {contiguous, !contiguous || NULL != core, digest, -digest,
-                                NULL == core || !on_gpu, NULL == core || on_gpu, stages, -stages},
+        int vote[VOTE_COUNT] = {contiguous,
+                                !contiguous || NULL != core,
+                                digest,
+                                -digest,
+                                NULL == core || !on_gpu,
+                                NULL == core || on_gpu,
+                                stages,
+                                -stages},
             all[VOTE_COUNT];
         int rc = comm->c_coll->coll_allreduce(vote, all, VOTE_COUNT, MPI_INT, MPI_MIN, comm,
                                               comm->c_coll->coll_allreduce_module);
         char reason[160];
-        const int mixed = OMPI_SUCCESS == rc && !all[VOTE_HOST_ONLY] && !all[VOTE_GPU_ONLY] && !gpu_anywhere;
-        const int mixed_staging = OMPI_SUCCESS == rc && all[VOTE_STAGE_ALL] != -all[VOTE_STAGE_ALL_NEG];
+        const int mixed =
+            OMPI_SUCCESS == rc && !all[VOTE_HOST_ONLY] && !all[VOTE_GPU_ONLY] && !gpu_anywhere;
+        const int mixed_staging =
+            OMPI_SUCCESS == rc && all[VOTE_STAGE_ALL] != -all[VOTE_STAGE_ALL_NEG];
         if (OMPI_SUCCESS != rc || mixed || mixed_staging ||
             NULL != (why = refusal(vote, all, err, reason, sizeof(reason)))) {
-            if (NULL != core) tca_coll_bcast_free(core); /* nobody else knows its counters yet */
+            if (NULL != core)
+                tca_coll_bcast_free(core); /* nobody else knows its counters yet */
             core = NULL;
             free(children);
             free(exchange);
             children = NULL;
             exchange = NULL;
-            if (OMPI_SUCCESS != rc) return rc;
+            if (OMPI_SUCCESS != rc)
+                return rc;
             if (mixed || mixed_staging) {
                 gpu_anywhere |= mixed;
                 stage_all &= !mixed_staging;
@@ -334,14 +374,17 @@ int mca_coll_tca_bcast_init(void *buff, int count, struct ompi_datatype_t *datat
     }
     char path[128] = "direct (into the children's buffers)";
     if (tca_coll_bcast_slots(core) > 0)
-        snprintf(path, sizeof(path), "staged through %zu slot%s of %zu bytes per child%s", tca_coll_bcast_slots(core),
-                 tca_coll_bcast_slots(core) > 1 ? "s" : "", tca_coll_bcast_slot_bytes(core),
+        snprintf(path, sizeof(path), "staged through %zu slot%s of %zu bytes per child%s",
+                 tca_coll_bcast_slots(core), tca_coll_bcast_slots(core) > 1 ? "s" : "",
+                 tca_coll_bcast_slot_bytes(core),
                  tca_coll_bcast_stages_all(core) ? " (every size staged)" : "");
     /* The engine is known once it is built (the offload engine needs a free
      * DMA channel): try_connect prints the line then. */
-    snprintf(r->shape, sizeof(r->shape), "persistent broadcast on %s (%zu bytes, root %d): tca, %%s, %s buffer, %s, "
-             "%zu segment%s of %zu bytes", comm->c_name, bytes, root, tca_coll_bcast_on_gpu(core) ? "GPU" : "host",
-             path, tca_coll_bcast_segments(core), tca_coll_bcast_segments(core) == 1 ? "" : "s",
+    snprintf(r->shape, sizeof(r->shape),
+             "persistent broadcast on %s (%zu bytes, root %d): tca, %%s, %s buffer, %s, "
+             "%zu segment%s of %zu bytes",
+             comm->c_name, bytes, root, tca_coll_bcast_on_gpu(core) ? "GPU" : "host", path,
+             tca_coll_bcast_segments(core), tca_coll_bcast_segments(core) == 1 ? "" : "s",
              tca_coll_bcast_segment_bytes(core));
     r->core = core;
     r->mine = mine_info;
@@ -383,20 +426,25 @@ static void give_up(mca_coll_tca_request_t *r, int error_class) {
  * 1: built (IDLE); -1: failed (FAILED). */
 static int try_connect(mca_coll_tca_request_t *r) {
     for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i])) return 0;
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
+            return 0;
     for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i]) ompi_request_free(&r->exchange[i]);
+        if (NULL != r->exchange[i])
+            ompi_request_free(&r->exchange[i]);
     r->nexchange = 0;
     tcaResult e = injected(TCA_COLL_FAIL_CONNECT);
-    if (tcaSuccess == e) e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
+    if (tcaSuccess == e)
+        e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
     if (tcaSuccess != e) {
         give_up(r, fail("building the broadcast program", e));
         return -1;
     }
     const int engine = tca_coll_bcast_engine(r->core);
     char used[96];
-    snprintf(used, sizeof(used), "%s engine%s", TCA_COLL_ENGINE_OFFLOAD == engine ? "offload" : "thread",
-             TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine && TCA_COLL_ENGINE_OFFLOAD != engine
+    snprintf(used, sizeof(used), "%s engine%s",
+             TCA_COLL_ENGINE_OFFLOAD == engine ? "offload" : "thread",
+             TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine &&
+                     TCA_COLL_ENGINE_OFFLOAD != engine
                  ? " (no DMA channel free for the offload engine)"
                  : "");
     char line[sizeof(r->shape) + sizeof(used)];
@@ -409,7 +457,8 @@ static int try_connect(mca_coll_tca_request_t *r) {
 /* c->lock held.  Starts the built engine (RUNNING), or gives the request up. */
 static int kick(mca_coll_tca_request_t *r) {
     tcaResult e = injected(TCA_COLL_FAIL_START);
-    if (tcaSuccess == e) e = tca_coll_bcast_start(r->core);
+    if (tcaSuccess == e)
+        e = tca_coll_bcast_start(r->core);
     if (tcaSuccess != e) {
         give_up(r, fail("starting a persistent broadcast", e));
         return r->error_class;
@@ -431,12 +480,15 @@ int mca_coll_tca_progress(void) {
     mca_coll_tca_request_t *r, *next;
     int count = 0;
     mca_coll_tca_release_freed(0);
-    if (opal_list_is_empty(&c->active)) return 0;
+    if (opal_list_is_empty(&c->active))
+        return 0;
     OPAL_THREAD_LOCK(&c->lock);
     OPAL_LIST_FOREACH_SAFE(r, next, &c->active, mca_coll_tca_request_t) {
         if (EXCHANGING == r->state) {
-            if (0 == try_connect(r)) continue;
-            if (FAILED != r->state && r->start_pending) (void) kick(r);
+            if (0 == try_connect(r))
+                continue;
+            if (FAILED != r->state && r->start_pending)
+                (void) kick(r);
             if (RUNNING != r->state) {
                 /* Built and not started, or given up: off the list; a start
                  * that waited for the exchange ends now, with the error. */
@@ -446,7 +498,8 @@ int mca_coll_tca_progress(void) {
                     r->super.req_status.MPI_ERROR = r->error_class;
                     ++count;
                     complete_locked(r);
-                    next = (mca_coll_tca_request_t *) opal_list_get_first(&c->active); /* it may have changed */
+                    next = (mca_coll_tca_request_t *) opal_list_get_first(
+                        &c->active); /* it may have changed */
                 }
                 continue;
             }
@@ -454,13 +507,16 @@ int mca_coll_tca_progress(void) {
         }
         if (RUNNING == r->state) {
             const tcaResult e = tca_coll_bcast_test(r->core);
-            if (tcaErrorNotReady == e) continue;
+            if (tcaErrorNotReady == e)
+                continue;
             r->state = IDLE;
-            if (tcaSuccess != e) r->super.req_status.MPI_ERROR = fail("a persistent broadcast", e);
+            if (tcaSuccess != e)
+                r->super.req_status.MPI_ERROR = fail("a persistent broadcast", e);
             opal_list_remove_item(&c->active, &r->super.super.super);
             ++count;
             complete_locked(r);
-            next = (mca_coll_tca_request_t *) opal_list_get_first(&c->active); /* the list may have changed */
+            next = (mca_coll_tca_request_t *) opal_list_get_first(
+                &c->active); /* the list may have changed */
         }
     }
     OPAL_THREAD_UNLOCK(&c->lock);
@@ -471,7 +527,8 @@ static int request_start(size_t count, ompi_request_t **requests) {
     mca_coll_tca_component_t *c = &mca_coll_tca_component;
     for (size_t i = 0; i < count; ++i) {
         mca_coll_tca_request_t *r = (mca_coll_tca_request_t *) requests[i];
-        if (OMPI_REQUEST_ACTIVE == r->super.req_state) return MPI_ERR_REQUEST;
+        if (OMPI_REQUEST_ACTIVE == r->super.req_state)
+            return MPI_ERR_REQUEST;
         r->super.req_complete = REQUEST_PENDING;
         r->super.req_state = OMPI_REQUEST_ACTIVE;
         r->super.req_status.MPI_ERROR = OMPI_SUCCESS;
@@ -494,7 +551,8 @@ static int request_start(size_t count, ompi_request_t **requests) {
 static int request_free(ompi_request_t **request) {
     mca_coll_tca_request_t *r = (mca_coll_tca_request_t *) *request;
     mca_coll_tca_component_t *c = &mca_coll_tca_component;
-    if (OMPI_REQUEST_ACTIVE == r->super.req_state && !REQUEST_COMPLETE(&r->super)) return MPI_ERR_REQUEST;
+    if (OMPI_REQUEST_ACTIVE == r->super.req_state && !REQUEST_COMPLETE(&r->super))
+        return MPI_ERR_REQUEST;
     OPAL_THREAD_LOCK(&c->lock);
     mca_coll_tca_request_t *it;
     OPAL_LIST_FOREACH(it, &c->active, mca_coll_tca_request_t) {
@@ -504,7 +562,8 @@ static int request_free(ompi_request_t **request) {
         }
     }
     /* Our parent's request waits for the credits we still owe. */
-    if (NULL != r->core) tca_coll_bcast_retire(r->core);
+    if (NULL != r->core)
+        tca_coll_bcast_retire(r->core);
     /* Parked, never waited for: a late child may still return credits, or the
      * one-time exchange still run; progress gives everything back after. */
     opal_list_append(&c->freed, &r->super.super.super);
@@ -513,7 +572,8 @@ static int request_free(ompi_request_t **request) {
         c->progress_registered = 1;
     }
     OPAL_THREAD_UNLOCK(&c->lock);
-    if (NULL != r->datatype) OBJ_RELEASE(r->datatype);
+    if (NULL != r->datatype)
+        OBJ_RELEASE(r->datatype);
     r->datatype = NULL;
     OMPI_REQUEST_FINI(&r->super);
     *request = MPI_REQUEST_NULL;

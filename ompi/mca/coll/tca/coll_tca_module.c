@@ -21,15 +21,18 @@ static void module_construct(mca_coll_tca_module_t *m) {
     m->node_of = NULL;
 }
 static void module_destruct(mca_coll_tca_module_t *m) {
-    if (NULL != m->previous_bcast_init_module) OBJ_RELEASE(m->previous_bcast_init_module);
+    if (NULL != m->previous_bcast_init_module)
+        OBJ_RELEASE(m->previous_bcast_init_module);
     free(m->node_of);
 }
-OBJ_CLASS_INSTANCE(mca_coll_tca_module_t, mca_coll_base_module_t, module_construct, module_destruct);
+OBJ_CLASS_INSTANCE(mca_coll_tca_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
 
 int mca_coll_tca_init_query(bool enable_progress_threads, bool enable_mpi_threads) {
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
-    if (!mca_coll_tca_params_valid()) return OMPI_ERR_BAD_PARAM;
+    if (!mca_coll_tca_params_valid())
+        return OMPI_ERR_BAD_PARAM;
     mca_coll_tca_apply_thread_takeover();
     return OMPI_SUCCESS;
 }
@@ -49,10 +52,13 @@ static int tca_module_enable(mca_coll_base_module_t *module, struct ompi_communi
 
 mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm, int *priority) {
     *priority = mca_coll_tca_component.priority;
-    if (mca_coll_tca_component.priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) return NULL;
-    if (!mca_coll_tca_component.session_joined) return NULL; /* no TCA node in this process */
+    if (mca_coll_tca_component.priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2)
+        return NULL;
+    if (!mca_coll_tca_component.session_joined)
+        return NULL; /* no TCA node in this process */
     mca_coll_tca_module_t *m = OBJ_NEW(mca_coll_tca_module_t);
-    if (NULL == m) return NULL;
+    if (NULL == m)
+        return NULL;
     m->super.coll_module_enable = tca_module_enable;
     m->super.coll_bcast_init = mca_coll_tca_bcast_init;
     return &m->super;
@@ -60,16 +66,20 @@ mca_coll_base_module_t *mca_coll_tca_comm_query(struct ompi_communicator_t *comm
 
 /* Lazily, on the first persistent broadcast of the communicator. */
 int mca_coll_tca_module_usable(mca_coll_tca_module_t *m, struct ompi_communicator_t *comm) {
-    if (m->usable >= 0) return m->usable;
+    if (m->usable >= 0)
+        return m->usable;
     const int size = ompi_comm_size(comm);
     tca_session_place_t mine, peer;
     m->usable = 0;
-    if (OPAL_SUCCESS != mca_common_tca_session_lookup(&ompi_proc_local()->super.proc_name, &mine)) return 0;
+    if (OPAL_SUCCESS != mca_common_tca_session_lookup(&ompi_proc_local()->super.proc_name, &mine))
+        return 0;
     m->node_of = (int *) malloc(sizeof(int) * (size_t) size);
-    if (NULL == m->node_of) return 0;
+    if (NULL == m->node_of)
+        return 0;
     for (int r = 0; r < size; ++r) {
         ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
-        if (NULL == proc || OPAL_SUCCESS != mca_common_tca_session_lookup(&proc->super.proc_name, &peer) ||
+        if (NULL == proc ||
+            OPAL_SUCCESS != mca_common_tca_session_lookup(&proc->super.proc_name, &peer) ||
             peer.subcluster != mine.subcluster ||
             proc->super.proc_name.jobid != ompi_proc_local()->super.proc_name.jobid)
             return 0;

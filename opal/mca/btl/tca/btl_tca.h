@@ -57,13 +57,16 @@ typedef struct mca_btl_tca_component_t {
     void *area;
     size_t area_bytes;
     tcaHandle area_handle;
-    struct mca_btl_base_endpoint_t *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
-    int poll_by_traffic;            /* we read our traffic line (published in the modex) */
-    int across_hosts;               /* the device connects hosts (ucx): peers' areas are written by PIO */
-    opal_mutex_t endpoints_lock;    /* add_procs: from MPI, and from progress for a sender MPI has not added */
-    uint64_t senders_tried;         /* nodes progress tried to add (progress lock held) */
-    tca_btl_poller_t *poller;       /* which rings a progress pass looks at (tca-btl core) */
-    volatile int64_t pending_peers; /* bit n: node n's endpoint has queued sends (set and cleared under its lock) */
+    struct mca_btl_base_endpoint_t
+        *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
+    int poll_by_traffic;           /* we read our traffic line (published in the modex) */
+    int across_hosts; /* the device connects hosts (ucx): peers' areas are written by PIO */
+    opal_mutex_t
+        endpoints_lock; /* add_procs: from MPI, and from progress for a sender MPI has not added */
+    uint64_t senders_tried;   /* nodes progress tried to add (progress lock held) */
+    tca_btl_poller_t *poller; /* which rings a progress pass looks at (tca-btl core) */
+    volatile int64_t
+        pending_peers; /* bit n: node n's endpoint has queued sends (set and cleared under its lock) */
     opal_free_list_t frags;
     int device_up;
     volatile int32_t progress_lock;
@@ -77,9 +80,9 @@ typedef struct mca_btl_tca_component_t {
     int peer_death_reported;
 
     /* emulated gets */
-    tca_btl_gets_t *gets;           /* ours, waiting for GET_DONE (tca-btl core) */
-    volatile int64_t gets_served;   /* puts run for peers' gets (reported at finalize, verbose) */
-    int gpu_initialized;            /* tca_ompi_gpu_init started Open MPI's GPU support (and needs its fini) */
+    tca_btl_gets_t *gets;         /* ours, waiting for GET_DONE (tca-btl core) */
+    volatile int64_t gets_served; /* puts run for peers' gets (reported at finalize, verbose) */
+    int gpu_initialized; /* tca_ompi_gpu_init started Open MPI's GPU support (and needs its fini) */
 } mca_btl_tca_component_t;
 
 TCA_OPAL_COMPONENT_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;
@@ -93,10 +96,11 @@ typedef struct mca_btl_tca_module_t {
 extern mca_btl_tca_module_t mca_btl_tca_module;
 
 /* module.c */
-int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
-                          struct mca_btl_base_endpoint_t **peers, struct opal_bitmap_t *reachable);
-int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
-                          struct mca_btl_base_endpoint_t **peers);
+int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                          struct opal_bitmap_t *reachable);
+int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
 int mca_btl_tca_finalize(struct mca_btl_base_module_t *btl);
 int mca_btl_tca_module_init(mca_btl_tca_module_t *module);
 
@@ -104,8 +108,8 @@ int mca_btl_tca_module_init(mca_btl_tca_module_t *module);
 int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                      struct mca_btl_base_descriptor_t *descriptor, mca_btl_base_tag_t tag);
 int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                      struct opal_convertor_t *convertor, void *header, size_t header_size, size_t payload_size,
-                      uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                      struct opal_convertor_t *convertor, void *header, size_t header_size,
+                      size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                       mca_btl_base_descriptor_t **descriptor);
 int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *endpoint);
 
@@ -121,14 +125,16 @@ typedef struct mca_btl_tca_rdma_done_t {
     void *cbcontext, *cbdata;
     uint64_t cookie;
 } mca_btl_tca_rdma_done_t;
-_Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES, "the core carries TCA_BTL_OWNER_BYTES per put and get");
+_Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES,
+               "the core carries TCA_BTL_OWNER_BYTES per put and get");
 
 /* put.c */
 int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
-                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata);
 int mca_btl_tca_put_ex(const mca_btl_tca_rdma_done_t *done, const tcaHandle *src, tcaHandle *dst,
                        uint64_t remote_address, size_t size, int need_dma);
 int mca_btl_tca_put_progress(void);
@@ -139,10 +145,11 @@ void mca_btl_tca_put_fini(void);
 int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
-                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
-void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag, const void *payload,
-                             size_t size);
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata);
+void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag,
+                             const void *payload, size_t size);
 /* The put run for a peer's get finished (or failed): answer it. */
 void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
 size_t mca_btl_tca_get_request_bytes(void);

@@ -35,16 +35,19 @@ static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     m->super.btl_flags &= ~(uint32_t) TCA_BTL_FLAGS_GPU_GET;
 #endif
     if (TCA_BTL_GET_OFF != mode && mca_btl_tca_get_request_bytes() > c->slot_payload) {
-        opal_output_verbose(1, opal_btl_base_framework.framework_output,
-                            "btl:tca: eager slots of %u bytes cannot hold a get request (%zu bytes): no get",
-                            (unsigned) c->slot_payload, mca_btl_tca_get_request_bytes());
+        opal_output_verbose(
+            1, opal_btl_base_framework.framework_output,
+            "btl:tca: eager slots of %u bytes cannot hold a get request (%zu bytes): no get",
+            (unsigned) c->slot_payload, mca_btl_tca_get_request_bytes());
         mode = TCA_BTL_GET_OFF;
     }
-    if (TCA_BTL_GET_ALL == mode) m->super.btl_flags |= MCA_BTL_FLAGS_GET;
+    if (TCA_BTL_GET_ALL == mode)
+        m->super.btl_flags |= MCA_BTL_FLAGS_GET;
 #if OPAL_CUDA_SUPPORT
     /* ob1 turns its GPU get on per peer when we announce it (tca_register_error,
      * TCA_BTL_ERROR_FLAGS_ADD_GPU_IPC), as smcuda does after its handshake. */
-    if (TCA_BTL_GET_OFF != mode) m->super.btl_flags |= TCA_BTL_FLAGS_GPU_GET;
+    if (TCA_BTL_GET_OFF != mode)
+        m->super.btl_flags |= TCA_BTL_FLAGS_GPU_GET;
 #endif
     c->set.get_emulation = mode;
 }
@@ -54,17 +57,19 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
 static int tca_component_progress(void);
 
 mca_btl_tca_component_t mca_btl_tca_component = {
-    .super = {
-        .btl_version = {
-            MCA_BTL_DEFAULT_VERSION("tca"),
-            .mca_open_component = tca_component_open,
-            .mca_close_component = tca_component_close,
-            .mca_register_component_params = tca_component_register,
+    .super =
+        {
+            .btl_version =
+                {
+                    MCA_BTL_DEFAULT_VERSION("tca"),
+                    .mca_open_component = tca_component_open,
+                    .mca_close_component = tca_component_close,
+                    .mca_register_component_params = tca_component_register,
+                },
+            .btl_data = {.param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT},
+            .btl_init = tca_component_init,
+            .btl_progress = tca_component_progress,
         },
-        .btl_data = {.param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT},
-        .btl_init = tca_component_init,
-        .btl_progress = tca_component_progress,
-    },
 };
 
 /* Enumerations keep a pointer to their values: they live as long as the
@@ -85,18 +90,20 @@ static void register_param(mca_btl_tca_component_t *c, const tca_btl_param_t *p,
     mca_base_var_enum_t *e = NULL;
     if (NULL != p->names && i < TCA_MAX_PARAMS && p->name_count < TCA_MAX_ENUM_VALUES) {
         mca_base_var_enum_value_t *v = enum_values[i];
-        for (int k = 0; k < p->name_count; ++k) v[k] = (mca_base_var_enum_value_t){k, p->names[k]};
+        for (int k = 0; k < p->name_count; ++k)
+            v[k] = (mca_base_var_enum_value_t){k, p->names[k]};
         v[p->name_count] = (mca_base_var_enum_value_t){0, NULL};
         char enum_name[96];
         snprintf(enum_name, sizeof(enum_name), "btl_tca_%s_values", p->name);
         (void) mca_base_var_enum_create(enum_name, v, &e);
     }
-    (void) mca_base_component_var_register(&c->super.btl_version, p->name, p->help, types[p->type], e, 0, 0,
-                                           (mca_base_var_info_lvl_t) (OPAL_INFO_LVL_1 + p->level - 1),
-                                           (p->flags & TCA_BTL_PARAM_ALL_EQ) ? MCA_BASE_VAR_SCOPE_ALL_EQ
-                                                                              : MCA_BASE_VAR_SCOPE_READONLY,
-                                           (char *) &c->set + p->offset);
-    if (NULL != e) OBJ_RELEASE(e);
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, p->name, p->help, types[p->type], e, 0, 0,
+        (mca_base_var_info_lvl_t) (OPAL_INFO_LVL_1 + p->level - 1),
+        (p->flags & TCA_BTL_PARAM_ALL_EQ) ? MCA_BASE_VAR_SCOPE_ALL_EQ : MCA_BASE_VAR_SCOPE_READONLY,
+        (char *) &c->set + p->offset);
+    if (NULL != e)
+        OBJ_RELEASE(e);
 }
 
 /* The module field behind each common BTL parameter of the core's table. */
@@ -105,7 +112,11 @@ static const struct {
     size_t offset;
     int is_u32; /* else size_t (the only two widths among them) */
 } base_fields[] = {
-#define BASE_FIELD(n) {#n, offsetof(mca_btl_base_module_t, btl_##n), 4 == sizeof(((mca_btl_base_module_t *) 0)->btl_##n)}
+#define BASE_FIELD(n)                                                                              \
+    {                                                                                              \
+#n, offsetof(mca_btl_base_module_t, btl_##n),                                              \
+            4 == sizeof(((mca_btl_base_module_t *) 0)->btl_##n)                                    \
+    }
     BASE_FIELD(exclusivity),
     BASE_FIELD(eager_limit),
     BASE_FIELD(rndv_eager_limit),
@@ -134,12 +145,14 @@ static int tca_component_register(void) {
     /* Before anything touches mca_btl_base_module_t, whose layout depends on
      * the Open MPI's CUDA support: registering fails, so the framework
      * unloads the component. */
-    if (!tca_cuda_abi_check(HELP_FILE, "btl tca")) return OPAL_ERR_NOT_AVAILABLE;
+    if (!tca_cuda_abi_check(HELP_FILE, "btl tca"))
+        return OPAL_ERR_NOT_AVAILABLE;
     tca_btl_settings_defaults(&c->set);
     size_t count = 0;
     const tca_btl_param_t *params = tca_btl_params(&count);
     for (size_t i = 0; i < count; ++i)
-        if (NULL != params[i].help) register_param(c, &params[i], i);
+        if (NULL != params[i].help)
+            register_param(c, &params[i], i);
 
     /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
      * btl_put must be set before mca_btl_base_param_register or it strips PUT. */
@@ -147,10 +160,13 @@ static int tca_component_register(void) {
     m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
     for (size_t i = 0; i < sizeof(base_fields) / sizeof(base_fields[0]); ++i) {
         const tca_btl_param_t *p = tca_btl_param_find(base_fields[i].name);
-        if (NULL == p || (p->flags & TCA_BTL_PARAM_OMPI_DEFAULT)) continue;
+        if (NULL == p || (p->flags & TCA_BTL_PARAM_OMPI_DEFAULT))
+            continue;
         char *field = (char *) &m->super + base_fields[i].offset;
-        if (base_fields[i].is_u32) *(uint32_t *) field = (uint32_t) p->def;
-        else *(size_t *) field = (size_t) p->def;
+        if (base_fields[i].is_u32)
+            *(uint32_t *) field = (uint32_t) p->def;
+        else
+            *(size_t *) field = (size_t) p->def;
     }
     /* On the ucx device (TCA_DEVICE=ucx) a ring slot is one active message
      * whatever its size, and ob1's rendezvous costs three more messages over
@@ -161,7 +177,8 @@ static int tca_component_register(void) {
      * scheduled where ranks outnumber cores.  The ring slots halve where the
      * rings would not fit (btl_tca_ring_slots). */
     if (mca_common_tca_session_across_hosts())
-        m->super.btl_eager_limit = m->super.btl_rndv_eager_limit = m->super.btl_max_send_size = 60 * 1024;
+        m->super.btl_eager_limit = m->super.btl_rndv_eager_limit = m->super.btl_max_send_size =
+            60 * 1024;
     /* GET here only so that the base registers btl_tca_get_limit and
      * btl_tca_get_alignment (it registers them for a module with GET, and an
      * unregistered value would be ignored without a word); set_get_flags
@@ -207,9 +224,11 @@ static int start_device(mca_btl_tca_component_t *c) {
     tca_session_place_t place;
     int device_result = tcaSuccess;
     char why[768];
-    const int rc = mca_common_tca_session_join("btl tca", opal_btl_base_framework.framework_output, c->set.subcluster_size,
-                                               &place, &device_result, why, sizeof(why));
-    if (OPAL_ERR_NOT_AVAILABLE == rc) return rc;
+    const int rc = mca_common_tca_session_join("btl tca", opal_btl_base_framework.framework_output,
+                                               c->set.subcluster_size, &place, &device_result, why,
+                                               sizeof(why));
+    if (OPAL_ERR_NOT_AVAILABLE == rc)
+        return rc;
     if (OPAL_ERR_BAD_PARAM == rc) {
         tca_show_help(HELP_FILE, "session-conflict", why);
         return OPAL_ERROR;
@@ -230,23 +249,28 @@ static int start_device(mca_btl_tca_component_t *c) {
 
     /* auto: the largest of 64, 32, ... 2 slots whose rings fit */
     const bool auto_slots = 0 == c->set.ring_slots;
-    if (auto_slots) c->set.ring_slots = 64;
+    if (auto_slots)
+        c->set.ring_slots = 64;
     for (;;) {
         c->area_bytes = tca_btl_area_bytes(c->num_nodes, c->set.ring_slots, c->slot_payload);
         r = tcaMalloc(&c->area, c->area_bytes, tcaMemoryInternal);
-        if (tcaSuccess == r || !auto_slots || c->set.ring_slots <= 2) break;
+        if (tcaSuccess == r || !auto_slots || c->set.ring_slots <= 2)
+            break;
         c->set.ring_slots /= 2;
     }
     if (tcaSuccess != r) {
         char why[768];
-        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, tca_error_text(r, why, sizeof(why)));
+        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes,
+                      tca_error_text(r, why, sizeof(why)));
         return OPAL_ERROR;
     }
     memset(c->area, 0, c->area_bytes);
-    c->poller = tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->set.poll_batch,
-                                   (uint32_t) c->set.ring_slots, c->slot_payload, c->across_hosts);
+    c->poller =
+        tca_btl_poller_new(c->area, c->num_nodes, c->poll_by_traffic, (uint32_t) c->set.poll_batch,
+                           (uint32_t) c->set.ring_slots, c->slot_payload, c->across_hosts);
     if (NULL == c->poller) {
-        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes, "no memory for the ring poller");
+        tca_show_help(HELP_FILE, "ring-alloc-failed", c->area_bytes,
+                      "no memory for the ring poller");
         return OPAL_ERROR;
     }
     r = tcaCreateHandle(&c->area_handle, c->area, c->area_bytes, tcaMemoryInternal);
@@ -258,10 +282,13 @@ static int start_device(mca_btl_tca_component_t *c) {
 }
 
 static void stop_device(mca_btl_tca_component_t *c) {
-    if (!c->device_up) return;
-    if (NULL != c->poller) tca_btl_poller_free(c->poller);
+    if (!c->device_up)
+        return;
+    if (NULL != c->poller)
+        tca_btl_poller_free(c->poller);
     c->poller = NULL;
-    if (NULL != c->area) (void) tcaFree(c->area, tcaMemoryInternal);
+    if (NULL != c->area)
+        (void) tcaFree(c->area, tcaMemoryInternal);
     c->area = NULL;
     mca_common_tca_session_leave();
     c->device_up = 0;
@@ -280,14 +307,15 @@ static int publish_modex(mca_btl_tca_component_t *c) {
     modex.has_progress_thread = NULL != c->thread || c->set.progress_thread == TCA_BTL_THREAD_ON;
     modex.polls_by_traffic = c->poll_by_traffic;
     modex.area = c->area_handle;
-    OPAL_MODEX_SEND(rc, c->across_hosts ? TCA_MODEX_GLOBAL : TCA_MODEX_LOCAL, &c->super.btl_version, &modex,
-                    sizeof(modex));
+    OPAL_MODEX_SEND(rc, c->across_hosts ? TCA_MODEX_GLOBAL : TCA_MODEX_LOCAL, &c->super.btl_version,
+                    &modex, sizeof(modex));
     return rc;
 }
 
 static int thread_poll(void *ctx) {
     (void) ctx;
-    if (opal_atomic_swap_32(&mca_btl_tca_component.progress_lock, 1)) return 0;
+    if (opal_atomic_swap_32(&mca_btl_tca_component.progress_lock, 1))
+        return 0;
 #if OPAL_CUDA_SUPPORT
     mca_btl_tca_cuda_bind_thread(); /* upcalls may unpack into GPU buffers */
 #endif
@@ -302,7 +330,8 @@ static void thread_announce_sleep(void *ctx, int sleeping) {
     for (int n = 0; n < mca_btl_tca_component.num_nodes; ++n) {
         mca_btl_base_endpoint_t *ep = mca_btl_tca_component.endpoints[n];
         opal_atomic_rmb();
-        if (NULL != ep) tca_btl_peer_announce_sleep(ep->peer, sleeping);
+        if (NULL != ep)
+            tca_btl_peer_announce_sleep(ep->peer, sleeping);
     }
 }
 
@@ -312,15 +341,22 @@ static void thread_announce_sleep(void *ctx, int sleeping) {
 static int param_valid(const tca_btl_param_t *p, uint64_t value) {
     char name[96], shown[32];
     snprintf(name, sizeof(name), "btl_tca_%s", p->name);
-    if (NULL != p->names && !tca_mca_check_enum(HELP_FILE, name, p->names, p->name_count, p->allowed)) return 0;
+    if (NULL != p->names &&
+        !tca_mca_check_enum(HELP_FILE, name, p->names, p->name_count, p->allowed))
+        return 0;
     const int is_signed = TCA_BTL_PARAM_INT == p->type;
-    const char *problem = NULL == p->names ? tca_mca_text_problem(name, is_signed, value,
-                                                                  !(p->flags & TCA_BTL_PARAM_ADJUSTED))
-                                           : NULL;
-    if (NULL == problem) problem = tca_btl_param_problem(p, value);
-    if (NULL == problem) return 1;
-    if (is_signed) snprintf(shown, sizeof(shown), "%" PRId64, (int64_t) value);
-    else snprintf(shown, sizeof(shown), "%" PRIu64, value);
+    const char *problem =
+        NULL == p->names
+            ? tca_mca_text_problem(name, is_signed, value, !(p->flags & TCA_BTL_PARAM_ADJUSTED))
+            : NULL;
+    if (NULL == problem)
+        problem = tca_btl_param_problem(p, value);
+    if (NULL == problem)
+        return 1;
+    if (is_signed)
+        snprintf(shown, sizeof(shown), "%" PRId64, (int64_t) value);
+    else
+        snprintf(shown, sizeof(shown), "%" PRIu64, value);
     tca_mca_show_invalid(HELP_FILE, name, shown, problem, p->allowed);
     return 0;
 }
@@ -334,19 +370,21 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     const tca_btl_param_t *params = tca_btl_params(&count);
     bool ok = true;
     for (size_t i = 0; i < count; ++i)
-        if (NULL != params[i].help) ok = param_valid(&params[i], tca_btl_setting_get(&c->set, &params[i])) && ok;
+        if (NULL != params[i].help)
+            ok = param_valid(&params[i], tca_btl_setting_get(&c->set, &params[i])) && ok;
     for (size_t i = 0; i < sizeof(base_fields) / sizeof(base_fields[0]); ++i) {
         const tca_btl_param_t *p = tca_btl_param_find(base_fields[i].name);
-        if (NULL != p) ok = param_valid(p, base_value(&m->super, i)) && ok;
+        if (NULL != p)
+            ok = param_valid(p, base_value(&m->super, i)) && ok;
     }
     if (!(m->super.btl_flags & MCA_BTL_FLAGS_SEND)) {
-        tca_mca_show_invalid(HELP_FILE, "btl_tca_flags", "(without send)", "btl tca moves every message with send",
-                             "flags that include 'send' (default: send,put,get; get as btl_tca_get_emulation says)");
+        tca_mca_show_invalid(
+            HELP_FILE, "btl_tca_flags", "(without send)", "btl tca moves every message with send",
+            "flags that include 'send' (default: send,put,get; get as btl_tca_get_emulation says)");
         ok = false;
     }
     return ok;
 }
-
 
 /* A program may leave without MPI_Finalize (return from main, exit()).  Then
  * exit() runs libtca's static teardown, which unmaps the node's segments,
@@ -356,13 +394,16 @@ static bool params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
  * runs handlers in reverse order of registration.  (It belongs to this DSO:
  * when Open MPI unloads the component after MPI_Finalize it runs then, with
  * the thread already stopped.) */
-static void tca_btl_at_exit(void) { mca_btl_tca_component_stop_thread(); }
+static void tca_btl_at_exit(void) {
+    mca_btl_tca_component_stop_thread();
+}
 
 /* Which path a message takes at which size, and how progress polls (verbose). */
 static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
     char line[1024];
-    if (tcaSuccess != tcaQueryBackend(&backend)) backend.put_mechanism[0] = '\0';
+    if (tcaSuccess != tcaQueryBackend(&backend))
+        backend.put_mechanism[0] = '\0';
     const tca_btl_path_t path = {.eager_limit = m->super.btl_eager_limit,
                                  .copy_max = SIZE_MAX == m->super.btl_min_rdma_pipeline_size
                                                  ? UINT64_MAX
@@ -374,7 +415,8 @@ static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_modu
                                  .poll_all_max_peers = c->set.poll_all_max_peers,
                                  .put_mechanism = backend.put_mechanism};
     (void) tca_btl_describe_path(&path, line, sizeof(line));
-    opal_output_verbose(5, opal_btl_base_framework.framework_output, "btl:tca: node %d: %s", c->node, line);
+    opal_output_verbose(5, opal_btl_base_framework.framework_output, "btl:tca: node %d: %s",
+                        c->node, line);
 }
 
 /* Up to which size ob1 sends by copy through the rings (tca_register_mem
@@ -390,7 +432,8 @@ static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_modu
  * (btl_eager_limit + btl_rdma_pipeline_send_length). */
 static void choose_copy_limit(mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
-    if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size")) return;
+    if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size"))
+        return;
     /* Across hosts (the ucx device) too: ob1's put rendezvous is three
      * messages and a put, each end of each waiting for the other to progress
      * UCX, where the copy protocol streams ring slots behind one handshake
@@ -411,14 +454,19 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
 
     /* GPU buffers in the convertor (Open MPI 4.1 starts its CUDA support on a
      * BTL's request; 5.0 in opal_init). */
-    if (!c->gpu_initialized) c->gpu_initialized = tca_ompi_gpu_init();
+    if (!c->gpu_initialized)
+        c->gpu_initialized = tca_ompi_gpu_init();
     /* nobody to reach: alone on this host, and the sub-cluster does not span hosts */
-    if (0 == opal_process_info.num_local_peers && !mca_common_tca_session_across_hosts()) return NULL;
-    if (!params_valid(c, m)) return NULL;
+    if (0 == opal_process_info.num_local_peers && !mca_common_tca_session_across_hosts())
+        return NULL;
+    if (!params_valid(c, m))
+        return NULL;
 
     size_t max_payload = m->super.btl_eager_limit;
-    if (m->super.btl_rndv_eager_limit > max_payload) max_payload = m->super.btl_rndv_eager_limit;
-    if (m->super.btl_max_send_size > max_payload) max_payload = m->super.btl_max_send_size;
+    if (m->super.btl_rndv_eager_limit > max_payload)
+        max_payload = m->super.btl_rndv_eager_limit;
+    if (m->super.btl_max_send_size > max_payload)
+        max_payload = m->super.btl_max_send_size;
     c->slot_payload = tca_btl_slot_payload((uint32_t) max_payload);
 
     set_get_flags(c, m);
@@ -434,10 +482,12 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
      * (mpi_leave_pinned).  grdma reads this when the rcache is created
      * (module init, below).  4 MiB one-way over UCX tcp: 795-1225 us with
      * registrations dropped, 641-647 kept (pml ucx 525-578). */
-    if (c->across_hosts && -1 == opal_leave_pinned) opal_leave_pinned = 1;
-    if (OPAL_SUCCESS != opal_free_list_init(&c->frags, mca_btl_tca_frag_object_size() + c->slot_payload, 64,
-                                            OBJ_CLASS(mca_btl_tca_frag_t), 0, 0, 64, -1, 64, NULL, 0, NULL,
-                                            NULL, NULL) ||
+    if (c->across_hosts && -1 == opal_leave_pinned)
+        opal_leave_pinned = 1;
+    if (OPAL_SUCCESS != opal_free_list_init(&c->frags,
+                                            mca_btl_tca_frag_object_size() + c->slot_payload, 64,
+                                            OBJ_CLASS(mca_btl_tca_frag_t), 0, 0, 64, -1, 64, NULL,
+                                            0, NULL, NULL, NULL) ||
         OPAL_SUCCESS != mca_btl_tca_module_init(m)) {
         stop_device(c);
         return NULL;
@@ -455,16 +505,20 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         /* The thread calls ob1's upcalls: ob1 must lock (the btl tcp precedent). */
         opal_set_using_threads(true);
         m->super.btl_flags |= MCA_BTL_FLAGS_BTL_PROGRESS_THREAD_ENABLED;
-        c->thread = tca_btl_progress_thread_start(thread_poll, thread_announce_sleep, NULL, c->set.thread_check_us,
-                                                  c->set.thread_check_max_us, c->set.thread_sleep_us);
-        if (NULL == c->thread) tca_show_help(HELP_FILE, "thread-failed");
+        c->thread = tca_btl_progress_thread_start(
+            thread_poll, thread_announce_sleep, NULL, c->set.thread_check_us,
+            c->set.thread_check_max_us, c->set.thread_sleep_us);
+        if (NULL == c->thread)
+            tca_show_help(HELP_FILE, "thread-failed");
         static int at_exit_registered = 0;
-        if (NULL != c->thread && !at_exit_registered) at_exit_registered = 0 == atexit(tca_btl_at_exit);
+        if (NULL != c->thread && !at_exit_registered)
+            at_exit_registered = 0 == atexit(tca_btl_at_exit);
     }
 
     if (OPAL_SUCCESS != publish_modex(c)) {
         tca_show_help(HELP_FILE, "modex-failed");
-        if (c->thread) tca_btl_progress_thread_stop(c->thread);
+        if (c->thread)
+            tca_btl_progress_thread_stop(c->thread);
         c->thread = NULL;
         mca_btl_tca_put_fini();
         mca_btl_tca_get_fini();
@@ -474,7 +528,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
 
     report_path(c, m);
     btls = (mca_btl_base_module_t **) malloc(sizeof(*btls));
-    if (NULL == btls) return NULL;
+    if (NULL == btls)
+        return NULL;
     btls[0] = &m->super;
     c->module = m;
     *num_btls = 1;
@@ -483,7 +538,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
 
 /* One arrived message to its upcall (the core releases the slot after). */
 static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint32_t size) {
-    mca_btl_base_endpoint_t *ep = mca_btl_tca_component.endpoints[node]; /* published before the poller saw it */
+    mca_btl_base_endpoint_t *ep =
+        mca_btl_tca_component.endpoints[node]; /* published before the poller saw it */
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
     (void) ctx;
@@ -504,18 +560,21 @@ static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint3
  * says which nodes died; asked every 1024th pass, so the clock stays off the
  * hot path.  A dead peer is fatal, reported once. */
 static void check_peers(mca_btl_tca_component_t *c) {
-    if (OPAL_LIKELY(++c->passes_since_check < 1024) || c->peer_death_reported) return;
+    if (OPAL_LIKELY(++c->passes_since_check < 1024) || c->peer_death_reported)
+        return;
     c->passes_since_check = 0;
     for (uint64_t dead = tca_session_dead_nodes(c->num_nodes); 0 != dead; dead &= dead - 1) {
         const int n = __builtin_ctzll(dead);
         mca_btl_base_endpoint_t *ep = c->endpoints[n];
-        if (NULL == ep) continue;
+        if (NULL == ep)
+            continue;
         c->peer_death_reported = 1;
         char msg[128];
         snprintf(msg, sizeof(msg), "btl tca: the process of node %d died without finishing", n);
         tca_show_help(HELP_FILE, "peer-died", n, (int) ep->proc->proc_name.vpid);
         if (NULL != mca_btl_tca_module.error_cb)
-            mca_btl_tca_module.error_cb(&mca_btl_tca_module.super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, msg);
+            mca_btl_tca_module.error_cb(&mca_btl_tca_module.super, MCA_BTL_ERROR_FLAGS_FATAL,
+                                        ep->proc, msg);
         return;
     }
 }
@@ -530,13 +589,16 @@ static void add_unknown_senders(mca_btl_tca_component_t *c) {
         const int node = __builtin_ctzll(unknown);
         c->senders_tried |= UINT64_C(1) << node;
         opal_process_name_t name = OPAL_PROC_MY_NAME;
-        name.vpid = (opal_vpid_t) ((int) OPAL_PROC_MY_NAME.vpid - c->node + node); /* nodes are consecutive ranks */
+        name.vpid = (opal_vpid_t) ((int) OPAL_PROC_MY_NAME.vpid - c->node +
+                                   node); /* nodes are consecutive ranks */
         opal_proc_t *proc = opal_proc_for_name(name);
         struct mca_btl_base_endpoint_t *ep = NULL;
-        if (NULL != proc) (void) mca_btl_tca_add_procs(&mca_btl_tca_module.super, 1, &proc, &ep, NULL);
-        opal_output_verbose(10, opal_btl_base_framework.framework_output,
-                            "btl:tca: node %d: first message from node %d, which MPI had not added yet: %s", c->node,
-                            node, NULL != ep ? "added" : "not reachable over tca");
+        if (NULL != proc)
+            (void) mca_btl_tca_add_procs(&mca_btl_tca_module.super, 1, &proc, &ep, NULL);
+        opal_output_verbose(
+            10, opal_btl_base_framework.framework_output,
+            "btl:tca: node %d: first message from node %d, which MPI had not added yet: %s",
+            c->node, node, NULL != ep ? "added" : "not reachable over tca");
     }
 }
 
@@ -544,7 +606,8 @@ int mca_btl_tca_poll(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count = 0;
     check_peers(c);
-    if (OPAL_UNLIKELY(c->across_hosts)) add_unknown_senders(c);
+    if (OPAL_UNLIKELY(c->across_hosts))
+        add_unknown_senders(c);
     /* Serve what the device wants of this process's CPU (the bounce mailbox
      * peers write into when single copy is refused, chains waiting for a
      * kick): the engine thread would have to preempt this spinning thread
@@ -553,26 +616,31 @@ int mca_btl_tca_poll(void) {
     count += tca_btl_poller_poll(c->poller, deliver, NULL);
     for (uint64_t pending = (uint64_t) c->pending_peers; pending; pending &= pending - 1) {
         mca_btl_base_endpoint_t *ep = c->endpoints[__builtin_ctzll(pending)];
-        if (NULL != ep) count += mca_btl_tca_send_pending(ep);
+        if (NULL != ep)
+            count += mca_btl_tca_send_pending(ep);
     }
-    if (tca_btl_dma_puts_busy(c->dma_puts)) count += mca_btl_tca_put_progress();
+    if (tca_btl_dma_puts_busy(c->dma_puts))
+        count += mca_btl_tca_put_progress();
     return count;
 }
 
 static int tca_component_progress(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     int count;
-    if (NULL != c->thread) tca_btl_progress_thread_note_app(c->thread);
+    if (NULL != c->thread)
+        tca_btl_progress_thread_note_app(c->thread);
     /* One poller at a time: upcalls may re-enter the BTL, never progress. */
     if (opal_using_threads()) {
-        if (opal_atomic_swap_32(&c->progress_lock, 1)) return 0;
+        if (opal_atomic_swap_32(&c->progress_lock, 1))
+            return 0;
     } else if (c->progress_lock) {
         return 0;
     } else {
         c->progress_lock = 1;
     }
 #if OPAL_CUDA_SUPPORT
-    if (NULL != c->thread) mca_btl_tca_cuda_note_app_context();
+    if (NULL != c->thread)
+        mca_btl_tca_cuda_note_app_context();
 #endif
     count = mca_btl_tca_poll();
     opal_atomic_wmb();
@@ -585,7 +653,8 @@ static int tca_component_progress(void) {
  * tca_btl_at_exit. */
 void mca_btl_tca_component_stop_thread(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    if (NULL != c->thread) tca_btl_progress_thread_stop(c->thread);
+    if (NULL != c->thread)
+        tca_btl_progress_thread_stop(c->thread);
     c->thread = NULL;
 }
 
@@ -593,12 +662,14 @@ void mca_btl_tca_component_shutdown(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     /* The MPI cases check this line: the get path really ran. */
     opal_output_verbose(5, opal_btl_base_framework.framework_output,
-                        "btl:tca: node %d served %lld emulated gets, %d of its own unanswered", c->node,
-                        (long long) c->gets_served, NULL == c->gets ? 0 : tca_btl_gets_pending(c->gets));
+                        "btl:tca: node %d served %lld emulated gets, %d of its own unanswered",
+                        c->node, (long long) c->gets_served,
+                        NULL == c->gets ? 0 : tca_btl_gets_pending(c->gets));
     mca_btl_tca_put_fini();
     mca_btl_tca_get_fini();
     for (int n = 0; n < TCA_MAX_NODES; ++n) {
-        if (NULL != c->endpoints[n]) OBJ_RELEASE(c->endpoints[n]);
+        if (NULL != c->endpoints[n])
+            OBJ_RELEASE(c->endpoints[n]);
         c->endpoints[n] = NULL;
     }
     stop_device(c);
@@ -606,7 +677,8 @@ void mca_btl_tca_component_shutdown(void) {
 
 static int tca_component_close(void) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    if (c->gpu_initialized) tca_ompi_gpu_fini();
+    if (c->gpu_initialized)
+        tca_ompi_gpu_fini();
     c->gpu_initialized = 0;
     OBJ_DESTRUCT(&c->frags);
     OBJ_DESTRUCT(&c->endpoints_lock);

@@ -21,10 +21,10 @@ typedef int (*ctx_set_fn)(void *ctx);
 
 static ctx_get_fn ctx_get;
 static ctx_set_fn ctx_set;
-static int looked_up;          /* under the progress lock */
-static unsigned note_calls;    /* under the progress lock */
-static void *app_ctx;          /* published with release, read with acquire */
-static void *thread_ctx;       /* the progress thread's own */
+static int looked_up;       /* under the progress lock */
+static unsigned note_calls; /* under the progress lock */
+static void *app_ctx;       /* published with release, read with acquire */
+static void *thread_ctx;    /* the progress thread's own */
 
 /* libcuda is loaded (by Open MPI's common CUDA code) iff CUDA is in use:
  * never load it here. */
@@ -35,7 +35,8 @@ static int lookup(void) {
         if (NULL != lib) {
             ctx_get = (ctx_get_fn) dlsym(lib, "cuCtxGetCurrent");
             ctx_set = (ctx_set_fn) dlsym(lib, "cuCtxSetCurrent");
-            if (NULL == ctx_get || NULL == ctx_set) ctx_get = NULL;
+            if (NULL == ctx_get || NULL == ctx_set)
+                ctx_get = NULL;
         }
     }
     return NULL != ctx_get;
@@ -43,14 +44,18 @@ static int lookup(void) {
 
 void mca_btl_tca_cuda_note_app_context(void) {
     /* until known, every 64th progress call: a host-only application may never create one */
-    if (NULL != __atomic_load_n(&app_ctx, __ATOMIC_RELAXED) || 0 != (note_calls++ & 63)) return;
+    if (NULL != __atomic_load_n(&app_ctx, __ATOMIC_RELAXED) || 0 != (note_calls++ & 63))
+        return;
     void *ctx = NULL;
-    if (lookup() && 0 == ctx_get(&ctx) && NULL != ctx) __atomic_store_n(&app_ctx, ctx, __ATOMIC_RELEASE);
+    if (lookup() && 0 == ctx_get(&ctx) && NULL != ctx)
+        __atomic_store_n(&app_ctx, ctx, __ATOMIC_RELEASE);
 }
 
 void mca_btl_tca_cuda_bind_thread(void) {
     void *ctx = __atomic_load_n(&app_ctx, __ATOMIC_ACQUIRE);
-    if (NULL == ctx || ctx == thread_ctx) return;
-    if (0 == ctx_set(ctx)) thread_ctx = ctx;
+    if (NULL == ctx || ctx == thread_ctx)
+        return;
+    if (0 == ctx_set(ctx))
+        thread_ctx = ctx;
 }
 #endif /* OPAL_CUDA_SUPPORT */

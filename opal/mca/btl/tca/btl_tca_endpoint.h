@@ -7,13 +7,13 @@
 struct mca_btl_base_endpoint_t {
     opal_list_item_t super;
     struct opal_proc_t *proc;
-    int node;                     /* peer's node id in the sub-cluster */
-    tca_btl_peer_t *peer;         /* rings and credits (tca-btl core) */
-    opal_mutex_t lock;            /* the tx ring and the pending list */
-    opal_list_t pending;          /* descriptors waiting for ring credits, in order */
+    int node;             /* peer's node id in the sub-cluster */
+    tca_btl_peer_t *peer; /* rings and credits (tca-btl core) */
+    opal_mutex_t lock;    /* the tx ring and the pending list */
+    opal_list_t pending;  /* descriptors waiting for ring credits, in order */
     volatile int32_t pending_count;
 #if OPAL_CUDA_SUPPORT
-    int cuda_get_announced;       /* ob1 was told it may use its GPU get with this peer */
+    int cuda_get_announced; /* ob1 was told it may use its GPU get with this peer */
 #endif
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;

@@ -13,9 +13,12 @@ static void frag_construct(mca_btl_tca_frag_t *frag) {
 }
 OBJ_CLASS_INSTANCE(mca_btl_tca_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
 
-static mca_btl_tca_frag_t *frag_get(struct mca_btl_base_endpoint_t *endpoint, uint8_t order, uint32_t flags) {
-    mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) opal_free_list_get(&mca_btl_tca_component.frags);
-    if (OPAL_UNLIKELY(NULL == frag)) return NULL;
+static mca_btl_tca_frag_t *frag_get(struct mca_btl_base_endpoint_t *endpoint, uint8_t order,
+                                    uint32_t flags) {
+    mca_btl_tca_frag_t *frag =
+        (mca_btl_tca_frag_t *) opal_free_list_get(&mca_btl_tca_component.frags);
+    if (OPAL_UNLIKELY(NULL == frag))
+        return NULL;
     frag->endpoint = endpoint;
     frag->base.des_flags = flags;
     frag->base.order = order;
@@ -27,12 +30,14 @@ static mca_btl_tca_frag_t *frag_get(struct mca_btl_base_endpoint_t *endpoint, ui
 }
 
 mca_btl_base_descriptor_t *mca_btl_tca_alloc(struct mca_btl_base_module_t *btl,
-                                             struct mca_btl_base_endpoint_t *endpoint, uint8_t order, size_t size,
-                                             uint32_t flags) {
+                                             struct mca_btl_base_endpoint_t *endpoint,
+                                             uint8_t order, size_t size, uint32_t flags) {
     (void) btl;
-    if (OPAL_UNLIKELY(size > mca_btl_tca_component.slot_payload)) return NULL;
+    if (OPAL_UNLIKELY(size > mca_btl_tca_component.slot_payload))
+        return NULL;
     mca_btl_tca_frag_t *frag = frag_get(endpoint, order, flags);
-    if (OPAL_UNLIKELY(NULL == frag)) return NULL;
+    if (OPAL_UNLIKELY(NULL == frag))
+        return NULL;
     frag->segment.seg_len = size;
     return &frag->base;
 }
@@ -40,7 +45,8 @@ mca_btl_base_descriptor_t *mca_btl_tca_alloc(struct mca_btl_base_module_t *btl,
 int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des) {
     (void) btl;
     mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) des;
-    if (OPAL_UNLIKELY(frag->held)) mca_btl_tca_frag_publish(frag, MCA_BTL_TCA_TAG_NOTHING);
+    if (OPAL_UNLIKELY(frag->held))
+        mca_btl_tca_frag_publish(frag, MCA_BTL_TCA_TAG_NOTHING);
     opal_free_list_return(&mca_btl_tca_component.frags, (opal_free_list_item_t *) des);
     return OPAL_SUCCESS;
 }
@@ -59,31 +65,37 @@ int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_
  * first fragment (PRIORITY) still queues: ob1 restarts a message whose start
  * failed (PENDING_START), the retry that lost messages of restarted
  * persistent requests when sendi gave no descriptor (btl_tca_send.c). */
-static unsigned char *pack_target(mca_btl_tca_frag_t *frag, struct mca_btl_base_endpoint_t *endpoint,
-                                  uint32_t flags) {
+static unsigned char *pack_target(mca_btl_tca_frag_t *frag,
+                                  struct mca_btl_base_endpoint_t *endpoint, uint32_t flags) {
     OPAL_THREAD_LOCK(&endpoint->lock);
     unsigned char *slot = 0 == endpoint->pending_count
-                              ? (unsigned char *) tca_btl_tx_hold(endpoint->peer, &frag->slot) : NULL;
+                              ? (unsigned char *) tca_btl_tx_hold(endpoint->peer, &frag->slot)
+                              : NULL;
     OPAL_THREAD_UNLOCK(&endpoint->lock);
     if (NULL != slot) {
         frag->held = true;
         frag->segment.seg_addr.pval = slot;
         return slot;
     }
-    if (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) && tca_btl_tx_can_hold(endpoint->peer)) return NULL;
+    if (!(flags & MCA_BTL_DES_FLAGS_PRIORITY) && tca_btl_tx_can_hold(endpoint->peer))
+        return NULL;
     return frag->data;
 }
 
 /* Copy (pack) up to one slot of the user's data behind `reserve` header bytes. */
 struct mca_btl_base_descriptor_t *mca_btl_tca_prepare_src(struct mca_btl_base_module_t *btl,
                                                           struct mca_btl_base_endpoint_t *endpoint,
-                                                          struct opal_convertor_t *convertor, uint8_t order,
-                                                          size_t reserve, size_t *size, uint32_t flags) {
+                                                          struct opal_convertor_t *convertor,
+                                                          uint8_t order, size_t reserve,
+                                                          size_t *size, uint32_t flags) {
     const size_t room = mca_btl_tca_component.slot_payload;
-    if (OPAL_UNLIKELY(reserve > room)) return NULL;
+    if (OPAL_UNLIKELY(reserve > room))
+        return NULL;
     mca_btl_tca_frag_t *frag = frag_get(endpoint, order, flags);
-    if (OPAL_UNLIKELY(NULL == frag)) return NULL;
-    if (reserve + *size > room) *size = room - reserve;
+    if (OPAL_UNLIKELY(NULL == frag))
+        return NULL;
+    if (reserve + *size > room)
+        *size = room - reserve;
     unsigned char *target = pack_target(frag, endpoint, flags);
     if (NULL == target) {
         opal_free_list_return(&mca_btl_tca_component.frags, (opal_free_list_item_t *) frag);

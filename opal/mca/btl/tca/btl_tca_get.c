@@ -37,7 +37,6 @@
 /* Outstanding gets in flight at once (ob1 retries a get refused for lack of one). */
 #define MAX_PENDING_GETS 4096
 
-
 int mca_btl_tca_get_init(void) {
     mca_btl_tca_component.gets = tca_btl_gets_new(MAX_PENDING_GETS);
     return NULL == mca_btl_tca_component.gets ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
@@ -53,10 +52,12 @@ size_t mca_btl_tca_get_request_bytes(void) {
 }
 
 /* A control message through the ring; send never fails, it queues. */
-static int send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag, const void *msg, size_t len) {
-    mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(&mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len,
-                                                       MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (OPAL_UNLIKELY(NULL == des)) return OPAL_ERR_OUT_OF_RESOURCE;
+static int send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag, const void *msg,
+                        size_t len) {
+    mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
+        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (OPAL_UNLIKELY(NULL == des))
+        return OPAL_ERR_OUT_OF_RESOURCE;
     memcpy(des->des_segments[0].seg_addr.pval, msg, len);
     (void) mca_btl_tca_send(&mca_btl_tca_module.super, ep, des, tag);
     return OPAL_SUCCESS;
@@ -64,24 +65,33 @@ static int send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t t
 
 static void answer(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
     const tca_btl_get_done_t done = {.cookie = cookie, .status = status};
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
+    if (OPAL_UNLIKELY(OPAL_SUCCESS !=
+                      send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
         mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
 }
 
-int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
-                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
-                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
+int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                    void *local_address, uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata) {
     (void) btl;
     (void) flags;
     (void) order;
     /* The owner writes into our registration: without one there is nothing it could name. */
-    if (OPAL_UNLIKELY(NULL == local_handle || NULL == remote_handle)) return OPAL_ERR_BAD_PARAM;
-    const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc, .endpoint = ep, .local_address = local_address,
-                                          .local_handle = local_handle, .cbcontext = cbcontext, .cbdata = cbdata};
+    if (OPAL_UNLIKELY(NULL == local_handle || NULL == remote_handle))
+        return OPAL_ERR_BAD_PARAM;
+    const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc,
+                                          .endpoint = ep,
+                                          .local_address = local_address,
+                                          .local_handle = local_handle,
+                                          .cbcontext = cbcontext,
+                                          .cbdata = cbdata};
     tca_btl_get_request_t req;
-    switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
-                              remote_address, &local_handle->h, (uint64_t) (uintptr_t) local_address, size, &req)) {
+    switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
+                              &remote_handle->h, remote_address, &local_handle->h,
+                              (uint64_t) (uintptr_t) local_address, size, &req)) {
     case TCA_BTL_GET_OK:
         break;
     case TCA_BTL_GET_FULL:
@@ -90,7 +100,8 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         return OPAL_ERR_BAD_PARAM;
     }
     const int rc = send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req));
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
+        tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
     return rc;
 }
 
@@ -103,16 +114,19 @@ void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *ep, uint64_t cookie,
 static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_request_t *req) {
     if (OPAL_UNLIKELY(!tca_btl_get_request_servable(req, mca_btl_tca_component.node, ep->node))) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
-                            "btl:tca: get request from node %d outside our registration: refused", ep->node);
+                            "btl:tca: get request from node %d outside our registration: refused",
+                            ep->node);
         answer(ep, req->cookie, OPAL_ERR_BAD_PARAM);
         return;
     }
-    const mca_btl_tca_rdma_done_t done = {.endpoint = ep, .local_address = (void *) (uintptr_t) req->src_addr,
-                                          .cookie = req->cookie};
+    const mca_btl_tca_rdma_done_t done = {
+        .endpoint = ep, .local_address = (void *) (uintptr_t) req->src_addr, .cookie = req->cookie};
     /* PIO reads the source with CPU loads: GPU memory on either side goes by DMA. */
     const int need_dma = tcaMemoryGPU == req->src.region || tcaMemoryGPU == req->dst.region;
-    const int rc = mca_btl_tca_put_ex(&done, &req->src, &req->dst, req->dst_addr, (size_t) req->size, need_dma);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) answer(ep, req->cookie, rc); /* it did not start: no callback */
+    const int rc = mca_btl_tca_put_ex(&done, &req->src, &req->dst, req->dst_addr,
+                                      (size_t) req->size, need_dma);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
+        answer(ep, req->cookie, rc); /* it did not start: no callback */
 }
 
 /* The cookie came from the peer: the core looks it up, never dereferences it. */
@@ -121,19 +135,24 @@ static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_don
     unsigned char owner[TCA_BTL_OWNER_BYTES];
     const int how = tca_btl_get_finish(mca_btl_tca_component.gets, answer_msg, ep->node, owner);
     if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
-        tca_show_help(HELP_FILE, "bad-get-answer", ep->node, (unsigned long long) answer_msg->cookie);
-    if (TCA_BTL_GET_UNKNOWN == how) return;
+        tca_show_help(HELP_FILE, "bad-get-answer", ep->node,
+                      (unsigned long long) answer_msg->cookie);
+    if (TCA_BTL_GET_UNKNOWN == how)
+        return;
     memcpy(&d, owner, sizeof(d));
     /* Answered by another peer than the one asked: the data cannot be trusted. */
     const int status = TCA_BTL_GET_OK == how ? answer_msg->status : OPAL_ERROR;
-    d.cbfunc(&mca_btl_tca_module.super, d.endpoint, d.local_address, d.local_handle, d.cbcontext, d.cbdata, status);
+    d.cbfunc(&mca_btl_tca_module.super, d.endpoint, d.local_address, d.local_handle, d.cbcontext,
+             d.cbdata, status);
 }
 
 /* From progress, for the btl's own tags; the payload stays valid during the call. */
-void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *ep, uint8_t tag, const void *payload, size_t size) {
+void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *ep, uint8_t tag, const void *payload,
+                             size_t size) {
     if (MCA_BTL_TCA_TAG_GET_REQ == tag && size == sizeof(tca_btl_get_request_t)) {
         tca_btl_get_request_t req;
-        memcpy(&req, payload, sizeof(req)); /* the slot goes back to the peer before the put completes */
+        memcpy(&req, payload,
+               sizeof(req)); /* the slot goes back to the peer before the put completes */
         serve_request(ep, &req);
     } else if (MCA_BTL_TCA_TAG_GET_DONE == tag && size == sizeof(tca_btl_get_done_t)) {
         tca_btl_get_done_t done;

@@ -15,7 +15,8 @@ typedef struct mca_btl_tca_modex_t {
     uint32_t ring_slots;
     uint32_t slot_payload;
     int32_t has_progress_thread;
-    int32_t polls_by_traffic; /* it reads its traffic line: senders mark their ring there after each message */
+    int32_t
+        polls_by_traffic; /* it reads its traffic line: senders mark their ring there after each message */
     tcaHandle area; /* its area: control words and one eager ring per sender */
 } mca_btl_tca_modex_t;
 #define MCA_BTL_TCA_MODEX_VERSION 2

@@ -15,31 +15,33 @@
 #include "opal/util/show_help.h"
 #include "tca_mca_check.h"
 
-
-static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cbfunc);
-static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_btl_base_module_t *btl,
-                                                                   struct mca_btl_base_endpoint_t *endpoint,
-                                                                   void *base, size_t size, uint32_t flags);
-static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle);
+static int tca_register_error(struct mca_btl_base_module_t *btl,
+                              mca_btl_base_module_error_cb_fn_t cbfunc);
+static struct mca_btl_base_registration_handle_t *
+tca_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                 void *base, size_t size, uint32_t flags);
+static int tca_deregister_mem(struct mca_btl_base_module_t *btl,
+                              struct mca_btl_base_registration_handle_t *handle);
 
 mca_btl_tca_module_t mca_btl_tca_module = {
-    .super = {
-        .btl_component = &mca_btl_tca_component.super,
-        .btl_add_procs = mca_btl_tca_add_procs,
-        .btl_del_procs = mca_btl_tca_del_procs,
-        .btl_finalize = mca_btl_tca_finalize,
-        .btl_alloc = mca_btl_tca_alloc,
-        .btl_free = mca_btl_tca_free,
-        .btl_prepare_src = mca_btl_tca_prepare_src,
-        .btl_send = mca_btl_tca_send,
-        .btl_sendi = mca_btl_tca_sendi,
-        .btl_put = mca_btl_tca_put,
-        .btl_get = mca_btl_tca_get,
-        .btl_dump = mca_btl_base_dump,
-        .btl_register_error = tca_register_error,
-        .btl_register_mem = tca_register_mem,
-        .btl_deregister_mem = tca_deregister_mem,
-    },
+    .super =
+        {
+            .btl_component = &mca_btl_tca_component.super,
+            .btl_add_procs = mca_btl_tca_add_procs,
+            .btl_del_procs = mca_btl_tca_del_procs,
+            .btl_finalize = mca_btl_tca_finalize,
+            .btl_alloc = mca_btl_tca_alloc,
+            .btl_free = mca_btl_tca_free,
+            .btl_prepare_src = mca_btl_tca_prepare_src,
+            .btl_send = mca_btl_tca_send,
+            .btl_sendi = mca_btl_tca_sendi,
+            .btl_put = mca_btl_tca_put,
+            .btl_get = mca_btl_tca_get,
+            .btl_dump = mca_btl_base_dump,
+            .btl_register_error = tca_register_error,
+            .btl_register_mem = tca_register_mem,
+            .btl_deregister_mem = tca_deregister_mem,
+        },
 };
 
 static void endpoint_construct(mca_btl_tca_endpoint_t *ep) {
@@ -54,7 +56,8 @@ static void endpoint_construct(mca_btl_tca_endpoint_t *ep) {
     OBJ_CONSTRUCT(&ep->pending, opal_list_t);
 }
 static void endpoint_destruct(mca_btl_tca_endpoint_t *ep) {
-    if (NULL != ep->peer) tca_btl_peer_free(ep->peer);
+    if (NULL != ep->peer)
+        tca_btl_peer_free(ep->peer);
     OBJ_DESTRUCT(&ep->pending);
     OBJ_DESTRUCT(&ep->lock);
 }
@@ -62,19 +65,24 @@ OBJ_CLASS_INSTANCE(mca_btl_tca_endpoint_t, opal_list_item_t, endpoint_construct,
 
 /* ---- registration: device handles, cached by grdma ---- */
 
-static int rcache_register(void *reg_data, void *base, size_t size, mca_rcache_base_registration_t *reg) {
+static int rcache_register(void *reg_data, void *base, size_t size,
+                           mca_rcache_base_registration_t *reg) {
     mca_btl_tca_reg_t *r = (mca_btl_tca_reg_t *) reg;
-    tcaMemoryType type = tcaMemoryCPU; /* libtca still asks CUDA about pointers of processes that loaded it */
+    tcaMemoryType type =
+        tcaMemoryCPU; /* libtca still asks CUDA about pointers of processes that loaded it */
     (void) reg_data;
 #if OPAL_CUDA_GDR_SUPPORT
     /* grdma handed us the whole allocation (cuMemGetAddressRange): base is what
      * a CUDA IPC handle names, and put/get address the user's pointer as
      * an offset into it. */
-    if (reg->flags & TCA_RCACHE_FLAGS_GPU_MEM) type = tcaMemoryGPU;
+    if (reg->flags & TCA_RCACHE_FLAGS_GPU_MEM)
+        type = tcaMemoryGPU;
 #endif
     const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, type);
-    if (tcaSuccess == rc) return OPAL_SUCCESS;
-    return tcaErrorNoMemory == rc ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERROR; /* grdma evicts and retries */
+    if (tcaSuccess == rc)
+        return OPAL_SUCCESS;
+    return tcaErrorNoMemory == rc ? OPAL_ERR_OUT_OF_RESOURCE
+                                  : OPAL_ERROR; /* grdma evicts and retries */
 }
 
 static int rcache_deregister(void *reg_data, mca_rcache_base_registration_t *reg) {
@@ -101,9 +109,9 @@ int mca_btl_tca_module_init(mca_btl_tca_module_t *module) {
 
 /* Any access flags are accepted: ob1 asks for REMOTE_READ even on buffers
  * that will only be written (the put-only device never reads remotely). */
-static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_btl_base_module_t *btl,
-                                                                   struct mca_btl_base_endpoint_t *endpoint,
-                                                                   void *base, size_t size, uint32_t flags) {
+static struct mca_btl_base_registration_handle_t *
+tca_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                 void *base, size_t size, uint32_t flags) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
     mca_btl_tca_reg_t *reg = NULL;
     uint32_t rcache_flags = 0;
@@ -112,22 +120,26 @@ static struct mca_btl_base_registration_handle_t *tca_register_mem(struct mca_bt
 #if OPAL_CUDA_GDR_SUPPORT
     /* ob1 marks GPU buffers; grdma then registers the whole CUDA allocation
      * (page rounding could leave it) and drops entries of freed GPU memory. */
-    if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM) rcache_flags |= TCA_RCACHE_FLAGS_GPU_MEM;
+    if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM)
+        rcache_flags |= TCA_RCACHE_FLAGS_GPU_MEM;
 #endif
     /* ob1 chooses between RDMA and its copy protocol by whether it can
      * register the whole message (mca_pml_ob1_rdma_btls asks for REMOTE_READ,
      * nothing else does): a refusal up to btl_min_rdma_pipeline_size sends
      * such messages by copy, as that parameter says, on the sender's side too. */
-    if (MCA_BTL_REG_FLAG_REMOTE_READ == flags && size <= m->super.btl_min_rdma_pipeline_size) return NULL;
+    if (MCA_BTL_REG_FLAG_REMOTE_READ == flags && size <= m->super.btl_min_rdma_pipeline_size)
+        return NULL;
     if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, rcache_flags, access,
                                                    (mca_rcache_base_registration_t **) &reg))
         return NULL;
     return &reg->handle;
 }
 
-static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_registration_handle_t *handle) {
+static int tca_deregister_mem(struct mca_btl_base_module_t *btl,
+                              struct mca_btl_base_registration_handle_t *handle) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
-    mca_btl_tca_reg_t *reg = (mca_btl_tca_reg_t *) ((intptr_t) handle - offsetof(mca_btl_tca_reg_t, handle));
+    mca_btl_tca_reg_t *reg =
+        (mca_btl_tca_reg_t *) ((intptr_t) handle - offsetof(mca_btl_tca_reg_t, handle));
     m->rcache->rcache_deregister(m->rcache, &reg->base);
     return OPAL_SUCCESS;
 }
@@ -143,19 +155,23 @@ static int tca_deregister_mem(struct mca_btl_base_module_t *btl, struct mca_btl_
  * exists only after the BTLs' add_procs returned.  A process the bml adds
  * lazily on first contact (a remote one: never a TCA peer) is not announced. */
 static void announce_cuda_get(mca_btl_tca_module_t *m, mca_btl_tca_endpoint_t *ep) {
-    if (NULL == m->error_cb || NULL == ep || NULL == ep->proc || ep->cuda_get_announced) return;
-    if (!(m->super.btl_flags & TCA_BTL_FLAGS_GPU_GET)) return;
+    if (NULL == m->error_cb || NULL == ep || NULL == ep->proc || ep->cuda_get_announced)
+        return;
+    if (!(m->super.btl_flags & TCA_BTL_FLAGS_GPU_GET))
+        return;
     ep->cuda_get_announced = 1;
     int stream = opal_btl_base_framework.framework_output;
     m->error_cb(&m->super, TCA_BTL_ERROR_FLAGS_ADD_GPU_IPC, ep->proc, (char *) &stream);
 }
 #endif
 
-static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_module_error_cb_fn_t cbfunc) {
+static int tca_register_error(struct mca_btl_base_module_t *btl,
+                              mca_btl_base_module_error_cb_fn_t cbfunc) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
     m->error_cb = cbfunc;
 #if OPAL_CUDA_SUPPORT
-    for (int n = 0; n < TCA_MAX_NODES; ++n) announce_cuda_get(m, mca_btl_tca_component.endpoints[n]);
+    for (int n = 0; n < TCA_MAX_NODES; ++n)
+        announce_cuda_get(m, mca_btl_tca_component.endpoints[n]);
 #endif
     return OPAL_SUCCESS;
 }
@@ -164,11 +180,12 @@ static int tca_register_error(struct mca_btl_base_module_t *btl, mca_btl_base_mo
 
 static bool same_geometry(const mca_btl_tca_modex_t *modex, const mca_btl_tca_component_t *c) {
     return modex->version == MCA_BTL_TCA_MODEX_VERSION && modex->num_nodes == c->num_nodes &&
-           modex->ring_slots == c->set.ring_slots && modex->slot_payload == c->slot_payload && modex->node >= 0 &&
-           modex->node < c->num_nodes && modex->node != c->node;
+           modex->ring_slots == c->set.ring_slots && modex->slot_payload == c->slot_payload &&
+           modex->node >= 0 && modex->node < c->num_nodes && modex->node != c->node;
 }
 
-static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const mca_btl_tca_modex_t *modex) {
+static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc,
+                                               const mca_btl_tca_modex_t *modex) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     void *peer_area = NULL; /* across hosts: none, its area is written by PIO through modex->area */
     if (!c->across_hosts) {
@@ -180,11 +197,13 @@ static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const m
         }
     }
     mca_btl_tca_endpoint_t *ep = OBJ_NEW(mca_btl_tca_endpoint_t);
-    if (NULL == ep) return NULL;
+    if (NULL == ep)
+        return NULL;
     ep->proc = proc;
     ep->node = modex->node;
-    ep->peer = tca_btl_peer_new(c->area, peer_area, &modex->area, c->num_nodes, c->node, modex->node, c->set.ring_slots,
-                                c->slot_payload, modex->has_progress_thread, modex->polls_by_traffic);
+    ep->peer = tca_btl_peer_new(c->area, peer_area, &modex->area, c->num_nodes, c->node,
+                                modex->node, c->set.ring_slots, c->slot_payload,
+                                modex->has_progress_thread, modex->polls_by_traffic);
     if (NULL == ep->peer) {
         OBJ_RELEASE(ep);
         return NULL;
@@ -192,8 +211,9 @@ static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc, const m
     return ep;
 }
 
-int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
-                          struct mca_btl_base_endpoint_t **peers, struct opal_bitmap_t *reachable) {
+int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                          struct opal_bitmap_t *reachable) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     const opal_proc_t *self = opal_proc_local_get();
     (void) btl;
@@ -208,7 +228,8 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
             (!c->across_hosts && !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)))
             continue; /* another job or host: not in our sub-cluster */
         OPAL_MODEX_RECV(rc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);
-        if (OPAL_SUCCESS != rc || NULL == modex) continue; /* it runs without tca */
+        if (OPAL_SUCCESS != rc || NULL == modex)
+            continue; /* it runs without tca */
         if (msize != sizeof(*modex) || modex->subcluster != c->subcluster) {
             free(modex);
             continue; /* another sub-cluster: left to the next BTL */
@@ -229,19 +250,21 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
             }
             opal_atomic_wmb(); /* the progress thread may look at the table now */
             c->endpoints[modex->node] = ep;
-            tca_btl_poller_add(c->poller, modex->node, ep->peer); /* after the table: deliver finds ep */
+            tca_btl_poller_add(c->poller, modex->node,
+                               ep->peer); /* after the table: deliver finds ep */
         }
         opal_mutex_unlock(&c->endpoints_lock);
         free(modex);
         peers[i] = ep;
-        if (NULL != reachable) opal_bitmap_set_bit(reachable, (int) i);
+        if (NULL != reachable)
+            opal_bitmap_set_bit(reachable, (int) i);
     }
     return OPAL_SUCCESS;
 }
 
 /* Endpoints stay until finalize: the progress thread may still be polling them. */
-int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
-                          struct mca_btl_base_endpoint_t **peers) {
+int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                          struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers) {
     (void) btl;
     (void) nprocs;
     (void) procs;
@@ -252,7 +275,8 @@ int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs, stru
 int mca_btl_tca_finalize(struct mca_btl_base_module_t *btl) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
     mca_btl_tca_component_stop_thread();
-    if (NULL != m->rcache) mca_rcache_base_module_destroy(m->rcache); /* drops the device handles */
+    if (NULL != m->rcache)
+        mca_rcache_base_module_destroy(m->rcache); /* drops the device handles */
     m->rcache = NULL;
     mca_btl_tca_component_shutdown();
     return OPAL_SUCCESS;

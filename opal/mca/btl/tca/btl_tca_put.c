@@ -23,11 +23,12 @@ static void complete(const mca_btl_tca_rdma_done_t *d, int status) {
         mca_btl_tca_get_served(d->endpoint, d->cookie, status);
         return;
     }
-    d->cbfunc(&mca_btl_tca_module.super, d->endpoint, d->local_address, d->local_handle, d->cbcontext, d->cbdata,
-              status);
+    d->cbfunc(&mca_btl_tca_module.super, d->endpoint, d->local_address, d->local_handle,
+              d->cbcontext, d->cbdata, status);
 }
 
-static int pio_put(const mca_btl_tca_rdma_done_t *d, tcaHandle *dst, uint64_t dst_off, size_t size) {
+static int pio_put(const mca_btl_tca_rdma_done_t *d, tcaHandle *dst, uint64_t dst_off,
+                   size_t size) {
     const tcaResult r = tcaPioWrite(dst, (off_t) dst_off, d->local_address, size, 0, 0, 0);
     if (OPAL_UNLIKELY(tcaSuccess != r)) {
         mca_btl_tca_fatal(d->endpoint, "a put", r);
@@ -37,21 +38,27 @@ static int pio_put(const mca_btl_tca_rdma_done_t *d, tcaHandle *dst, uint64_t ds
     return OPAL_SUCCESS;
 }
 
-int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *local_address,
-                    uint64_t remote_address, struct mca_btl_base_registration_handle_t *local_handle,
-                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata) {
+int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                    void *local_address, uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *local_handle,
+                    struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata) {
     (void) btl;
     (void) flags;
     (void) order;
-    const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc, .endpoint = ep, .local_address = local_address,
-                                          .local_handle = local_handle, .cbcontext = cbcontext, .cbdata = cbdata};
+    const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc,
+                                          .endpoint = ep,
+                                          .local_address = local_address,
+                                          .local_handle = local_handle,
+                                          .cbcontext = cbcontext,
+                                          .cbdata = cbdata};
     /* A PIO write reads its source with CPU loads: GPU memory goes by DMA
      * (ob1 puts from GPU buffers when an emulated get failed and it falls
      * back to its PUT protocol). */
     const int need_dma = NULL != local_handle && tcaMemoryGPU == local_handle->h.region;
-    return mca_btl_tca_put_ex(&done, NULL == local_handle ? NULL : &local_handle->h, &remote_handle->h,
-                              remote_address, size, need_dma);
+    return mca_btl_tca_put_ex(&done, NULL == local_handle ? NULL : &local_handle->h,
+                              &remote_handle->h, remote_address, size, need_dma);
 }
 
 /* src: the local registration (NULL: PIO only).  need_dma: the source is GPU
@@ -61,16 +68,21 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 int mca_btl_tca_put_ex(const mca_btl_tca_rdma_done_t *d, const tcaHandle *src, tcaHandle *dst,
                        uint64_t remote_address, size_t size, int need_dma) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
-    if (OPAL_UNLIKELY(remote_address < dst->addr || size > dst->size || remote_address - dst->addr > dst->size - size))
+    if (OPAL_UNLIKELY(remote_address < dst->addr || size > dst->size ||
+                      remote_address - dst->addr > dst->size - size))
         return OPAL_ERR_BAD_PARAM;
     const uint64_t dst_off = remote_address - dst->addr;
 
-    if (need_dma && NULL == src) return OPAL_ERR_BAD_PARAM;
+    if (need_dma && NULL == src)
+        return OPAL_ERR_BAD_PARAM;
     if (!need_dma && (0 == c->set.put_dma_min || size < c->set.put_dma_min || NULL == src))
         return pio_put(d, dst, dst_off, size);
 
-    tca_btl_dma_put_t put = {.dst = *dst, .src = *src, .dst_off = dst_off,
-                             .src_off = (uint64_t) ((uintptr_t) d->local_address - src->addr), .size = size};
+    tca_btl_dma_put_t put = {.dst = *dst,
+                             .src = *src,
+                             .dst_off = dst_off,
+                             .src_off = (uint64_t) ((uintptr_t) d->local_address - src->addr),
+                             .size = size};
     memcpy(put.owner, d, sizeof(*d));
     tcaResult r = tcaSuccess;
     switch (tca_btl_dma_put_submit(c->dma_puts, &put, &r)) {
@@ -78,7 +90,8 @@ int mca_btl_tca_put_ex(const mca_btl_tca_rdma_done_t *d, const tcaHandle *src, t
     case TCA_BTL_PUT_QUEUED:
         return OPAL_SUCCESS;
     case TCA_BTL_PUT_NO_CHANNEL:
-        if (!need_dma) return pio_put(d, dst, dst_off, size);
+        if (!need_dma)
+            return pio_put(d, dst, dst_off, size);
         r = tcaErrorNoResource;
         mca_btl_tca_fatal(d->endpoint, "a GPU put (no free DMA channel)", r);
         return OPAL_ERROR;
@@ -92,7 +105,8 @@ static void dma_put_done(void *ctx, const tca_btl_dma_put_t *put, tcaResult r) {
     mca_btl_tca_rdma_done_t d;
     (void) ctx;
     memcpy(&d, put->owner, sizeof(d));
-    if (OPAL_UNLIKELY(tcaSuccess != r)) mca_btl_tca_fatal(d.endpoint, "a DMA put", r);
+    if (OPAL_UNLIKELY(tcaSuccess != r))
+        mca_btl_tca_fatal(d.endpoint, "a DMA put", r);
     complete(&d, tcaSuccess == r ? OPAL_SUCCESS : OPAL_ERROR);
 }
 
@@ -106,7 +120,8 @@ static void log_dma(void *ctx, const char *text) {
 }
 
 int mca_btl_tca_put_init(void) {
-    mca_btl_tca_component.dma_puts = tca_btl_dma_puts_new(mca_btl_tca_component.set.dma_channels, log_dma, NULL);
+    mca_btl_tca_component.dma_puts =
+        tca_btl_dma_puts_new(mca_btl_tca_component.set.dma_channels, log_dma, NULL);
     return NULL == mca_btl_tca_component.dma_puts ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_SUCCESS;
 }
 

@@ -18,7 +18,8 @@
 static inline bool ring_write_locked(mca_btl_tca_endpoint_t *ep, const mca_btl_tca_frag_t *frag,
                                      mca_btl_base_tag_t tag, bool *doorbell, tcaResult *failed) {
     void *slot = tca_btl_tx_reserve(ep->peer);
-    if (NULL == slot) return false;
+    if (NULL == slot)
+        return false;
     memcpy(slot, frag->segment.seg_addr.pval, frag->segment.seg_len);
     const int asked = tca_btl_tx_commit(ep->peer, tag, (uint32_t) frag->segment.seg_len, failed);
     *doorbell |= asked > 0;
@@ -27,11 +28,13 @@ static inline bool ring_write_locked(mca_btl_tca_endpoint_t *ep, const mca_btl_t
 
 static inline void ring_doorbell(mca_btl_tca_endpoint_t *ep) {
     const tcaResult r = tcaInterruptRaise(ep->node);
-    if (OPAL_UNLIKELY(tcaSuccess != r)) mca_btl_tca_fatal(ep, "raising a peer's interrupt", r);
+    if (OPAL_UNLIKELY(tcaSuccess != r))
+        mca_btl_tca_fatal(ep, "raising a peer's interrupt", r);
 }
 
 static inline void ring_write_failed(mca_btl_tca_endpoint_t *ep, tcaResult r) {
-    if (OPAL_UNLIKELY(tcaSuccess != r)) mca_btl_tca_fatal(ep, "writing into a peer's ring", r);
+    if (OPAL_UNLIKELY(tcaSuccess != r))
+        mca_btl_tca_fatal(ep, "writing into a peer's ring", r);
 }
 
 void mca_btl_tca_frag_publish(mca_btl_tca_frag_t *frag, mca_btl_base_tag_t tag) {
@@ -41,7 +44,8 @@ void mca_btl_tca_frag_publish(mca_btl_tca_frag_t *frag, mca_btl_base_tag_t tag) 
     OPAL_THREAD_LOCK(&ep->lock);
     const int doorbell = tca_btl_tx_publish(ep->peer, frag->slot, tag, size);
     OPAL_THREAD_UNLOCK(&ep->lock);
-    if (doorbell > 0) ring_doorbell(ep);
+    if (doorbell > 0)
+        ring_doorbell(ep);
 }
 
 int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -59,10 +63,12 @@ int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     frag->endpoint = ep;
 
     OPAL_THREAD_LOCK(&ep->lock);
-    if (OPAL_LIKELY(0 == ep->pending_count) && ring_write_locked(ep, frag, tag, &doorbell, &failed)) {
+    if (OPAL_LIKELY(0 == ep->pending_count) &&
+        ring_write_locked(ep, frag, tag, &doorbell, &failed)) {
         OPAL_THREAD_UNLOCK(&ep->lock);
         ring_write_failed(ep, failed);
-        if (doorbell) ring_doorbell(ep);
+        if (doorbell)
+            ring_doorbell(ep);
         /* The source is reusable at once: complete inline, like btl/self. */
         mca_btl_tca_frag_complete(frag, 0);
         return 1;
@@ -70,7 +76,8 @@ int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     frag->tag = tag;
     opal_list_append(&ep->pending, (opal_list_item_t *) frag);
     if (1 == ++ep->pending_count)
-        (void) opal_atomic_fetch_or_64(&mca_btl_tca_component.pending_peers, (int64_t) (UINT64_C(1) << ep->node));
+        (void) opal_atomic_fetch_or_64(&mca_btl_tca_component.pending_peers,
+                                       (int64_t) (UINT64_C(1) << ep->node));
     OPAL_THREAD_UNLOCK(&ep->lock);
     return OPAL_SUCCESS;
 }
@@ -85,19 +92,23 @@ int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *ep) {
     OPAL_THREAD_LOCK(&ep->lock);
     while (ep->pending_count > 0) {
         mca_btl_tca_frag_t *frag = (mca_btl_tca_frag_t *) opal_list_get_first(&ep->pending);
-        if (!ring_write_locked(ep, frag, frag->tag, &doorbell, &failed)) break;
+        if (!ring_write_locked(ep, frag, frag->tag, &doorbell, &failed))
+            break;
         opal_list_remove_first(&ep->pending);
         ep->pending_count--;
         opal_list_append(&done, (opal_list_item_t *) frag);
     }
     if (0 == ep->pending_count)
-        (void) opal_atomic_fetch_and_64(&mca_btl_tca_component.pending_peers, (int64_t) ~(UINT64_C(1) << ep->node));
+        (void) opal_atomic_fetch_and_64(&mca_btl_tca_component.pending_peers,
+                                        (int64_t) ~(UINT64_C(1) << ep->node));
     OPAL_THREAD_UNLOCK(&ep->lock);
     ring_write_failed(ep, failed);
-    if (doorbell) ring_doorbell(ep);
+    if (doorbell)
+        ring_doorbell(ep);
     opal_list_item_t *item;
     while (NULL != (item = opal_list_remove_first(&done))) {
-        mca_btl_tca_frag_complete((mca_btl_tca_frag_t *) item, 1); /* we returned 0: always call back */
+        mca_btl_tca_frag_complete((mca_btl_tca_frag_t *) item,
+                                  1); /* we returned 0: always call back */
         ++count;
     }
     OBJ_DESTRUCT(&done);
@@ -106,12 +117,13 @@ int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *ep) {
 
 /* Header and data straight into the ring, no descriptor. */
 int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                      struct opal_convertor_t *convertor, void *header, size_t header_size, size_t payload_size,
-                      uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                      struct opal_convertor_t *convertor, void *header, size_t header_size,
+                      size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                       mca_btl_base_descriptor_t **descriptor) {
     if (OPAL_LIKELY(header_size + payload_size <= mca_btl_tca_component.slot_payload)) {
         OPAL_THREAD_LOCK(&ep->lock);
-        unsigned char *slot = 0 == ep->pending_count ? (unsigned char *) tca_btl_tx_reserve(ep->peer) : NULL;
+        unsigned char *slot =
+            0 == ep->pending_count ? (unsigned char *) tca_btl_tx_reserve(ep->peer) : NULL;
         if (OPAL_LIKELY(NULL != slot)) {
             size_t length = header_size;
             memcpy(slot, header, header_size);
@@ -126,7 +138,8 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
             const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) length, &failed);
             OPAL_THREAD_UNLOCK(&ep->lock);
             ring_write_failed(ep, failed);
-            if (doorbell > 0) ring_doorbell(ep);
+            if (doorbell > 0)
+                ring_doorbell(ep);
             return OPAL_SUCCESS;
         }
         OPAL_THREAD_UNLOCK(&ep->lock);

@@ -33,7 +33,8 @@ tcaResult guarded(F &&f) noexcept {
 template <class F>
 tcaResult on_device(F &&f) noexcept {
     Device *dev = current_device();
-    if (dev == nullptr) return tcaErrorNotInitialized;
+    if (dev == nullptr)
+        return tcaErrorNotInitialized;
     return guarded([&] { return f(dev); });
 }
 

@@ -44,7 +44,8 @@ int mca_common_tca_session_yields_when_idle(void) {
      * opal_progress's own flag is set only at the end of MPI_Init. */
     const int index = mca_base_var_find("ompi", "mpi", NULL, "yield_when_idle");
     const bool *value = NULL;
-    return index >= 0 && OPAL_SUCCESS == mca_base_var_get_value(index, &value, NULL, NULL) && NULL != value && *value;
+    return index >= 0 && OPAL_SUCCESS == mca_base_var_get_value(index, &value, NULL, NULL) &&
+           NULL != value && *value;
 }
 
 int mca_common_tca_session_takeover_us(void) {
@@ -54,10 +55,13 @@ int mca_common_tca_session_takeover_us(void) {
 static int start_device(const tca_session_place_t *place, void *ctx) {
     (void) ctx;
     char key[64];
-    snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid, (int) place->subcluster);
-    const tcaInitParams params = {.job_key = key, .node_id = place->node, .num_nodes = place->num_nodes};
+    snprintf(key, sizeof(key), "ompi%u-sc%d", (unsigned) OPAL_PROC_MY_NAME.jobid,
+             (int) place->subcluster);
+    const tcaInitParams params = {
+        .job_key = key, .node_id = place->node, .num_nodes = place->num_nodes};
     tcaResult r = tcaInitWithParams(&params);
-    if (tcaSuccess != r) return r;
+    if (tcaSuccess != r)
+        return r;
 
     /* Where Open MPI yields when idle (more ranks than cores) an application
      * thread is often off its core for more than the ucx device's 1 ms: its
@@ -66,11 +70,13 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
      * through libtca, never with setenv(): that raced the getenv() of Open
      * MPI's own threads (a segfault in PMIx's event thread).  The user's
      * TCA_TAKEOVER_US wins; the loopback has no such thread (NotSupported). */
-    if (NULL == getenv("TCA_TAKEOVER_US")) (void) tcaSetProgressTakeover(mca_common_tca_session_takeover_us());
+    if (NULL == getenv("TCA_TAKEOVER_US"))
+        (void) tcaSetProgressTakeover(mca_common_tca_session_takeover_us());
 
     /* An aborted job leaves no segment behind: the launcher removes it. */
     char path[256];
-    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0]) tca_ompi_register_cleanup(path);
+    if (tcaSuccess == tcaGetBackingPath(path, sizeof(path)) && '\0' != path[0])
+        tca_ompi_register_cleanup(path);
 
     tca_session_place_t blob = *place;
     int rc;
@@ -83,14 +89,17 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
     return tcaSuccess;
 }
 
-int mca_common_tca_session_join(const char *client, int output, int requested_size, tca_session_place_t *place,
-                                int *device_result, char *why, size_t why_len) {
+int mca_common_tca_session_join(const char *client, int output, int requested_size,
+                                tca_session_place_t *place, int *device_result, char *why,
+                                size_t why_len) {
     const bool across_hosts = mca_common_tca_session_across_hosts();
-    const int rank = across_hosts ? (int) OPAL_PROC_MY_NAME.vpid : (int) opal_process_info.my_local_rank;
+    const int rank =
+        across_hosts ? (int) OPAL_PROC_MY_NAME.vpid : (int) opal_process_info.my_local_rank;
     const int size = across_hosts ? job_size() : (int) opal_process_info.num_local_peers + 1;
-    if (size < 2) return OPAL_ERR_NOT_AVAILABLE;
-    const int outcome = tca_session_core_join(requested_size, rank, size, start_device, NULL, place, device_result,
-                                              why, why_len);
+    if (size < 2)
+        return OPAL_ERR_NOT_AVAILABLE;
+    const int outcome = tca_session_core_join(requested_size, rank, size, start_device, NULL, place,
+                                              device_result, why, why_len);
     switch (outcome) {
     case TCA_SESSION_STARTED:
     case TCA_SESSION_JOINED: {
@@ -100,22 +109,28 @@ int mca_common_tca_session_join(const char *client, int output, int requested_si
         /* Only for the line: a backend query also asks the CUDA runtime. */
         if (opal_output_get_verbosity(output) >= 5 && tcaSuccess == tcaQueryBackend(&backend) &&
             backend.takeover_us >= 0) {
-            snprintf(takeover, sizeof(takeover), "; the %s device's progress thread takes over %d us after the last wait",
+            snprintf(takeover, sizeof(takeover),
+                     "; the %s device's progress thread takes over %d us after the last wait",
                      backend.backend, backend.takeover_us);
         }
-        opal_output_verbose(5, output, "%s: %s the TCA session: node %d of %d in sub-cluster %d%s", client,
-                            TCA_SESSION_STARTED == outcome ? "started" : "joined", (int) place->node,
-                            (int) place->num_nodes, (int) place->subcluster, takeover);
+        opal_output_verbose(5, output, "%s: %s the TCA session: node %d of %d in sub-cluster %d%s",
+                            client, TCA_SESSION_STARTED == outcome ? "started" : "joined",
+                            (int) place->node, (int) place->num_nodes, (int) place->subcluster,
+                            takeover);
         return OPAL_SUCCESS;
     }
-    case TCA_SESSION_ALONE: return OPAL_ERR_NOT_AVAILABLE;
-    case TCA_SESSION_CONFLICT: return OPAL_ERR_BAD_PARAM;
-    default: return OPAL_ERROR;
+    case TCA_SESSION_ALONE:
+        return OPAL_ERR_NOT_AVAILABLE;
+    case TCA_SESSION_CONFLICT:
+        return OPAL_ERR_BAD_PARAM;
+    default:
+        return OPAL_ERROR;
     }
 }
 
 void mca_common_tca_session_leave(void) {
-    if (tca_session_core_leave()) (void) tcaFinalize();
+    if (tca_session_core_leave())
+        (void) tcaFinalize();
 }
 
 int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place) {

@@ -24,8 +24,8 @@ BEGIN_C_DECLS
  * (why says how).  OPAL_ERROR: the device did not start (*device_result, a
  * tcaResult; tcaGetErrorDetail may say more).  requested_size < 0: any. */
 TCA_SESSION_API int mca_common_tca_session_join(const char *client, int output, int requested_size,
-                                                tca_session_place_t *place, int *device_result, char *why,
-                                                size_t why_len);
+                                                tca_session_place_t *place, int *device_result,
+                                                char *why, size_t why_len);
 TCA_SESSION_API void mca_common_tca_session_leave(void);
 /* 1 when the session's device connects hosts (TCA_DEVICE=ucx): its nodes are
  * the job's ranks, not this host's local ranks, peers on other hosts are in
@@ -42,7 +42,8 @@ TCA_SESSION_API int mca_common_tca_session_yields_when_idle(void);
  * wait this long. */
 TCA_SESSION_API int mca_common_tca_session_takeover_us(void);
 /* The place a process of this job published (OPAL_ERR_NOT_FOUND: none). */
-TCA_SESSION_API int mca_common_tca_session_lookup(const opal_process_name_t *proc, tca_session_place_t *place);
+TCA_SESSION_API int mca_common_tca_session_lookup(const opal_process_name_t *proc,
+                                                  tca_session_place_t *place);
 
 END_C_DECLS
 

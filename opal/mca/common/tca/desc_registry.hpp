@@ -57,10 +57,13 @@ public:
 
     bool destroy(tcaDesc *d) {
         Slot *s = slot_of(d);
-        if (s == nullptr) return false;
+        if (s == nullptr)
+            return false;
         // Only one free wins the live bit; a use after it is refused.
-        if ((s->state.fetch_and(~kLive, std::memory_order_acq_rel) & kLive) == 0) return false;
-        if (!drained(*s)) return true;  // a use that never leaves (a thread gone across fork): leak the slot
+        if ((s->state.fetch_and(~kLive, std::memory_order_acq_rel) & kLive) == 0)
+            return false;
+        if (!drained(*s))
+            return true;  // a use that never leaves (a thread gone across fork): leak the slot
         std::vector<tca::Descriptor>().swap(s->desc.chain);  // its memory goes back now
         std::lock_guard g(lock_);
         quarantine_.push_back(s);
@@ -76,7 +79,8 @@ public:
     template <class F>
     tcaResult with(const tcaDesc *d, F &&f) {
         Slot *s = slot_of(d);
-        if (s == nullptr) return tcaErrorInvalidValue;
+        if (s == nullptr)
+            return tcaErrorInvalidValue;
         if ((s->state.fetch_add(1, std::memory_order_acquire) & kLive) == 0) {
             s->state.fetch_sub(1, std::memory_order_release);
             return tcaErrorInvalidValue;
@@ -95,7 +99,7 @@ public:
 private:
     static constexpr uint32_t kLive = 1u << 31;  // below it: calls inside
     struct alignas(64) Slot {  // a line each: descriptors used by different threads share none
-        tcaDesc desc;            // first: a tcaDesc* is the slot's address
+        tcaDesc desc;          // first: a tcaDesc* is the slot's address
         std::atomic<uint32_t> state{0};
     };
     struct Chunk {
@@ -109,8 +113,10 @@ private:
         for (size_t i = 0; i < n; ++i) {
             Chunk *c = chunks_[i].load(std::memory_order_acquire);
             const auto base = reinterpret_cast<uintptr_t>(c->slots);
-            if (p < base || p >= base + sizeof c->slots) continue;
-            if ((p - base) % sizeof(Slot) != 0) return nullptr;
+            if (p < base || p >= base + sizeof c->slots)
+                continue;
+            if ((p - base) % sizeof(Slot) != 0)
+                return nullptr;
             return &c->slots[(p - base) / sizeof(Slot)];
         }
         return nullptr;
@@ -119,14 +125,17 @@ private:
     Slot *fresh_slot() {  // under lock_
         if (next_fresh_ == kChunkSlots || chunk_count_.load(std::memory_order_relaxed) == 0) {
             const size_t n = chunk_count_.load(std::memory_order_relaxed);
-            if (n == kMaxChunks) return nullptr;
+            if (n == kMaxChunks)
+                return nullptr;
             auto *c = new (std::nothrow) Chunk;
-            if (c == nullptr) return nullptr;
+            if (c == nullptr)
+                return nullptr;
             chunks_[n].store(c, std::memory_order_release);
             chunk_count_.store(n + 1, std::memory_order_release);
             next_fresh_ = 0;
         }
-        Chunk *c = chunks_[chunk_count_.load(std::memory_order_relaxed) - 1].load(std::memory_order_relaxed);
+        Chunk *c = chunks_[chunk_count_.load(std::memory_order_relaxed) - 1].load(
+            std::memory_order_relaxed);
         return &c->slots[next_fresh_++];
     }
 
@@ -135,14 +144,16 @@ private:
     static bool drained(const Slot &s) {
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         for (int spins = 0; (s.state.load(std::memory_order_acquire) & ~kLive) != 0; ++spins) {
-            if (spins > 1000) std::this_thread::yield();
-            if (std::chrono::steady_clock::now() > give_up) return false;
+            if (spins > 1000)
+                std::this_thread::yield();
+            if (std::chrono::steady_clock::now() > give_up)
+                return false;
         }
         return true;
     }
 
     std::mutex lock_;
-    std::unique_ptr<std::atomic<Chunk *>[]> chunks_{new std::atomic<Chunk *>[kMaxChunks]()};
+    std::unique_ptr<std::atomic<Chunk *>[]> chunks_ { new std::atomic<Chunk *>[ kMaxChunks ]() };
     std::atomic<size_t> chunk_count_{0};
     size_t next_fresh_ = 0;
     std::deque<Slot *> quarantine_;

@@ -17,14 +17,14 @@
 namespace tca {
 
 struct DeviceInfo {
-    std::string backend;       // "loopback"
+    std::string backend;  // "loopback"
     std::string job_key;
     std::string launch_source;
     std::string put_mechanism;  // how host-memory puts reach another process
     // Puts into another process's private host memory are copied in by the
     // target's CPU (tcaBackendAttr::host_puts_by_target).
     bool host_puts_by_target = false;
-    bool gpu_memory = true;     // tcaMemoryGPU is served (where CUDA is built in)
+    bool gpu_memory = true;  // tcaMemoryGPU is served (where CUDA is built in)
     uint64_t internal_size = 0;
     uint64_t internal_used = 0;
     int64_t spin_ns = 0;
@@ -34,7 +34,8 @@ struct DeviceInfo {
     int64_t takeover_ns = -1;
     int registrations = 0;
     int max_registrations = 0;
-    int notify_depth = 0;  // tags with unconsumed notifications per (source, slot); counts per tag are not limited
+    int notify_depth =
+        0;  // tags with unconsumed notifications per (source, slot); counts per tag are not limited
     // Shared heap (tcaMalloc CPU memory): this node's arenas and the bytes
     // allocated in them; other nodes' arenas this node has mapped (its puts
     // into them are plain stores).
@@ -66,9 +67,10 @@ public:
     // again (the second half of one message, see tcaSendPIO).
     static constexpr int kPioUntimed = 1 << 30;
     // Every flag a PIO write takes.
-    static constexpr int kPioFlags = tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed;
-    virtual Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
-                             int tag) = 0;
+    static constexpr int kPioFlags =
+        tcaDMANotify | tcaDMANotifySelf | tcaDMAUseNotifyInternal | kPioUntimed;
+    virtual Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size,
+                             int flags, int slot, int tag) = 0;
     virtual Result pio_map(const tcaHandle &h, void **addr) = 0;
 
     virtual Result load_chain(int channel, std::span<const Descriptor> chain) = 0;
@@ -89,9 +91,10 @@ public:
     virtual Result counter_add_remote(int node, int id, uint64_t add) = 0;
     // A PIO write, then an add to a counter of the node written to (the add
     // after the data); a device that sends messages makes it one.
-    virtual Result pio_write_counter_add(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int id,
-                                         uint64_t add) {
-        if (Result r = pio_write(dst, off, src, size, 0, 0, 0); r != tcaSuccess) return r;
+    virtual Result pio_write_counter_add(const tcaHandle &dst, uint64_t off, const void *src,
+                                         size_t size, int id, uint64_t add) {
+        if (Result r = pio_write(dst, off, src, size, 0, 0, 0); r != tcaSuccess)
+            return r;
         return counter_add_remote(dst.node, id, add);
     }
     // tcaCounterAcquire / tcaCounterRelease: the counter's new holder (0:

@@ -57,7 +57,7 @@ typedef enum tcaOp {
     TCA_OP_NOOP = 10
 } tcaOp;
 
-#define TCA_DATA_TYPE_(size, index) ((int)((size) << 8) | (index))
+#define TCA_DATA_TYPE_(size, index) ((int) ((size) << 8) | (index))
 typedef enum tcaDataType {
     TCA_CHAR = TCA_DATA_TYPE_(sizeof(char), 0),
     TCA_SIGNED_CHAR = TCA_DATA_TYPE_(sizeof(signed char), 1),

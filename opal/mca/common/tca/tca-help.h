@@ -30,14 +30,14 @@ void tcaCreateHandleList(tcaHandle **list, int nprocs, void *ptr, size_t size);
 /* Evaluate a TCA call once; on any result but TCA_SUCCESS print where and why
  * and exit with failure status. */
 #ifndef TCA_SAFE_CALL
-#define TCA_SAFE_CALL(call)                                                                      \
-    do {                                                                                         \
-        tcaresult tca_safe_call_result_ = (call);                                                \
-        if (TCA_SUCCESS != tca_safe_call_result_) {                                              \
-            fprintf(stderr, "%s:%d: TCA error in %s: %s\n", __FILE__, __LINE__, #call,           \
-                    tcaGetErrorString(tca_safe_call_result_));                                   \
-            exit(EXIT_FAILURE);                                                                  \
-        }                                                                                        \
+#define TCA_SAFE_CALL(call)                                                                        \
+    do {                                                                                           \
+        tcaresult tca_safe_call_result_ = (call);                                                  \
+        if (TCA_SUCCESS != tca_safe_call_result_) {                                                \
+            fprintf(stderr, "%s:%d: TCA error in %s: %s\n", __FILE__, __LINE__, #call,             \
+                    tcaGetErrorString(tca_safe_call_result_));                                     \
+            exit(EXIT_FAILURE);                                                                    \
+        }                                                                                          \
     } while (0)
 #endif
 

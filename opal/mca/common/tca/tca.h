@@ -35,30 +35,35 @@ extern "C" {
  * the project's own code uses. */
 typedef enum tcaresult {
     tcaSuccess = 0,
-    tcaErrorInvalidValue = 1,      /* a bad argument (NULL pointer, negative size, bad flags) */
-    tcaErrorNotInitialized = 2,    /* tcaInit has not been called */
-    tcaErrorAlreadyInitialized = 3, /* this process already is a different node (tcaInit itself is reference counted) */
-    tcaErrorInvalidHandle = 4,     /* NULL, corrupt or unknown handle */
-    tcaErrorOutOfRange = 5,        /* offset + size outside the registration */
-    tcaErrorRemoteRead = 6,        /* source memory is not local: PEACH2 cannot read remotely */
-    tcaErrorTooManyDescriptors = 7,/* more than 255 descriptors in one chain */
-    tcaErrorInvalidChannel = 8,    /* DMA channel outside 0..3 */
-    tcaErrorNotRegistered = 9,     /* memory not registered, or the registration is gone */
-    tcaErrorPeerGone = 10,         /* the node that owns the memory / should notify has exited */
-    tcaErrorTimeout = 11,          /* a wait exceeded the configured timeout */
+    tcaErrorInvalidValue = 1,   /* a bad argument (NULL pointer, negative size, bad flags) */
+    tcaErrorNotInitialized = 2, /* tcaInit has not been called */
+    tcaErrorAlreadyInitialized =
+        3, /* this process already is a different node (tcaInit itself is reference counted) */
+    tcaErrorInvalidHandle = 4,      /* NULL, corrupt or unknown handle */
+    tcaErrorOutOfRange = 5,         /* offset + size outside the registration */
+    tcaErrorRemoteRead = 6,         /* source memory is not local: PEACH2 cannot read remotely */
+    tcaErrorTooManyDescriptors = 7, /* more than 255 descriptors in one chain */
+    tcaErrorInvalidChannel = 8,     /* DMA channel outside 0..3 */
+    tcaErrorNotRegistered = 9,      /* memory not registered, or the registration is gone */
+    tcaErrorPeerGone = 10,          /* the node that owns the memory / should notify has exited */
+    tcaErrorTimeout = 11,           /* a wait exceeded the configured timeout */
     tcaErrorNoMemory = 12,
-    tcaErrorNotSupported = 13,     /* e.g. GPU memory without a CUDA device, or an unrecognised launcher */
-    tcaErrorSystem = 14,           /* an operating-system call failed (see the log line) */
-    tcaErrorChannelBusy = 15,      /* unused since channels queue their starts (kept for the ABI) */
-    tcaErrorInvalidSlot = 16,      /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
-    tcaErrorInvalidCounter = 17,   /* counter index outside 0..TCA_NUM_COUNTERS-1 */
-    tcaErrorJobConflict = 18,      /* another live process already is this node of this job */
-    tcaErrorNotReady = 19,         /* non-blocking test: the event has not happened yet */
-    tcaErrorEmptyChain = 20,       /* starting a channel on which no chain was ever loaded (an empty chain is fine) */
-    tcaErrorInvalidNode = 21,      /* node id outside the sub-cluster */
-    tcaErrorNoResource = 22,       /* every channel / counter / slot asked for is held (tca*Acquire), or a notification with more than TCA_NOTIFY_TAGS tags outstanding on one (source, slot) */
-    tcaErrorNotAcquired = 23,      /* a channel / counter / slot named by anyone but its holder (tca*Acquire): released twice, by its plain number or by an id kept past its release */
-    tcaErrorAborted = 24,          /* the DMA run was dropped by tcaAbortDMAC before it completed */
+    tcaErrorNotSupported =
+        13,              /* e.g. GPU memory without a CUDA device, or an unrecognised launcher */
+    tcaErrorSystem = 14, /* an operating-system call failed (see the log line) */
+    tcaErrorChannelBusy = 15,    /* unused since channels queue their starts (kept for the ABI) */
+    tcaErrorInvalidSlot = 16,    /* notification slot outside 0..TCA_NOTIFY_SLOTS-1 */
+    tcaErrorInvalidCounter = 17, /* counter index outside 0..TCA_NUM_COUNTERS-1 */
+    tcaErrorJobConflict = 18,    /* another live process already is this node of this job */
+    tcaErrorNotReady = 19,       /* non-blocking test: the event has not happened yet */
+    tcaErrorEmptyChain =
+        20, /* starting a channel on which no chain was ever loaded (an empty chain is fine) */
+    tcaErrorInvalidNode = 21, /* node id outside the sub-cluster */
+    tcaErrorNoResource =
+        22, /* every channel / counter / slot asked for is held (tca*Acquire), or a notification with more than TCA_NOTIFY_TAGS tags outstanding on one (source, slot) */
+    tcaErrorNotAcquired =
+        23, /* a channel / counter / slot named by anyone but its holder (tca*Acquire): released twice, by its plain number or by an id kept past its release */
+    tcaErrorAborted = 24, /* the DMA run was dropped by tcaAbortDMAC before it completed */
     tcaErrorResultCount
 } tcaresult;
 typedef tcaresult tcaResult;
@@ -71,17 +76,19 @@ typedef enum tcaMemoryType {
 
 /* Descriptor flags (tcaDescSetMemcpy / tcaDescSetMemcpy2D). */
 enum {
-    tcaDMAUseInternal = 0x01,       /* descriptor table held on the board: no host fetch cost */
-    tcaDMAUseNotifyInternal = 0x02, /* notification slots in internal memory (always so on loopback) */
-    tcaDMANotify = 0x04,            /* notify the destination node (slot, tag) after the data landed */
-    tcaDMANotifySelf = 0x08,        /* notify the source node itself after the data landed */
-    tcaDMAPipeline = 0x10,          /* may overlap with the previous descriptor (timing model only) */
-    tcaDMAContinue = 0x20           /* historical: "another descriptor follows in this chain"; accepted, no effect */
+    tcaDMAUseInternal = 0x01, /* descriptor table held on the board: no host fetch cost */
+    tcaDMAUseNotifyInternal =
+        0x02,                /* notification slots in internal memory (always so on loopback) */
+    tcaDMANotify = 0x04,     /* notify the destination node (slot, tag) after the data landed */
+    tcaDMANotifySelf = 0x08, /* notify the source node itself after the data landed */
+    tcaDMAPipeline = 0x10,   /* may overlap with the previous descriptor (timing model only) */
+    tcaDMAContinue =
+        0x20 /* historical: "another descriptor follows in this chain"; accepted, no effect */
 };
 
 #define TCA_NUM_DMA_CHANNELS 4
-#define TCA_MAX_DESCRIPTORS 255     /* chain held in a host descriptor table */
-#define TCA_MAX_REG_DESCRIPTORS 16  /* chain held in channel registers: no fetch cost */
+#define TCA_MAX_DESCRIPTORS 255    /* chain held in a host descriptor table */
+#define TCA_MAX_REG_DESCRIPTORS 16 /* chain held in channel registers: no fetch cost */
 #define TCA_NOTIFY_SLOTS 64
 /* Distinct tags with notifications not yet consumed that one source node may
  * have on one slot of one destination at a time (the count per tag is
@@ -98,11 +105,11 @@ enum {
  * file, ...) and it means the same thing there.
  */
 typedef struct tcaHandle {
-    uint32_t magic;      /* TCA_HANDLE_MAGIC when valid */
-    uint16_t node;       /* owning node id */
-    uint8_t region;      /* tcaMemoryType of the memory */
+    uint32_t magic; /* TCA_HANDLE_MAGIC when valid */
+    uint16_t node;  /* owning node id */
+    uint8_t region; /* tcaMemoryType of the memory */
     uint8_t reserved0;
-    uint32_t reg_index;  /* slot in the owner's registration table */
+    uint32_t reg_index; /* slot in the owner's registration table */
     uint32_t reserved1;
     uint64_t ipc_offset; /* GPU memory: offset of addr inside the IPC allocation */
     uint64_t key;        /* registration key: stale handles are detected */
@@ -137,8 +144,8 @@ TCA_API tcaResult tcaInit(void);
 TCA_API tcaResult tcaInitWithParams(const tcaInitParams *params); /* extension */
 TCA_API tcaResult tcaFinalize(void);
 TCA_API const char *tcaGetErrorString(tcaResult result);
-TCA_API tcaResult tcaGetNodeId(int *node_id);    /* extension */
-TCA_API tcaResult tcaGetNumNodes(int *num_nodes); /* extension */
+TCA_API tcaResult tcaGetNodeId(int *node_id);                            /* extension */
+TCA_API tcaResult tcaGetNumNodes(int *num_nodes);                        /* extension */
 TCA_API tcaResult tcaGetHopCount(int from_node, int to_node, int *hops); /* extension */
 
 /* ---- memory ----
@@ -165,7 +172,8 @@ TCA_API tcaResult tcaDestroyHandle(tcaHandle *handle); /* extension: deregister 
 TCA_API tcaDesc *tcaDescNew(void);
 TCA_API tcaResult tcaDescFree(tcaDesc *desc);
 TCA_API tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src,
-                                   off_t src_off, size_t size, int flags, int wait_slot, int wait_tag);
+                                   off_t src_off, size_t size, int flags, int wait_slot,
+                                   int wait_tag);
 TCA_API tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch,
                                      tcaHandle *src, off_t src_off, size_t src_pitch, size_t width,
                                      size_t height, int flags, int wait_slot, int wait_tag);
@@ -221,8 +229,8 @@ TCA_API tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *
 /* Store size bytes at dst+dst_off; with tcaDMANotify / tcaDMANotifySelf in
  * flags, post (slot, tag) after the data is visible.  Ordered with respect to
  * earlier PIO stores of the calling thread. */
-TCA_API tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags,
-                              int slot, int tag);
+TCA_API tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size,
+                              int flags, int slot, int tag);
 /* Write-only mapping of an internal-memory window (of any node): stores become
  * PIO writes.  Loads from a remote node's window are not allowed by the device
  * model and are undefined. */
@@ -238,8 +246,8 @@ TCA_API tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add);
 /* tcaPioWrite(dst, dst_off, src, size, 0, 0, 0), then tcaCounterAddRemote(
  * dst->node, counter, add): whoever sees the counter move sees the data.  One
  * message where the device sends messages (ucx): a segment and its count. */
-TCA_API tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int counter,
-                                        uint64_t add);
+TCA_API tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size,
+                                        int counter, uint64_t add);
 
 /* ---- interrupts (extension) ---- */
 /* Raise the interrupt of `node` (any node, this one included).  Cheap when
@@ -302,25 +310,25 @@ TCA_API tcaResult tcaProgress(int *did_work);
  * counters and slots used without acquiring are not tracked, so a program
  * that shares its process with the MPI components should acquire them. */
 typedef struct tcaDeviceAttr {
-    int node_id;             /* this node */
-    int num_nodes;           /* nodes in the sub-cluster */
-    int max_nodes;           /* TCA_MAX_NODES */
-    int dma_channels;        /* TCA_NUM_DMA_CHANNELS */
-    int free_dma_channels;   /* neither acquired nor loaded without acquiring */
-    int counters;            /* TCA_NUM_COUNTERS */
-    int free_counters;       /* not acquired */
-    int notify_slots;        /* TCA_NOTIFY_SLOTS */
-    int free_notify_slots;   /* not acquired */
-    int notify_depth;        /* TCA_NOTIFY_TAGS: tags with unconsumed notifications per (source, slot); counts per tag are not limited */
+    int node_id;           /* this node */
+    int num_nodes;         /* nodes in the sub-cluster */
+    int max_nodes;         /* TCA_MAX_NODES */
+    int dma_channels;      /* TCA_NUM_DMA_CHANNELS */
+    int free_dma_channels; /* neither acquired nor loaded without acquiring */
+    int counters;          /* TCA_NUM_COUNTERS */
+    int free_counters;     /* not acquired */
+    int notify_slots;      /* TCA_NOTIFY_SLOTS */
+    int free_notify_slots; /* not acquired */
+    int notify_depth; /* TCA_NOTIFY_TAGS: tags with unconsumed notifications per (source, slot); counts per tag are not limited */
     int max_descriptors;     /* TCA_MAX_DESCRIPTORS per chain */
     int max_reg_descriptors; /* TCA_MAX_REG_DESCRIPTORS: chains held in channel registers */
     int max_registrations;   /* live handles (tcaCreateHandle) per node */
     int registrations;       /* live handles of this node now */
     uint64_t internal_size;  /* internal memory of this node (TCA_INTERNAL_SIZE) */
     uint64_t internal_used;  /* of it, allocated with tcaMalloc(tcaMemoryInternal) */
-    int heap_arenas;         /* shared-memory arenas holding this node's tcaMalloc(tcaMemoryCPU) memory */
-    int peer_arenas_mapped;  /* other nodes' arenas this node has mapped: its puts into them are plain stores */
-    int reserved[6];         /* zero; room for later limits */
+    int heap_arenas; /* shared-memory arenas holding this node's tcaMalloc(tcaMemoryCPU) memory */
+    int peer_arenas_mapped; /* other nodes' arenas this node has mapped: its puts into them are plain stores */
+    int reserved[6]; /* zero; room for later limits */
 } tcaDeviceAttr;
 
 TCA_API tcaResult tcaQueryDevice(tcaDeviceAttr *attr);
@@ -343,10 +351,10 @@ TCA_API tcaResult tcaSlotRelease(int slot);
  * (r + 1) * ring_size - 1, each one's east neighbour the next (wrapping). */
 typedef struct tcaTopologyAttr {
     int num_nodes;
-    int ring_size;        /* nodes per E/W ring */
-    int s_links;          /* 1: two rings joined node by node by S links */
-    int window_shift;     /* routing compares global address bits from this one up */
-    uint64_t bar_base;    /* the global address space: one BAR */
+    int ring_size;     /* nodes per E/W ring */
+    int s_links;       /* 1: two rings joined node by node by S links */
+    int window_shift;  /* routing compares global address bits from this one up */
+    uint64_t bar_base; /* the global address space: one BAR */
     uint64_t bar_size;
     uint64_t window_size; /* per node; node n's window starts at bar_base + n * window_size */
     uint64_t region_size; /* host, gpu0, gpu1, internal: one each per window, in that order */
@@ -355,7 +363,8 @@ typedef struct tcaTopologyAttr {
 TCA_API tcaResult tcaQueryTopology(tcaTopologyAttr *attr);
 TCA_API tcaResult tcaQueryModelTopology(int num_nodes, int s_links, tcaTopologyAttr *attr);
 /* Hops from one node to another in such a model (tcaGetHopCount: the running device's). */
-TCA_API tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_node, int *hops);
+TCA_API tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_node,
+                                   int *hops);
 
 /* The backend behind the API and how it was set up (strings NUL-terminated, truncated to fit). */
 typedef struct tcaBackendAttr {
@@ -365,8 +374,8 @@ typedef struct tcaBackendAttr {
     char put_mechanism[192]; /* how host-memory puts reach another process */
     int64_t spin_ns;         /* waits spin this long, then sleep (TCA_SPIN_NS) */
     int64_t timeout_ns;      /* and give up after this (TCA_TIMEOUT_MS) */
-    int gpu_built;           /* 1: built with CUDA and served by this backend (tcaMemoryGPU possible) */
-    int gpu_devices;         /* CUDA devices this process sees; -1: no usable CUDA runtime */
+    int gpu_built;   /* 1: built with CUDA and served by this backend (tcaMemoryGPU possible) */
+    int gpu_devices; /* CUDA devices this process sees; -1: no usable CUDA runtime */
     char gpu_status[128];    /* why not, where gpu_devices is -1 */
     int host_puts_by_target; /* 1: puts into another process's private host memory are copied in by the
                                 target's CPU (its engine thread or its progress) rather than by the
@@ -374,10 +383,10 @@ typedef struct tcaBackendAttr {
                                 protocol through rings) do better so.  Where single copy is off
                                 (TCA_SINGLE_COPY=0, the kernel refuses it) or found dearer at start-up
                                 (TCA_SINGLE_COPY=auto); put_mechanism says which */
-    int takeover_us;         /* the backend's own progress thread drives the device only this long after a
+    int takeover_us; /* the backend's own progress thread drives the device only this long after a
                                 client last did (TCA_TAKEOVER_US, tcaSetProgressTakeover); -1: it has none */
-    int spans_hosts;         /* 1: the nodes may sit on several hosts (the ucx device) */
-    int reserved[5];         /* zero */
+    int spans_hosts; /* 1: the nodes may sit on several hosts (the ucx device) */
+    int reserved[5]; /* zero */
 } tcaBackendAttr;
 TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
 /* Which backend tcaInitWithParams(params) would start (params may be NULL:
@@ -387,7 +396,8 @@ TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
  * host's.  Reads TCA_DEVICE as tcaInit does (tcaErrorInvalidValue, with a
  * detail, for a value that names no backend).  Starts nothing; works before
  * tcaInit. */
-TCA_API tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size_t len, int *spans_hosts);
+TCA_API tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size_t len,
+                                        int *spans_hosts);
 /* How long after a thread last drove the device (a blocking wait in libtca,
  * tcaProgress) the backend's own progress thread takes over driving it,
  * 0..1000000 us (tcaErrorInvalidValue otherwise); TCA_TAKEOVER_US sets the
@@ -400,8 +410,8 @@ TCA_API tcaResult tcaSetProgressTakeover(int microseconds);
 /* The timing model's parameters, index 0, 1, ... (tcaErrorInvalidValue past
  * the last): environment variable, value in effect (the running device's,
  * else what the environment sets), unit, meaning.  The strings are static. */
-TCA_API tcaResult tcaTimingParameter(int index, const char **variable, double *value, const char **unit,
-                                     const char **meaning);
+TCA_API tcaResult tcaTimingParameter(int index, const char **variable, double *value,
+                                     const char **unit, const char **meaning);
 /* Whether the timing model is on: the running device's, else what TCA_TIMING
  * says (tcaErrorInvalidValue, after a line naming it, for a bad value). */
 TCA_API tcaResult tcaTimingEnabled(int *enabled);

@@ -37,13 +37,16 @@ struct DeviceOwner {
     ~DeviceOwner() {
         // A forked child that exits (exit(), or system()/popen() children of
         // some libcs) runs this too: its copy of the node is its parent's.
-        if (device && pid != getpid()) (void) device.release();
+        if (device && pid != getpid())
+            (void) device.release();
     }
 };
 DeviceOwner g_owner;
 std::atomic<tca::Device *> g_device{nullptr};
 
-tca::Device *device() noexcept { return g_device.load(std::memory_order_acquire); }
+tca::Device *device() noexcept {
+    return g_device.load(std::memory_order_acquire);
+}
 
 // fork(): the child must never touch its parent's node (its engine thread
 // does not exist there, and tearing the node down would end it for the
@@ -71,11 +74,13 @@ using tca::on_device;
 tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params) {
     if (params != nullptr) {
         const int id = dev.node_id(), n = dev.topology().num_nodes();
-        if ((params->node_id >= 0 && params->node_id != id) || (params->num_nodes > 0 && params->num_nodes != n)) {
-            std::fprintf(stderr,
-                         "tca: this process already is node %d of %d; it cannot also be node %d of %d "
-                         "(tcaInit is reference counted: later calls share the running node)\n",
-                         id, n, params->node_id, params->num_nodes);
+        if ((params->node_id >= 0 && params->node_id != id) ||
+            (params->num_nodes > 0 && params->num_nodes != n)) {
+            std::fprintf(
+                stderr,
+                "tca: this process already is node %d of %d; it cannot also be node %d of %d "
+                "(tcaInit is reference counted: later calls share the running node)\n",
+                id, n, params->node_id, params->num_nodes);
             return tcaErrorAlreadyInitialized;
         }
     }
@@ -89,10 +94,12 @@ tcaResult init_device(const tcaInitParams *params) noexcept {
     tca::set_error_detail("");  // a detail read after this call belongs to it
     return guarded([&] {
         std::lock_guard g(g_owner.lock);
-        if (g_owner.device) return join_running_node(*g_owner.device, params);
+        if (g_owner.device)
+            return join_running_node(*g_owner.device, params);
         std::unique_ptr<tca::Device> dev;
         const tcaResult r = tca::make_device(params, &dev);
-        if (r != tcaSuccess) return r;
+        if (r != tcaSuccess)
+            return r;
         g_owner.device = std::move(dev);
         g_owner.refs = 1;
         g_owner.pid = getpid();
@@ -103,8 +110,10 @@ tcaResult init_device(const tcaInitParams *params) noexcept {
 
 tcaResult add_descriptor(tcaDesc *desc, const tca::Descriptor &d) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (desc->chain.size() >= TCA_MAX_DESCRIPTORS) return tcaErrorTooManyDescriptors;
-        if (const tcaResult r = dev->validate(d); r != tcaSuccess) return r;
+        if (desc->chain.size() >= TCA_MAX_DESCRIPTORS)
+            return tcaErrorTooManyDescriptors;
+        if (const tcaResult r = dev->validate(d); r != tcaSuccess)
+            return r;
         desc->chain.push_back(d);
         return tcaSuccess;
     });
@@ -113,7 +122,9 @@ tcaResult add_descriptor(tcaDesc *desc, const tca::Descriptor &d) {
 }  // namespace
 
 namespace tca {
-Device *current_device() noexcept { return device(); }
+Device *current_device() noexcept {
+    return device();
+}
 
 void install_device_for_tests(std::unique_ptr<Device> dev) {
     std::lock_guard g(g_owner.lock);
@@ -127,29 +138,37 @@ void install_device_for_tests(std::unique_ptr<Device> dev) {
 
 extern "C" {
 
-tcaResult tcaInit(void) { return init_device(nullptr); }
+tcaResult tcaInit(void) {
+    return init_device(nullptr);
+}
 
 tcaResult tcaInitWithParams(const tcaInitParams *params) {
-    if (params == nullptr) return tcaErrorInvalidValue;
+    if (params == nullptr)
+        return tcaErrorInvalidValue;
     return init_device(params);
 }
 
 tcaResult tcaFinalize(void) {
     return guarded([] {
         std::lock_guard g(g_owner.lock);
-        if (!g_owner.device) return tcaErrorNotInitialized;
-        if (--g_owner.refs > 0) return tcaSuccess;  // another user of the node remains
+        if (!g_owner.device)
+            return tcaErrorNotInitialized;
+        if (--g_owner.refs > 0)
+            return tcaSuccess;  // another user of the node remains
         g_device.store(nullptr, std::memory_order_release);
         g_owner.device.reset();
         return tcaSuccess;
     });
 }
 
-const char *tcaGetErrorString(tcaResult result) { return tca::result_message(result); }
+const char *tcaGetErrorString(tcaResult result) {
+    return tca::result_message(result);
+}
 
 tcaResult tcaGetNodeId(int *node_id) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (node_id == nullptr) return tcaErrorInvalidValue;
+        if (node_id == nullptr)
+            return tcaErrorInvalidValue;
         *node_id = dev->node_id();
         return tcaSuccess;
     });
@@ -157,7 +176,8 @@ tcaResult tcaGetNodeId(int *node_id) {
 
 tcaResult tcaGetNumNodes(int *num_nodes) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (num_nodes == nullptr) return tcaErrorInvalidValue;
+        if (num_nodes == nullptr)
+            return tcaErrorInvalidValue;
         *num_nodes = dev->topology().num_nodes();
         return tcaSuccess;
     });
@@ -165,9 +185,11 @@ tcaResult tcaGetNumNodes(int *num_nodes) {
 
 tcaResult tcaGetHopCount(int from_node, int to_node, int *hops) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (hops == nullptr) return tcaErrorInvalidValue;
+        if (hops == nullptr)
+            return tcaErrorInvalidValue;
         const int n = dev->topology().num_nodes();
-        if (from_node < 0 || from_node >= n || to_node < 0 || to_node >= n) return tcaErrorInvalidNode;
+        if (from_node < 0 || from_node >= n || to_node < 0 || to_node >= n)
+            return tcaErrorInvalidNode;
         return guarded([&] {
             *hops = dev->topology().hops(from_node, to_node);
             return tcaSuccess;
@@ -176,25 +198,23 @@ tcaResult tcaGetHopCount(int from_node, int to_node, int *hops) {
 }
 
 tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->allocate(ptr, size, type);
-    });
+    return on_device([&](tca::Device *dev) -> tcaResult { return dev->allocate(ptr, size, type); });
 }
 
 tcaResult tcaFree(void *ptr, tcaMemoryType type) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->release(ptr, type);
-    });
+    return on_device([&](tca::Device *dev) -> tcaResult { return dev->release(ptr, type); });
 }
 
 tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (handle == nullptr) return tcaErrorInvalidHandle;
+        if (handle == nullptr)
+            return tcaErrorInvalidHandle;
         return guarded([&] {
             // Published programs register tcaMalloc'd GPU memory through
             // tcaCreateHandleList, which cannot know it is GPU memory: ask CUDA
             // (only when the program has loaded it: no cost for CPU-only programs).
-            if (type == tcaMemoryCPU && tca::gpu::CudaRuntime::instance().is_device_pointer_if_loaded(addr))
+            if (type == tcaMemoryCPU &&
+                tca::gpu::CudaRuntime::instance().is_device_pointer_if_loaded(addr))
                 type = tcaMemoryGPU;
             return dev->register_memory(addr, size, type, handle);
         });
@@ -203,23 +223,30 @@ tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryT
 
 tcaResult tcaDestroyHandle(tcaHandle *handle) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (handle == nullptr) return tcaErrorInvalidHandle;
+        if (handle == nullptr)
+            return tcaErrorInvalidHandle;
         return dev->deregister(*handle);
     });
 }
 
-tcaDesc *tcaDescNew(void) { return descs().create(); }
+tcaDesc *tcaDescNew(void) {
+    return descs().create();
+}
 
 tcaResult tcaDescFree(tcaDesc *desc) {
-    if (desc == nullptr) return tcaErrorInvalidValue;
+    if (desc == nullptr)
+        return tcaErrorInvalidValue;
     return descs().destroy(desc) ? tcaSuccess : tcaErrorInvalidValue;
 }
 
-tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src, off_t src_off,
-                           size_t size, int flags, int wait_slot, int wait_tag) {
-    if (desc == nullptr) return tcaErrorInvalidValue;
-    if (dst == nullptr || src == nullptr) return tcaErrorInvalidHandle;
-    if (dst_off < 0 || src_off < 0) return tcaErrorOutOfRange;
+tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHandle *src,
+                           off_t src_off, size_t size, int flags, int wait_slot, int wait_tag) {
+    if (desc == nullptr)
+        return tcaErrorInvalidValue;
+    if (dst == nullptr || src == nullptr)
+        return tcaErrorInvalidHandle;
+    if (dst_off < 0 || src_off < 0)
+        return tcaErrorOutOfRange;
     tca::Descriptor d;
     d.dst = *dst;
     d.src = *src;
@@ -236,12 +263,15 @@ tcaResult tcaDescSetMemcpy(tcaDesc *desc, tcaHandle *dst, off_t dst_off, tcaHand
 
 // Zero bytes (width 0 or height 0) is a valid no-op copy, as a 1-D size 0 is:
 // published programs build such descriptors for empty halo sides.
-tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch, tcaHandle *src,
-                             off_t src_off, size_t src_pitch, size_t width, size_t height, int flags, int wait_slot,
-                             int wait_tag) {
-    if (desc == nullptr) return tcaErrorInvalidValue;
-    if (dst == nullptr || src == nullptr) return tcaErrorInvalidHandle;
-    if (dst_off < 0 || src_off < 0) return tcaErrorOutOfRange;
+tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_t dst_pitch,
+                             tcaHandle *src, off_t src_off, size_t src_pitch, size_t width,
+                             size_t height, int flags, int wait_slot, int wait_tag) {
+    if (desc == nullptr)
+        return tcaErrorInvalidValue;
+    if (dst == nullptr || src == nullptr)
+        return tcaErrorInvalidHandle;
+    if (dst_off < 0 || src_off < 0)
+        return tcaErrorOutOfRange;
     tca::Descriptor d;
     d.dst = *dst;
     d.src = *src;
@@ -259,7 +289,8 @@ tcaResult tcaDescSetMemcpy2D(tcaDesc *desc, tcaHandle *dst, off_t dst_off, size_
 
 tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t step) {
     return descs().with(desc, [&](tcaDesc *live) {
-        if (live->chain.empty()) return tcaErrorInvalidValue;
+        if (live->chain.empty())
+            return tcaErrorInvalidValue;
         if (counter < -1 || (counter >= 0 && tca::owned_index(counter) >= TCA_NUM_COUNTERS))
             return tcaErrorInvalidCounter;
         tca::Descriptor &d = live->chain.back();
@@ -272,8 +303,10 @@ tcaResult tcaDescSetTrigger(tcaDesc *desc, int counter, uint64_t value, uint64_t
 
 tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add) {
     return descs().with(desc, [&](tcaDesc *live) {
-        if (live->chain.empty()) return tcaErrorInvalidValue;
-        if (dst_counter < -1 || (dst_counter >= 0 && tca::owned_index(dst_counter) >= TCA_NUM_COUNTERS))
+        if (live->chain.empty())
+            return tcaErrorInvalidValue;
+        if (dst_counter < -1 ||
+            (dst_counter >= 0 && tca::owned_index(dst_counter) >= TCA_NUM_COUNTERS))
             return tcaErrorInvalidCounter;
         tca::Descriptor &d = live->chain.back();
         d.add_counter = dst_counter;
@@ -283,7 +316,8 @@ tcaResult tcaDescSetCounterAdd(tcaDesc *desc, int dst_counter, uint64_t add) {
 }
 
 tcaResult tcaDescGetLength(const tcaDesc *desc, int *count) {
-    if (count == nullptr) return tcaErrorInvalidValue;
+    if (count == nullptr)
+        return tcaErrorInvalidValue;
     return descs().with(desc, [&](tcaDesc *live) {
         *count = static_cast<int>(live->chain.size());
         return tcaSuccess;
@@ -302,13 +336,16 @@ tcaResult tcaDescClear(tcaDesc *desc) {
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
+            r != tcaSuccess)
+            return r;
         return guarded([&] {
             return descs().with(desc, [&](tcaDesc *live) {
                 const tcaResult r = dev->load_chain(ch, live->chain);
                 // A numbered channel used without acquiring it (published programs):
                 // from now on no tcaChannelAcquire hands it to someone else.
-                if (r == tcaSuccess && ch == dma_channel) dev->resources().channels.note_direct_use(ch);
+                if (r == tcaSuccess && ch == dma_channel)
+                    dev->resources().channels.note_direct_use(ch);
                 return r;
             });
         });
@@ -318,7 +355,9 @@ tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
 tcaResult tcaStartDMADesc(int dma_channel) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
+            r != tcaSuccess)
+            return r;
         return dev->start_channel(ch);
     });
 }
@@ -326,7 +365,9 @@ tcaResult tcaStartDMADesc(int dma_channel) {
 tcaResult tcaWaitDMAC(int dma_channel) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
+            r != tcaSuccess)
+            return r;
         return dev->wait_channel(ch, true);
     });
 }
@@ -334,16 +375,21 @@ tcaResult tcaWaitDMAC(int dma_channel) {
 tcaResult tcaAbortDMAC(int dma_channel) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
+            r != tcaSuccess)
+            return r;
         return dev->abort_channel(ch);
     });
 }
 
 tcaResult tcaTestDMAC(int dma_channel, int *done) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (done == nullptr) return tcaErrorInvalidValue;
+        if (done == nullptr)
+            return tcaErrorInvalidValue;
         int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch); r != tcaSuccess) return r;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
+            r != tcaSuccess)
+            return r;
         return guarded([&] {
             const tcaResult r = dev->wait_channel(ch, false);
             *done = r != tcaErrorNotReady;
@@ -357,100 +403,112 @@ tcaResult tcaTestDMAC(int dma_channel, int *done) {
 // holder's id, which the holder hands to its senders.
 tcaResult tcaWaitDMARecvDesc(tcaHandle *handle, int slot, int tag) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
-        if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
+        if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes());
+            r != tcaSuccess)
+            return r;
+        if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess)
+            return r;
         return dev->take_notification(*handle, slot, tag, true);
     });
 }
 
 tcaResult tcaTestDMARecvDesc(tcaHandle *handle, int slot, int tag, int *flag) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (flag == nullptr) return tcaErrorInvalidValue;
+        if (flag == nullptr)
+            return tcaErrorInvalidValue;
         *flag = 0;
-        if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes()); r != tcaSuccess) return r;
-        if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess) return r;
+        if (const tcaResult r = tca::check_handle(handle, dev->topology().num_nodes());
+            r != tcaSuccess)
+            return r;
+        if (const tcaResult r = dev->resources().slots.resolve(slot, &slot); r != tcaSuccess)
+            return r;
         return guarded([&] {
             const tcaResult r = dev->take_notification(*handle, slot, tag, false);
-            if (r == tcaErrorNotReady) return tcaSuccess;
+            if (r == tcaErrorNotReady)
+                return tcaSuccess;
             *flag = r == tcaSuccess;
             return r;
         });
     });
 }
 
-tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags, int slot, int tag) {
+tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags,
+                      int slot, int tag) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (dst == nullptr) return tcaErrorInvalidHandle;
-        if (dst_off < 0) return tcaErrorOutOfRange;
-        if (flags & tca::Device::kPioUntimed) return tcaErrorInvalidValue;  // internal to tcaSendPIO
+        if (dst == nullptr)
+            return tcaErrorInvalidHandle;
+        if (dst_off < 0)
+            return tcaErrorOutOfRange;
+        if (flags & tca::Device::kPioUntimed)
+            return tcaErrorInvalidValue;  // internal to tcaSendPIO
         return dev->pio_write(*dst, static_cast<uint64_t>(dst_off), src, size, flags, slot, tag);
     });
 }
 
 tcaResult tcaPioMap(tcaHandle *handle, void **addr) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (handle == nullptr) return tcaErrorInvalidHandle;
+        if (handle == nullptr)
+            return tcaErrorInvalidHandle;
         return dev->pio_map(*handle, addr);
     });
 }
 
 tcaResult tcaCounterRead(int counter, uint64_t *value) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->counter_read(counter, value);
-    });
+    return on_device(
+        [&](tca::Device *dev) -> tcaResult { return dev->counter_read(counter, value); });
 }
 
 tcaResult tcaCounterAdd(int counter, uint64_t add) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->counter_add(counter, add);
-    });
+    return on_device([&](tca::Device *dev) -> tcaResult { return dev->counter_add(counter, add); });
 }
 
 tcaResult tcaCounterWait(int counter, uint64_t value) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->counter_wait(counter, value);
-    });
+    return on_device(
+        [&](tca::Device *dev) -> tcaResult { return dev->counter_wait(counter, value); });
 }
 
 tcaResult tcaCounterAddRemote(int node, int counter, uint64_t add) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->counter_add_remote(node, counter, add);
-    });
+    return on_device(
+        [&](tca::Device *dev) -> tcaResult { return dev->counter_add_remote(node, counter, add); });
 }
 
-tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int counter,
-                                uint64_t add) {
+tcaResult tcaPioWriteCounterAdd(tcaHandle *dst, off_t dst_off, const void *src, size_t size,
+                                int counter, uint64_t add) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (dst == nullptr) return tcaErrorInvalidHandle;
-        if (dst_off < 0) return tcaErrorOutOfRange;
-        return dev->pio_write_counter_add(*dst, static_cast<uint64_t>(dst_off), src, size, counter, add);
+        if (dst == nullptr)
+            return tcaErrorInvalidHandle;
+        if (dst_off < 0)
+            return tcaErrorOutOfRange;
+        return dev->pio_write_counter_add(*dst, static_cast<uint64_t>(dst_off), src, size, counter,
+                                          add);
     });
 }
 
 tcaResult tcaProgress(int *did_work) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         const bool worked = dev->progress();
-        if (did_work != nullptr) *did_work = worked ? 1 : 0;
+        if (did_work != nullptr)
+            *did_work = worked ? 1 : 0;
         return tcaSuccess;
     });
 }
 
 tcaResult tcaInterruptRaise(int node) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        return dev->interrupt_raise(node);
-    });
+    return on_device([&](tca::Device *dev) -> tcaResult { return dev->interrupt_raise(node); });
 }
 
 tcaResult tcaNodeState(int node, int *state) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (state == nullptr) return tcaErrorInvalidValue;
+        if (state == nullptr)
+            return tcaErrorInvalidValue;
         return dev->node_state(node, state);
     });
 }
 
 tcaResult tcaInterruptCount(uint32_t *count) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (count == nullptr) return tcaErrorInvalidValue;
+        if (count == nullptr)
+            return tcaErrorInvalidValue;
         *count = dev->interrupt_count();
         return tcaSuccess;
     });
@@ -458,7 +516,8 @@ tcaResult tcaInterruptCount(uint32_t *count) {
 
 tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (timeout_us < 0) return tcaErrorInvalidValue;
+        if (timeout_us < 0)
+            return tcaErrorInvalidValue;
         // Huge timeouts mean "forever": keep now + timeout (in ns) from overflowing.
         constexpr int64_t kForever_us = INT64_MAX / 1000 / 4;
         return dev->interrupt_wait(seen, std::min(timeout_us, kForever_us) * 1000);
@@ -467,7 +526,8 @@ tcaResult tcaInterruptWait(uint32_t seen, int64_t timeout_us) {
 
 tcaResult tcaQueryDevice(tcaDeviceAttr *attr) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (attr == nullptr) return tcaErrorInvalidValue;
+        if (attr == nullptr)
+            return tcaErrorInvalidValue;
         return guarded([&] {
             const tca::DeviceInfo info = dev->info();
             tca::ResourceTable &res = dev->resources();
@@ -515,7 +575,8 @@ tcaResult tcaCounterAcquire(int count, int *first) {
         uint32_t token = 0;
         const tcaResult r = dev->resources().counters.acquire(count, first, &token);
         if (r == tcaSuccess)
-            for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(*first) + i, token);
+            for (int i = 0; i < count; ++i)
+                dev->counter_claim(tca::owned_index(*first) + i, token);
         return r;
     });
 }
@@ -524,7 +585,8 @@ tcaResult tcaCounterRelease(int first, int count) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         const tcaResult r = dev->resources().counters.release(first, count);
         if (r == tcaSuccess)
-            for (int i = 0; i < count; ++i) dev->counter_claim(tca::owned_index(first) + i, 0);
+            for (int i = 0; i < count; ++i)
+                dev->counter_claim(tca::owned_index(first) + i, 0);
         return r;
     });
 }
@@ -535,7 +597,8 @@ tcaResult tcaSlotAcquire(int *slot) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         uint32_t token = 0;
         const tcaResult r = dev->resources().slots.acquire(1, slot, &token);
-        if (r == tcaSuccess) dev->slot_claim(tca::owned_index(*slot), token);
+        if (r == tcaSuccess)
+            dev->slot_claim(tca::owned_index(*slot), token);
         return r;
     });
 }
@@ -543,23 +606,27 @@ tcaResult tcaSlotAcquire(int *slot) {
 tcaResult tcaSlotRelease(int slot) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         const tcaResult r = dev->resources().slots.release(slot, 1);
-        if (r == tcaSuccess) dev->slot_claim(tca::owned_index(slot), 0);
+        if (r == tcaSuccess)
+            dev->slot_claim(tca::owned_index(slot), 0);
         return r;
     });
 }
 
 tcaResult tcaGetBackingPath(char *path, size_t len) {
     return on_device([&](tca::Device *dev) -> tcaResult {
-        if (path == nullptr || len == 0) return tcaErrorInvalidValue;
+        if (path == nullptr || len == 0)
+            return tcaErrorInvalidValue;
         const std::string p = dev->backing_path();
-        if (p.size() + 1 > len) return tcaErrorInvalidValue;
+        if (p.size() + 1 > len)
+            return tcaErrorInvalidValue;
         std::memcpy(path, p.c_str(), p.size() + 1);
         return tcaSuccess;
     });
 }
 
 tcaResult tcaGetErrorDetail(char *text, size_t len) {
-    if (text == nullptr || len == 0) return tcaErrorInvalidValue;
+    if (text == nullptr || len == 0)
+        return tcaErrorInvalidValue;
     const std::string &d = tca::last_error_detail();
     const size_t n = std::min(d.size(), len - 1);
     std::memcpy(text, d.data(), n);

@@ -34,37 +34,53 @@ extern "C" {
 
 tcaresult tcaSetPIORegion(tcaPIOHandle *pio, tcaHandle *remote, off_t offset, size_t size) {
     return tca::on_device([&](tca::Device *dev) -> tcaresult {
-    if (pio == nullptr) return tcaErrorInvalidValue;
-    if (remote == nullptr) return tcaErrorInvalidHandle;
-    if (const tcaresult r = tca::check_handle(remote, dev->topology().num_nodes()); r != tcaSuccess) return r;
-    if (offset < 0 || !tca::range_fits(*remote, static_cast<uint64_t>(offset), size)) return tcaErrorOutOfRange;
-    tcaPIOHandle w{};
-    w.remote = *remote;
-    w.offset = static_cast<uint64_t>(offset);
-    w.size = size;
-    *pio = w;
-    return tcaSuccess;
+        if (pio == nullptr)
+            return tcaErrorInvalidValue;
+        if (remote == nullptr)
+            return tcaErrorInvalidHandle;
+        if (const tcaresult r = tca::check_handle(remote, dev->topology().num_nodes());
+            r != tcaSuccess)
+            return r;
+        if (offset < 0 || !tca::range_fits(*remote, static_cast<uint64_t>(offset), size))
+            return tcaErrorOutOfRange;
+        tcaPIOHandle w{};
+        w.remote = *remote;
+        w.offset = static_cast<uint64_t>(offset);
+        w.size = size;
+        *pio = w;
+        return tcaSuccess;
     });
 }
 
 tcaresult tcaSendPIO(tcaPIOHandle *pio, size_t offset, void *src, size_t size) {
     return tca::on_device([&](tca::Device *dev) -> tcaresult {
-    if (pio == nullptr) return tcaErrorInvalidValue;
-    if (src == nullptr && size != 0) return tcaErrorInvalidValue;
-    // The window's declared size is not a bound (programs write step i at
-    // i * size); the remote registration is.
-    if (offset > UINT64_MAX - pio->offset) return tcaErrorOutOfRange;
-    const uint64_t at = pio->offset + offset;
-    if (const tcaresult r = tca::check_handle(&pio->remote, dev->topology().num_nodes()); r != tcaSuccess) return r;
-    if (!tca::range_fits(pio->remote, at, size)) return tcaErrorOutOfRange;
-    if (size == 0) return tcaSuccess;
-    const auto *bytes = static_cast<const unsigned char *>(src);
-    if (size <= kFinalWord) return dev->pio_write(pio->remote, at, bytes, size, 0, 0, 0);
-    const size_t body = size - kFinalWord;
-    if (const tcaresult r = dev->pio_write(pio->remote, at, bytes, body, 0, 0, 0); r != tcaSuccess) return r;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    // One message, one modelled PIO latency: the final word is not timed again.
-    return dev->pio_write(pio->remote, at + body, bytes + body, kFinalWord, tca::Device::kPioUntimed, 0, 0);
+        if (pio == nullptr)
+            return tcaErrorInvalidValue;
+        if (src == nullptr && size != 0)
+            return tcaErrorInvalidValue;
+        // The window's declared size is not a bound (programs write step i at
+        // i * size); the remote registration is.
+        if (offset > UINT64_MAX - pio->offset)
+            return tcaErrorOutOfRange;
+        const uint64_t at = pio->offset + offset;
+        if (const tcaresult r = tca::check_handle(&pio->remote, dev->topology().num_nodes());
+            r != tcaSuccess)
+            return r;
+        if (!tca::range_fits(pio->remote, at, size))
+            return tcaErrorOutOfRange;
+        if (size == 0)
+            return tcaSuccess;
+        const auto *bytes = static_cast<const unsigned char *>(src);
+        if (size <= kFinalWord)
+            return dev->pio_write(pio->remote, at, bytes, size, 0, 0, 0);
+        const size_t body = size - kFinalWord;
+        if (const tcaresult r = dev->pio_write(pio->remote, at, bytes, body, 0, 0, 0);
+            r != tcaSuccess)
+            return r;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        // One message, one modelled PIO latency: the final word is not timed again.
+        return dev->pio_write(pio->remote, at + body, bytes + body, kFinalWord,
+                              tca::Device::kPioUntimed, 0, 0);
     });
 }
 

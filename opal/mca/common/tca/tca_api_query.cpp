@@ -29,8 +29,10 @@ void fill_topology(const tca::Topology &t, tcaTopologyAttr *attr) {
 
 // tcaErrorInvalidValue for a shape the model refuses.
 tcaResult check_model(int num_nodes, int s_links) {
-    if (num_nodes < 1 || num_nodes > TCA_MAX_NODES) return tcaErrorInvalidValue;
-    if (s_links != 0 && (num_nodes < 4 || num_nodes % 2 != 0)) return tcaErrorInvalidValue;
+    if (num_nodes < 1 || num_nodes > TCA_MAX_NODES)
+        return tcaErrorInvalidValue;
+    if (s_links != 0 && (num_nodes < 4 || num_nodes % 2 != 0))
+        return tcaErrorInvalidValue;
     return tcaSuccess;
 }
 
@@ -45,26 +47,32 @@ void copy_text(char (&dst)[N], const std::string &src) {
 
 tcaResult tcaQueryTopology(tcaTopologyAttr *attr) {
     return tca::on_device([&](tca::Device *dev) {
-        if (attr == nullptr) return tcaErrorInvalidValue;
+        if (attr == nullptr)
+            return tcaErrorInvalidValue;
         fill_topology(dev->topology(), attr);
         return tcaSuccess;
     });
 }
 
 tcaResult tcaQueryModelTopology(int num_nodes, int s_links, tcaTopologyAttr *attr) {
-    if (attr == nullptr) return tcaErrorInvalidValue;
+    if (attr == nullptr)
+        return tcaErrorInvalidValue;
     return tca::guarded([&] {
-        if (const tcaResult r = check_model(num_nodes, s_links); r != tcaSuccess) return r;
+        if (const tcaResult r = check_model(num_nodes, s_links); r != tcaSuccess)
+            return r;
         fill_topology(tca::Topology(num_nodes, s_links != 0), attr);
         return tcaSuccess;
     });
 }
 
 tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_node, int *hops) {
-    if (hops == nullptr) return tcaErrorInvalidValue;
+    if (hops == nullptr)
+        return tcaErrorInvalidValue;
     return tca::guarded([&] {
-        if (const tcaResult r = check_model(num_nodes, s_links); r != tcaSuccess) return r;
-        if (from_node < 0 || from_node >= num_nodes || to_node < 0 || to_node >= num_nodes) return tcaErrorInvalidNode;
+        if (const tcaResult r = check_model(num_nodes, s_links); r != tcaSuccess)
+            return r;
+        if (from_node < 0 || from_node >= num_nodes || to_node < 0 || to_node >= num_nodes)
+            return tcaErrorInvalidNode;
         *hops = tca::Topology(num_nodes, s_links != 0).hops(from_node, to_node);
         return tcaSuccess;
     });
@@ -72,7 +80,8 @@ tcaResult tcaModelHopCount(int num_nodes, int s_links, int from_node, int to_nod
 
 tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
     return tca::on_device([&](tca::Device *dev) {
-        if (attr == nullptr) return tcaErrorInvalidValue;
+        if (attr == nullptr)
+            return tcaErrorInvalidValue;
         const tca::DeviceInfo info = dev->info();
         tcaBackendAttr a{};
         copy_text(a.backend, info.backend);
@@ -87,19 +96,24 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         auto &cuda = tca::gpu::CudaRuntime::instance();
         a.gpu_built = cuda.compiled_in() && info.gpu_memory ? 1 : 0;
         a.gpu_devices = cuda.available() ? cuda.device_count() : -1;
-        if (a.gpu_devices < 0) copy_text(a.gpu_status, cuda.unavailable_reason());
+        if (a.gpu_devices < 0)
+            copy_text(a.gpu_status, cuda.unavailable_reason());
         *attr = a;
         return tcaSuccess;
     });
 }
 
-tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size_t len, int *spans_hosts) {
-    if (backend == nullptr || len == 0 || spans_hosts == nullptr) return tcaErrorInvalidValue;
+tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size_t len,
+                                int *spans_hosts) {
+    if (backend == nullptr || len == 0 || spans_hosts == nullptr)
+        return tcaErrorInvalidValue;
     return tca::guarded([&] {
         tca::set_error_detail("");
         const char *name = nullptr;
-        if (const tcaResult r = tca::choose_device(params, &name); r != tcaSuccess) return r;
-        if (std::strlen(name) + 1 > len) return tcaErrorInvalidValue;
+        if (const tcaResult r = tca::choose_device(params, &name); r != tcaSuccess)
+            return r;
+        if (std::strlen(name) + 1 > len)
+            return tcaErrorInvalidValue;
         std::memcpy(backend, name, std::strlen(name) + 1);
         *spans_hosts = tca::device_spans_hosts(name) ? 1 : 0;
         return tcaSuccess;
@@ -108,7 +122,8 @@ tcaResult tcaQueryBackendChoice(const tcaInitParams *params, char *backend, size
 
 tcaResult tcaSetProgressTakeover(int microseconds) {
     return tca::on_device([&](tca::Device *dev) {
-        if (microseconds < 0 || microseconds > 1'000'000) return tcaErrorInvalidValue;
+        if (microseconds < 0 || microseconds > 1'000'000)
+            return tcaErrorInvalidValue;
         return dev->set_progress_takeover(int64_t{microseconds} * 1000);
     });
 }
@@ -118,9 +133,11 @@ namespace {
 template <class F>
 tcaResult with_timing(F &&f) {
     return tca::guarded([&] {
-        if (tca::Device *dev = tca::current_device(); dev != nullptr) return f(dev->timing());
+        if (tca::Device *dev = tca::current_device(); dev != nullptr)
+            return f(dev->timing());
         tca::TimingModel from_env;
-        if (const tcaResult r = tca::timing_from_environment(&from_env); r != tcaSuccess) return r;
+        if (const tcaResult r = tca::timing_from_environment(&from_env); r != tcaSuccess)
+            return r;
         return f(static_cast<const tca::TimingModel &>(from_env));
     });
 }
@@ -129,19 +146,25 @@ tcaResult with_timing(F &&f) {
 tcaResult tcaTimingParameter(int index, const char **variable, double *value, const char **unit,
                              const char **meaning) {
     const auto params = tca::TimingModel::parameters();
-    if (index < 0 || static_cast<size_t>(index) >= params.size()) return tcaErrorInvalidValue;
+    if (index < 0 || static_cast<size_t>(index) >= params.size())
+        return tcaErrorInvalidValue;
     const tca::TimingModel::Parameter &p = params[static_cast<size_t>(index)];
     return with_timing([&](const tca::TimingModel &tm) {
-        if (variable != nullptr) *variable = p.variable;
-        if (value != nullptr) *value = tm.*p.field;
-        if (unit != nullptr) *unit = p.unit;
-        if (meaning != nullptr) *meaning = p.meaning;
+        if (variable != nullptr)
+            *variable = p.variable;
+        if (value != nullptr)
+            *value = tm.*p.field;
+        if (unit != nullptr)
+            *unit = p.unit;
+        if (meaning != nullptr)
+            *meaning = p.meaning;
         return tcaSuccess;
     });
 }
 
 tcaResult tcaTimingEnabled(int *enabled) {
-    if (enabled == nullptr) return tcaErrorInvalidValue;
+    if (enabled == nullptr)
+        return tcaErrorInvalidValue;
     return with_timing([&](const tca::TimingModel &tm) {
         *enabled = tm.enabled ? 1 : 0;
         return tcaSuccess;

@@ -27,14 +27,16 @@
 static inline bool tca_cuda_abi_compiled(void) {
     const char *v = getenv("TCA_TEST_CUDA_ABI_BUILT");
     int built = 0;
-    if (TCA_PARSE_OK == tca_parse_bool(v, &built)) return 0 != built; /* unset or not a boolean: not a test */
+    if (TCA_PARSE_OK == tca_parse_bool(v, &built))
+        return 0 != built; /* unset or not a boolean: not a test */
     return OPAL_CUDA_SUPPORT != 0;
 }
 
 /* true: safe to go on.  false: help shown, the component must decline. */
 static inline bool tca_cuda_abi_check(const char *help_file, const char *component) {
     const bool compiled = tca_cuda_abi_compiled();
-    if (compiled == opal_built_with_cuda_support) return true;
+    if (compiled == opal_built_with_cuda_support)
+        return true;
     tca_show_help(help_file, "cuda-abi-mismatch", component, compiled ? "with" : "without",
                   opal_built_with_cuda_support ? "with" : "without");
     return false;

@@ -47,7 +47,8 @@ static inline void tca_show_help(const char *file, const char *topic, ...) {
     va_start(ap, topic);
     char *text = opal_show_help_vstring(file, topic, true, ap);
     va_end(ap);
-    if (NULL == text) return;
+    if (NULL == text)
+        return;
     fputs(text, stderr);
     fflush(stderr);
     free(text);
@@ -77,33 +78,43 @@ static inline void tca_show_help(const char *file, const char *topic, ...) {
 
 static inline void tca_mca_help_add_if_there(const char *dir, const char *help_file) {
     char path[4096];
-    if (NULL == dir || '\0' == *dir) return;
-    if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, help_file) >= sizeof(path)) return;
-    if (0 == access(path, R_OK)) (void) opal_show_help_add_dir(dir); /* opal_argv copies it */
+    if (NULL == dir || '\0' == *dir)
+        return;
+    if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, help_file) >= sizeof(path))
+        return;
+    if (0 == access(path, R_OK))
+        (void) opal_show_help_add_dir(dir); /* opal_argv copies it */
 }
 
 /* rel (at most size bytes): the path leading from directory `from` to
  * directory `to`, both absolute ("../../share/tca-ompi").  0: none. */
 static inline int tca_mca_relative_dir(const char *from, const char *to, char *rel, size_t size) {
-    if ('/' != from[0] || '/' != to[0]) return 0;
+    if ('/' != from[0] || '/' != to[0])
+        return 0;
     size_t common = 0, i = 0;
     for (;; ++i) { /* the longest common prefix ending at a component boundary */
         const char a = from[i], b = to[i];
-        if (('/' == a || '\0' == a) && ('/' == b || '\0' == b)) common = i;
-        if (a != b || '\0' == a) break;
+        if (('/' == a || '\0' == a) && ('/' == b || '\0' == b))
+            common = i;
+        if (a != b || '\0' == a)
+            break;
     }
     size_t used = 0;
     rel[0] = '\0';
-    for (const char *p = from + common; '\0' != *p; ++p) { /* one ".." per remaining component of from */
+    for (const char *p = from + common; '\0' != *p;
+         ++p) { /* one ".." per remaining component of from */
         if ('/' == p[0] && '\0' != p[1] && '/' != p[1]) {
-            if (used + 3 >= size) return 0;
+            if (used + 3 >= size)
+                return 0;
             memcpy(rel + used, "../", 4);
             used += 3;
         }
     }
     const char *rest = to + common;
-    while ('/' == *rest) ++rest;
-    if (used + strlen(rest) + 2 > size) return 0;
+    while ('/' == *rest)
+        ++rest;
+    if (used + strlen(rest) + 2 > size)
+        return 0;
     strcpy(rel + used, '\0' == *rest ? "." : rest);
     return 1;
 }
@@ -114,7 +125,8 @@ static inline void tca_mca_help_dirs(const char *help_file, const char *src_subd
         char *copy = strdup(env);
         if (NULL != copy) {
             char *save = NULL;
-            for (char *dir = strtok_r(copy, ":", &save); NULL != dir; dir = strtok_r(NULL, ":", &save))
+            for (char *dir = strtok_r(copy, ":", &save); NULL != dir;
+                 dir = strtok_r(NULL, ":", &save))
                 tca_mca_help_add_if_there(dir, help_file);
             free(copy);
         }
@@ -129,7 +141,8 @@ static inline void tca_mca_help_dirs(const char *help_file, const char *src_subd
             tca_mca_help_add_if_there(own, help_file);
 #if defined(TCA_COMPONENT_INSTALL_DIR) && defined(TCA_HELP_INSTALL_DIR)
             char rel[2048];
-            if (tca_mca_relative_dir(TCA_COMPONENT_INSTALL_DIR, TCA_HELP_INSTALL_DIR, rel, sizeof(rel))) {
+            if (tca_mca_relative_dir(TCA_COMPONENT_INSTALL_DIR, TCA_HELP_INSTALL_DIR, rel,
+                                     sizeof(rel))) {
                 snprintf(dir, sizeof(dir), "%s/%s", own, rel);
                 tca_mca_help_add_if_there(dir, help_file);
             }
@@ -153,23 +166,31 @@ static inline void tca_mca_help_dirs(const char *help_file, const char *src_subd
  * not allowed, or a number Open MPI refused or wrapped (value_bits is the
  * stored value, a signed one as its two's complement; not compared when
  * compare is 0, for values the BTL base adjusts after reading them). */
-static inline const char *tca_mca_text_problem(const char *name, int allow_negative, uint64_t value_bits,
-                                               int compare) {
+static inline const char *tca_mca_text_problem(const char *name, int allow_negative,
+                                               uint64_t value_bits, int compare) {
     char var[256];
     snprintf(var, sizeof(var), "OMPI_MCA_%s", name);
     const char *text = getenv(var);
-    if (NULL == text) return NULL;
-    while (' ' == *text || '\t' == *text) ++text;
+    if (NULL == text)
+        return NULL;
+    while (' ' == *text || '\t' == *text)
+        ++text;
     const int negative = '-' == *text;
-    if (negative && !allow_negative) return tca_parse_status_string(TCA_PARSE_NEGATIVE);
-    if (negative) ++text;
-    if ('0' == text[0] && ('x' == text[1] || 'X' == text[1])) return NULL; /* Open MPI reads hex */
+    if (negative && !allow_negative)
+        return tca_parse_status_string(TCA_PARSE_NEGATIVE);
+    if (negative)
+        ++text;
+    if ('0' == text[0] && ('x' == text[1] || 'X' == text[1]))
+        return NULL; /* Open MPI reads hex */
     uint64_t n = 0;
     const tca_parse_status st = tca_parse_size(text, 1, &n);
-    if (TCA_PARSE_OK != st) return tca_parse_status_string(st);
-    if (negative && n > (uint64_t) INT64_MAX) return tca_parse_status_string(TCA_PARSE_OVERFLOW);
+    if (TCA_PARSE_OK != st)
+        return tca_parse_status_string(st);
+    if (negative && n > (uint64_t) INT64_MAX)
+        return tca_parse_status_string(TCA_PARSE_OVERFLOW);
     const uint64_t bits = negative ? (uint64_t) (-(int64_t) n) : n;
-    if (compare && bits != value_bits) return "outside what the parameter's type holds (Open MPI kept another value)";
+    if (compare && bits != value_bits)
+        return "outside what the parameter's type holds (Open MPI kept another value)";
     return NULL;
 }
 
@@ -188,40 +209,44 @@ static inline void tca_mca_show_invalid(const char *help_file, const char *name,
 
 /* 1: value (an unsigned parameter as Open MPI read it) is in [min, max] and
  * was written as a number.  0: help shown naming the parameter. */
-static inline int tca_mca_check_size_as(const char *help_file, const char *name, uint64_t value, uint64_t min,
-                                        uint64_t max, const char *allowed, int compare) {
+static inline int tca_mca_check_size_as(const char *help_file, const char *name, uint64_t value,
+                                        uint64_t min, uint64_t max, const char *allowed,
+                                        int compare) {
     char shown[32];
     snprintf(shown, sizeof(shown), "%" PRIu64, value);
     const char *problem = tca_mca_text_problem(name, 0, value, compare);
     if (NULL == problem && (value < min || value > max))
         problem = value < min ? "below the minimum" : "above the maximum";
-    if (NULL == problem) return 1;
+    if (NULL == problem)
+        return 1;
     tca_mca_show_invalid(help_file, name, shown, problem, allowed);
     return 0;
 }
 
-static inline int tca_mca_check_size(const char *help_file, const char *name, uint64_t value, uint64_t min,
-                                     uint64_t max, const char *allowed) {
+static inline int tca_mca_check_size(const char *help_file, const char *name, uint64_t value,
+                                     uint64_t min, uint64_t max, const char *allowed) {
     return tca_mca_check_size_as(help_file, name, value, min, max, allowed, 1);
 }
 
 /* For a value the BTL base changes after reading it (mca_btl_base_param_verify
  * turns a put limit of 0 into SIZE_MAX and raises min_rdma_pipeline_size):
  * the text is checked, but need not equal the value. */
-static inline int tca_mca_check_size_adjusted(const char *help_file, const char *name, uint64_t value,
-                                              uint64_t min, uint64_t max, const char *allowed) {
+static inline int tca_mca_check_size_adjusted(const char *help_file, const char *name,
+                                              uint64_t value, uint64_t min, uint64_t max,
+                                              const char *allowed) {
     return tca_mca_check_size_as(help_file, name, value, min, max, allowed, 0);
 }
 
 /* The same for a signed parameter. */
-static inline int tca_mca_check_int(const char *help_file, const char *name, int64_t value, int64_t min,
-                                    int64_t max, const char *allowed) {
+static inline int tca_mca_check_int(const char *help_file, const char *name, int64_t value,
+                                    int64_t min, int64_t max, const char *allowed) {
     char shown[32];
     snprintf(shown, sizeof(shown), "%" PRId64, value);
     const char *problem = tca_mca_text_problem(name, min < 0, (uint64_t) value, 1);
     if (NULL == problem && (value < min || value > max))
         problem = value < min ? "below the minimum" : "above the maximum";
-    if (NULL == problem) return 1;
+    if (NULL == problem)
+        return 1;
     tca_mca_show_invalid(help_file, name, shown, problem, allowed);
     return 0;
 }
@@ -229,16 +254,18 @@ static inline int tca_mca_check_int(const char *help_file, const char *name, int
 /* 1: the text of OMPI_MCA_<name>, if set there, is one of the enumerators
  * (or its number).  Open MPI refuses an unknown one but keeps the default, so
  * a typo would silently run in another mode: 0, help shown, instead. */
-static inline int tca_mca_check_enum(const char *help_file, const char *name, const char *const *names, int count,
-                                     const char *allowed) {
+static inline int tca_mca_check_enum(const char *help_file, const char *name,
+                                     const char *const *names, int count, const char *allowed) {
     char var[256];
     snprintf(var, sizeof(var), "OMPI_MCA_%s", name);
     const char *text = getenv(var);
-    if (NULL == text) return 1;
+    if (NULL == text)
+        return 1;
     for (int i = 0; i < count; ++i) {
         char number[16];
         snprintf(number, sizeof(number), "%d", i);
-        if (0 == strcasecmp(text, names[i]) || 0 == strcmp(text, number)) return 1;
+        if (0 == strcasecmp(text, names[i]) || 0 == strcmp(text, number))
+            return 1;
     }
     tca_show_help(help_file, "invalid-param", name, text, "not one of the names", allowed);
     return 0;
@@ -246,8 +273,8 @@ static inline int tca_mca_check_enum(const char *help_file, const char *name, co
 
 /* 1: the variable holds Open MPI's default, not a value the user set (where
  * the component may choose one by the device); also where it is unknown. */
-static inline int tca_mca_var_is_default(const char *project, const char *framework, const char *component,
-                                         const char *name) {
+static inline int tca_mca_var_is_default(const char *project, const char *framework,
+                                         const char *component, const char *name) {
     mca_base_var_source_t source;
     const int index = mca_base_var_find(project, framework, component, name);
     return index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, NULL, &source, NULL) ||

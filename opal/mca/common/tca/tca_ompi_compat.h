@@ -71,11 +71,15 @@ static inline void tca_ompi_gpu_fini(void) {}
 
 /* One received message to ob1's (or another client's) handler: 5.0 passes a
  * receive descriptor carrying the endpoint, tag and callback data. */
-static inline void tca_btl_upcall(const mca_btl_active_message_callback_t *reg, struct mca_btl_base_module_t *btl,
+static inline void tca_btl_upcall(const mca_btl_active_message_callback_t *reg,
+                                  struct mca_btl_base_module_t *btl,
                                   struct mca_btl_base_endpoint_t *endpoint, mca_btl_base_tag_t tag,
                                   mca_btl_base_segment_t *segment) {
-    const mca_btl_base_receive_descriptor_t desc = {
-        .endpoint = endpoint, .des_segments = segment, .des_segment_count = 1, .tag = tag, .cbdata = reg->cbdata};
+    const mca_btl_base_receive_descriptor_t desc = {.endpoint = endpoint,
+                                                    .des_segments = segment,
+                                                    .des_segment_count = 1,
+                                                    .tag = tag,
+                                                    .cbdata = reg->cbdata};
     reg->cbfunc(btl, &desc);
 }
 
@@ -101,7 +105,8 @@ static inline void tca_btl_upcall(const mca_btl_active_message_callback_t *reg, 
 #endif
 
 static inline void tca_ompi_register_cleanup(char *path) {
-    if (NULL != opal_pmix.register_cleanup) (void) opal_pmix.register_cleanup(path, false, false, false);
+    if (NULL != opal_pmix.register_cleanup)
+        (void) opal_pmix.register_cleanup(path, false, false, false);
 }
 
 /* -1: not known here; the TCA core asks CUDA itself (4.1 has no accelerator
@@ -130,7 +135,8 @@ static inline void tca_ompi_gpu_fini(void) {
 #endif
 }
 
-static inline void tca_btl_upcall(const mca_btl_active_message_callback_t *reg, struct mca_btl_base_module_t *btl,
+static inline void tca_btl_upcall(const mca_btl_active_message_callback_t *reg,
+                                  struct mca_btl_base_module_t *btl,
                                   struct mca_btl_base_endpoint_t *endpoint, mca_btl_base_tag_t tag,
                                   mca_btl_base_segment_t *segment) {
     mca_btl_base_descriptor_t desc = {.des_segments = segment, .des_segment_count = 1};

@@ -22,7 +22,8 @@ std::string format_size(uint64_t bytes) {
 
 namespace {
 Result refuse(const char *name, const char *value, const char *why, const std::string &allowed) {
-    const std::string msg = std::string(name) + "='" + value + "' is invalid: " + why + " (allowed: " + allowed + ")";
+    const std::string msg =
+        std::string(name) + "='" + value + "' is invalid: " + why + " (allowed: " + allowed + ")";
     std::fprintf(stderr, "tca: %s\n", msg.c_str());
     set_error_detail(msg.c_str());  // tcaGetErrorDetail
     return tcaErrorInvalidValue;
@@ -45,9 +46,9 @@ Result env_number(const char *name, const EnvRange &range, uint64_t *out) {
     const tca_parse_status st = tca_parse_size(v, range.units ? 1 : 0, &n);
     const auto bound = [&](uint64_t x) { return range.units ? format_size(x) : std::to_string(x); };
     const char *why = st != TCA_PARSE_OK ? tca_parse_status_string(st)
-                      : n < range.min   ? "below the minimum"
-                      : n > range.max   ? "above the maximum"
-                                        : nullptr;
+                      : n < range.min    ? "below the minimum"
+                      : n > range.max    ? "above the maximum"
+                                         : nullptr;
     if (why == nullptr) {
         *out = n;
         return tcaSuccess;
@@ -66,14 +67,15 @@ Result env_real(const char *name, const RealRange &range, double *out) {
     double d = 0;
     const tca_parse_status st = tca_parse_real(v, &d);
     const char *why = st != TCA_PARSE_OK ? tca_parse_status_string(st)
-                      : d < range.min   ? "below the minimum"
-                      : d > range.max   ? "above the maximum"
-                                        : nullptr;
+                      : d < range.min    ? "below the minimum"
+                      : d > range.max    ? "above the maximum"
+                                         : nullptr;
     if (why == nullptr) {
         *out = d;
         return tcaSuccess;
     }
-    return refuse(name, v, why, format_real(range.min) + ".." + format_real(range.max) + ", a decimal number");
+    return refuse(name, v, why,
+                  format_real(range.min) + ".." + format_real(range.max) + ", a decimal number");
 }
 
 namespace {
@@ -81,7 +83,8 @@ namespace {
 Result read_bool(const char *name, const char *v, const char *allowed, bool *out) {
     int b = 0;
     const tca_parse_status st = tca_parse_bool(v, &b);
-    if (st != TCA_PARSE_OK) return refuse(name, v, tca_parse_status_string(st), allowed);
+    if (st != TCA_PARSE_OK)
+        return refuse(name, v, tca_parse_status_string(st), allowed);
     *out = b != 0;
     return tcaSuccess;
 }
@@ -103,7 +106,8 @@ Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out) {
         return tcaSuccess;
     }
     bool single = false;
-    if (Result r = read_bool(name, v, "1, on, yes, true, 0, off, no, false or auto", &single); r != tcaSuccess)
+    if (Result r = read_bool(name, v, "1, on, yes, true, 0, off, no, false or auto", &single);
+        r != tcaSuccess)
         return r;
     *out = single ? CopyPath::Single : CopyPath::Bounce;
     return tcaSuccess;
@@ -111,14 +115,18 @@ Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out) {
 
 Result timing_from_environment(TimingModel *out) {
     TimingModel m;
-    if (Result r = env_bool("TCA_TIMING", m.enabled, &m.enabled); r != tcaSuccess) return r;
+    if (Result r = env_bool("TCA_TIMING", m.enabled, &m.enabled); r != tcaSuccess)
+        return r;
     for (const TimingModel::Parameter &p : TimingModel::parameters()) {
         double fallback = m.*p.field;
         if (p.field == &TimingModel::host_bandwidth_mb_s) {  // the old name, under the new one
-            if (Result r = env_real("TCA_LINK_BANDWIDTH_MBS", {fallback, p.min, p.max}, &fallback); r != tcaSuccess)
+            if (Result r = env_real("TCA_LINK_BANDWIDTH_MBS", {fallback, p.min, p.max}, &fallback);
+                r != tcaSuccess)
                 return r;
         }
-        if (Result r = env_real(p.variable, {fallback, p.min, p.max}, &(m.*p.field)); r != tcaSuccess) return r;
+        if (Result r = env_real(p.variable, {fallback, p.min, p.max}, &(m.*p.field));
+            r != tcaSuccess)
+            return r;
     }
     *out = m;
     return tcaSuccess;
@@ -126,13 +134,22 @@ Result timing_from_environment(TimingModel *out) {
 
 Result DeviceSettings::from_environment(DeviceSettings *out) {
     DeviceSettings s;
-    if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size); r != tcaSuccess) return r;
-    if (Result r = env_bool("TCA_SHARED_HEAP", s.shared_heap, &s.shared_heap); r != tcaSuccess) return r;
-    if (Result r = env_bool("TCA_S_LINKS", s.s_links, &s.s_links); r != tcaSuccess) return r;
-    if (Result r = env_copy_path("TCA_SINGLE_COPY", s.single_copy, &s.single_copy); r != tcaSuccess) return r;
-    if (Result r = env_number("TCA_STREAMING_MIN", kStreamingMin, &s.streaming_min); r != tcaSuccess) return r;
-    if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess) return r;
-    if (Result r = timing_from_environment(&s.timing); r != tcaSuccess) return r;
+    if (Result r = env_number("TCA_INTERNAL_SIZE", kInternalSize, &s.internal_size);
+        r != tcaSuccess)
+        return r;
+    if (Result r = env_bool("TCA_SHARED_HEAP", s.shared_heap, &s.shared_heap); r != tcaSuccess)
+        return r;
+    if (Result r = env_bool("TCA_S_LINKS", s.s_links, &s.s_links); r != tcaSuccess)
+        return r;
+    if (Result r = env_copy_path("TCA_SINGLE_COPY", s.single_copy, &s.single_copy); r != tcaSuccess)
+        return r;
+    if (Result r = env_number("TCA_STREAMING_MIN", kStreamingMin, &s.streaming_min);
+        r != tcaSuccess)
+        return r;
+    if (Result r = WaitPolicy::from_environment(&s.policy); r != tcaSuccess)
+        return r;
+    if (Result r = timing_from_environment(&s.timing); r != tcaSuccess)
+        return r;
     *out = s;
     return tcaSuccess;
 }
@@ -140,14 +157,17 @@ Result DeviceSettings::from_environment(DeviceSettings *out) {
 Result WaitPolicy::from_environment(WaitPolicy *out) {
     WaitPolicy p;
     uint64_t spin = 0, timeout_ms = 0, takeover_us = 0;
-    if (Result r = env_number("TCA_SPIN_NS", {static_cast<uint64_t>(p.spin_ns), 0, 1'000'000'000, false}, &spin);
+    if (Result r = env_number("TCA_SPIN_NS",
+                              {static_cast<uint64_t>(p.spin_ns), 0, 1'000'000'000, false}, &spin);
         r != tcaSuccess)
         return r;
-    if (Result r = env_number("TCA_TIMEOUT_MS", {static_cast<uint64_t>(p.timeout_ns / 1'000'000), 1, 86'400'000, false},
-                              &timeout_ms);
+    if (Result r = env_number(
+            "TCA_TIMEOUT_MS",
+            {static_cast<uint64_t>(p.timeout_ns / 1'000'000), 1, 86'400'000, false}, &timeout_ms);
         r != tcaSuccess)
         return r;
-    if (Result r = env_number("TCA_TAKEOVER_US", {static_cast<uint64_t>(p.takeover_ns / 1000), 0, 1'000'000, false},
+    if (Result r = env_number("TCA_TAKEOVER_US",
+                              {static_cast<uint64_t>(p.takeover_ns / 1000), 0, 1'000'000, false},
                               &takeover_us);
         r != tcaSuccess)
         return r;

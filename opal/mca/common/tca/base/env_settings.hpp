@@ -71,14 +71,14 @@ struct TCA_PLUGIN_API DeviceSettings {
     // TCA_SHARED_HEAP=0: tcaMalloc(tcaMemoryCPU) memory is private, so puts into
     // it take process_vm_writev or the bounce path (their tests, locked-down hosts).
     bool shared_heap = true;
-    bool s_links = false;     // TCA_S_LINKS: two rings joined by S links (even N >= 4)
+    bool s_links = false;  // TCA_S_LINKS: two rings joined by S links (even N >= 4)
     // TCA_SINGLE_COPY: how puts reach another process's private memory:
     // 1 process_vm_writev, 0 the bounce path, auto (unset): PIO writes as
     // measured at start-up (copy_probe.hpp), DMA runs by process_vm_writev.
     CopyPath single_copy = CopyPath::Auto;
     uint64_t streaming_min = kStreamingMin.fallback;  // TCA_STREAMING_MIN (0: auto)
-    WaitPolicy policy;        // TCA_SPIN_NS, TCA_TIMEOUT_MS
-    TimingModel timing;       // TCA_TIMING and the model's parameters
+    WaitPolicy policy;                                // TCA_SPIN_NS, TCA_TIMEOUT_MS
+    TimingModel timing;                               // TCA_TIMING and the model's parameters
 
     static Result from_environment(DeviceSettings *out);
 };

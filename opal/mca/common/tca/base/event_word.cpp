@@ -21,9 +21,12 @@ void EventWord::notify() noexcept {
     // Store-load ordering against prepare()/watch(): what the caller published
     // is visible to a listener that registers after we look.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleepers.load(std::memory_order_relaxed) == 0 && watched.load(std::memory_order_relaxed) == 0) return;
+    if (sleepers.load(std::memory_order_relaxed) == 0 &&
+        watched.load(std::memory_order_relaxed) == 0)
+        return;
     seq.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+    if (sleepers.load(std::memory_order_seq_cst) != 0)
+        futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
 void EventWord::wake_all() noexcept {
@@ -32,7 +35,8 @@ void EventWord::wake_all() noexcept {
 }
 
 void EventWord::nap(uint32_t snapshot, int64_t timeout_ns) noexcept {
-    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                static_cast<long>(timeout_ns % 1'000'000'000)};
     futex(&seq, FUTEX_WAIT, snapshot, &ts);
 }
 
@@ -44,7 +48,8 @@ bool EventWord::await_change(uint32_t seen, int64_t timeout_ns) noexcept {
             cancel();
             return true;
         }
-        const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock::now()).count();
+        const int64_t left =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock::now()).count();
         if (left <= 0) {
             cancel();
             return false;
@@ -57,8 +62,10 @@ bool EventWord::await_change(uint32_t seen, int64_t timeout_ns) noexcept {
 }
 
 void EventWord::wait(uint32_t snapshot, int64_t timeout_ns) noexcept {
-    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-    if (seq.load(std::memory_order_acquire) == snapshot) futex(&seq, FUTEX_WAIT, snapshot, &ts);
+    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                static_cast<long>(timeout_ns % 1'000'000'000)};
+    if (seq.load(std::memory_order_acquire) == snapshot)
+        futex(&seq, FUTEX_WAIT, snapshot, &ts);
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 

@@ -42,7 +42,8 @@ struct TCA_PLUGIN_API alignas(64) EventWord {
     // For callers that snapshot the count now and sleep on it later (the
     // interrupt count): from here on every notify moves seq.
     uint32_t watch() noexcept {
-        if (watched.load(std::memory_order_relaxed) == 0) watched.store(1, std::memory_order_relaxed);
+        if (watched.load(std::memory_order_relaxed) == 0)
+            watched.store(1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_seq_cst);  // as in prepare()
         return seq.load(std::memory_order_relaxed);
     }

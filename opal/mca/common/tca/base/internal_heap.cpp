@@ -7,34 +7,41 @@
 namespace tca {
 
 std::optional<uint64_t> InternalHeap::allocate(uint64_t bytes) {
-    if (bytes == 0 || bytes > size_) return std::nullopt;  // also keeps the rounding below from wrapping
+    if (bytes == 0 || bytes > size_)
+        return std::nullopt;  // also keeps the rounding below from wrapping
     bytes = (bytes + kAlign - 1) / kAlign * kAlign;
     std::lock_guard g(lock_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if (it->second < bytes) continue;
+        if (it->second < bytes)
+            continue;
         const uint64_t off = it->first;
         const uint64_t rest = it->second - bytes;
         free_.erase(it);
-        if (rest != 0) free_[off + bytes] = rest;
+        if (rest != 0)
+            free_[off + bytes] = rest;
         used_[off] = bytes;
         return off;
     }
     return std::nullopt;
 }
 
-std::optional<InternalHeap::Span> InternalHeap::span_at(const unsigned char *base, const void *p) const {
+std::optional<InternalHeap::Span> InternalHeap::span_at(const unsigned char *base,
+                                                        const void *p) const {
     const auto off = offset_of(base, p, 1);
-    if (!off) return std::nullopt;
+    if (!off)
+        return std::nullopt;
     std::lock_guard g(lock_);
     const auto it = used_.find(*off);
-    if (it == used_.end()) return std::nullopt;
+    if (it == used_.end())
+        return std::nullopt;
     return Span{it->first, it->second};
 }
 
 std::optional<uint64_t> InternalHeap::release(uint64_t offset) {
     std::lock_guard g(lock_);
     auto u = used_.find(offset);
-    if (u == used_.end()) return std::nullopt;
+    if (u == used_.end())
+        return std::nullopt;
     const uint64_t freed = u->second;
     uint64_t off = offset, len = u->second;
     used_.erase(u);
@@ -57,7 +64,8 @@ std::optional<uint64_t> InternalHeap::release(uint64_t offset) {
 uint64_t InternalHeap::used() const {
     std::lock_guard g(lock_);
     uint64_t n = 0;
-    for (const auto &[off, len] : used_) n += len;
+    for (const auto &[off, len] : used_)
+        n += len;
     return n;
 }
 

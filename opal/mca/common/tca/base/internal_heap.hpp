@@ -21,9 +21,11 @@ public:
     std::optional<uint64_t> release(uint64_t offset);
     // The heap's memory starts at `base`: the offset of [p, p + bytes) in it,
     // or nothing where that range is not inside.
-    std::optional<uint64_t> offset_of(const unsigned char *base, const void *p, uint64_t bytes) const noexcept {
+    std::optional<uint64_t> offset_of(const unsigned char *base, const void *p,
+                                      uint64_t bytes) const noexcept {
         const auto *c = static_cast<const unsigned char *>(p);
-        if (c < base || bytes > size_ || static_cast<uint64_t>(c - base) > size_ - bytes) return std::nullopt;
+        if (c < base || bytes > size_ || static_cast<uint64_t>(c - base) > size_ - bytes)
+            return std::nullopt;
         return static_cast<uint64_t>(c - base);
     }
     struct Span {
@@ -34,9 +36,11 @@ public:
     // tcaFree of internal memory: the allocation that starts at p, if p is one.
     std::optional<Span> release_at(const unsigned char *base, const void *p) {
         const auto off = offset_of(base, p, 1);
-        if (!off) return std::nullopt;
+        if (!off)
+            return std::nullopt;
         const auto length = release(*off);
-        if (!length) return std::nullopt;
+        if (!length)
+            return std::nullopt;
         return Span{*off, *length};
     }
     uint64_t size() const noexcept { return size_; }

@@ -30,7 +30,8 @@ public:
     // Any direction (unified addressing); done when they return, device-to-
     // device and from pageable host memory included.
     Result copy(void *dst, const void *src, size_t n);
-    Result copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width, size_t height);
+    Result copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+                   size_t height);
     bool is_device_pointer(const void *p);
     // is_device_pointer without loading CUDA into a process that has not:
     // false unless a libcudart is already loaded (a GPU pointer implies one).

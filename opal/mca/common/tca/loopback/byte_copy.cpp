@@ -30,10 +30,14 @@ void copy_bytes(unsigned char *dst, const unsigned char *src, uint64_t n) {
         return;
     }
     uint64_t i = 0;
-    for (; i + 8 <= n; i += 8) __builtin_memcpy(dst + i, src + i, 8);
-    if (i + 4 <= n) __builtin_memcpy(dst + i, src + i, 4), i += 4;
-    if (i + 2 <= n) __builtin_memcpy(dst + i, src + i, 2), i += 2;
-    if (i < n) dst[i] = src[i];
+    for (; i + 8 <= n; i += 8)
+        __builtin_memcpy(dst + i, src + i, 8);
+    if (i + 4 <= n)
+        __builtin_memcpy(dst + i, src + i, 4), i += 4;
+    if (i + 2 <= n)
+        __builtin_memcpy(dst + i, src + i, 2), i += 2;
+    if (i < n)
+        dst[i] = src[i];
 }
 
 // Non-temporal 16-byte stores (SSE2, every x86-64) from dst's first 16-byte
@@ -63,7 +67,8 @@ void copy_streaming(unsigned char *dst, const unsigned char *src, uint64_t n) {
     constexpr uint64_t kPage = 4096, kBlock = 4 * kPage;
     if (n >= kMin) {
         const uint64_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
-        const uint64_t body = (n - head - 8) & ~uint64_t{63};  // whole 64-byte blocks, the last word left out
+        const uint64_t body =
+            (n - head - 8) & ~uint64_t{63};  // whole 64-byte blocks, the last word left out
         copy_bytes(dst, src, head);
         unsigned char *d = dst + head;
         const unsigned char *s = src + head;
@@ -75,7 +80,8 @@ void copy_streaming(unsigned char *dst, const unsigned char *src, uint64_t n) {
                     _mm_prefetch(reinterpret_cast<const char *>(from) + 256, _MM_HINT_T0);
                     stream64(d + done + p * kPage + off, from);
                 }
-        for (; done < body; done += 64) stream64(d + done, s + done);
+        for (; done < body; done += 64)
+            stream64(d + done, s + done);
         _mm_sfence();  // the streamed bytes before the tail (and its last word)
         copy_bytes(d + body, s + body, n - head - body);
         return;
@@ -84,14 +90,15 @@ void copy_streaming(unsigned char *dst, const unsigned char *src, uint64_t n) {
     copy_bytes(dst, src, n);
 }
 
-void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch, uint64_t width,
-               uint64_t height, bool streaming) {
+void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch,
+               uint64_t width, uint64_t height, bool streaming) {
     const auto copy = streaming ? copy_streaming : copy_bytes;
     if (height == 1 || (dst_pitch == width && src_pitch == width)) {
         copy(dst, src, width * height);
         return;
     }
-    for (uint64_t r = 0; r < height; ++r) copy(dst + r * dst_pitch, src + r * src_pitch, width);
+    for (uint64_t r = 0; r < height; ++r)
+        copy(dst + r * dst_pitch, src + r * src_pitch, width);
 }
 
 // The last-level cache is shared with every other core, and a VM reports its
@@ -102,8 +109,10 @@ void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src,
 uint64_t streaming_threshold() noexcept {
     static const uint64_t threshold = [] {
         uint64_t t = uint64_t{8} << 20;
-        if (const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE); llc > 0) t = std::min(t, static_cast<uint64_t>(llc));
-        if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) t = std::min(t, 2 * static_cast<uint64_t>(l2));
+        if (const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE); llc > 0)
+            t = std::min(t, static_cast<uint64_t>(llc));
+        if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0)
+            t = std::min(t, 2 * static_cast<uint64_t>(l2));
         return std::max(t, uint64_t{1} << 20);
     }();
     return threshold;

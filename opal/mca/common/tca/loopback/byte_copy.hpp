@@ -15,8 +15,8 @@ void copy_bytes(unsigned char *dst, const unsigned char *src, uint64_t n);
 // descriptor's piece at a time, never the run).
 void copy_streaming(unsigned char *dst, const unsigned char *src, uint64_t n);
 // Rows of a block-stride copy (height 1: one contiguous copy).
-void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch, uint64_t width,
-               uint64_t height, bool streaming);
+void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src, uint64_t src_pitch,
+               uint64_t width, uint64_t height, bool streaming);
 // Bytes in one DMA run from which its copies stream: the last-level cache's
 // size, at most twice this core's L2 and at most 8 MiB (TCA_STREAMING_MIN
 // overrides it).

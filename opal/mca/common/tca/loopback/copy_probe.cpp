@@ -25,7 +25,8 @@ double us_since(std::chrono::steady_clock::time_point t0) {
 CopyProbe probe_copies(size_t bytes, int repeats) {
     CopyProbe p;
     p.bytes = bytes;
-    std::vector<unsigned char> from(bytes, 1), to(bytes, 2);  // touched: no page faults in the timings
+    std::vector<unsigned char> from(bytes, 1),
+        to(bytes, 2);  // touched: no page faults in the timings
     double best_cma = std::numeric_limits<double>::infinity(), best_copy = best_cma;
     const pid_t self = getpid();
     for (int i = 0; i < std::max(repeats, 1); ++i) {
@@ -55,8 +56,8 @@ std::string describe(const CopyProbe &p) {
     if (p.error != 0)
         std::snprintf(text, sizeof text, "process_vm_writev refused: %s", std::strerror(p.error));
     else
-        std::snprintf(text, sizeof text, "CMA %.1f us, memcpy %.1f us / %zu KiB", p.single_copy_us, p.memcpy_us,
-                      p.bytes / 1024);
+        std::snprintf(text, sizeof text, "CMA %.1f us, memcpy %.1f us / %zu KiB", p.single_copy_us,
+                      p.memcpy_us, p.bytes / 1024);
     return text;
 }
 

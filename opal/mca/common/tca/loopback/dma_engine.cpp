@@ -26,45 +26,61 @@ constexpr uint64_t kHostPiece = 16 * 1024;
 constexpr uint64_t kGpuPiece = 1024 * 1024;
 std::atomic<int64_t> g_copy_ps_per_byte[2] = {200, 200};  // [gpu]: 5 GB/s to start with
 
-Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, bool gpu, int64_t earliest,
-                   int64_t visible_at, const PutBound &bound) {
+Result write_piece(RemoteWriter &w, const tcaHandle &dst, const RowCopy &part, bool gpu,
+                   int64_t earliest, int64_t visible_at, const PutBound &bound) {
     std::atomic<int64_t> &estimate = g_copy_ps_per_byte[gpu ? 1 : 0];
     const uint64_t bytes = part.width * part.height;
-    const int64_t lead = static_cast<int64_t>(bytes) * estimate.load(std::memory_order_relaxed) / 1000;
+    const int64_t lead =
+        static_cast<int64_t>(bytes) * estimate.load(std::memory_order_relaxed) / 1000;
     spin_until_ns(std::max(earliest, visible_at - lead));
     const int64_t t0 = now_ns();
     const Result r = w.write(dst, part, bound);
     if (bytes >= 4096) {  // small copies say more about the call than the copy
-        const int64_t ps = std::clamp<int64_t>((now_ns() - t0) * 1000 / static_cast<int64_t>(bytes), 20, 5000);
+        const int64_t ps =
+            std::clamp<int64_t>((now_ns() - t0) * 1000 / static_cast<int64_t>(bytes), 20, 5000);
         const int64_t est = estimate.load(std::memory_order_relaxed);
         estimate.store((7 * est + ps) / 8, std::memory_order_relaxed);
     }
     return r;
 }
 
-Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, bool gpu, ChainClock::Window win,
-                   const PutBound &bound) {
+Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, bool gpu,
+                   ChainClock::Window win, const PutBound &bound) {
     const uint64_t piece = gpu ? kGpuPiece : kHostPiece;
     const uint64_t total = c.width * c.height;
     const double span = static_cast<double>(win.done_ns - win.first_byte_ns);
     auto arrived = [&](uint64_t bytes) {  // the modelled time the first `bytes` have landed
-        return win.first_byte_ns + static_cast<int64_t>(span * static_cast<double>(bytes) / static_cast<double>(total));
+        return win.first_byte_ns +
+               static_cast<int64_t>(span * static_cast<double>(bytes) / static_cast<double>(total));
     };
     if (total == 0) {
-        if (Result r = write_piece(w, dst, c, gpu, win.first_byte_ns, win.first_byte_ns, bound); r != tcaSuccess) return r;
+        if (Result r = write_piece(w, dst, c, gpu, win.first_byte_ns, win.first_byte_ns, bound);
+            r != tcaSuccess)
+            return r;
     } else if (c.height <= 1) {
         for (uint64_t at = 0; at < total; at += piece) {
             const uint64_t n = std::min(piece, total - at);
             const RowCopy part{c.src + at, n, c.dst_off + at, n, n, 1, c.src_on_gpu, c.streaming};
-            if (Result r = write_piece(w, dst, part, gpu, arrived(at), arrived(at + n), bound); r != tcaSuccess) return r;
+            if (Result r = write_piece(w, dst, part, gpu, arrived(at), arrived(at + n), bound);
+                r != tcaSuccess)
+                return r;
         }
     } else {
         const uint64_t rows = std::max<uint64_t>(1, piece / c.width);
         for (uint64_t row = 0; row < c.height; row += rows) {
             const uint64_t n = std::min(rows, c.height - row);
-            const RowCopy part{c.src + row * c.src_pitch, c.src_pitch, c.dst_off + row * c.dst_pitch, c.dst_pitch,
-                               c.width, n, c.src_on_gpu, c.streaming};
-            if (Result r = write_piece(w, dst, part, gpu, arrived(row * c.width), arrived((row + n) * c.width), bound); r != tcaSuccess) return r;
+            const RowCopy part{c.src + row * c.src_pitch,
+                               c.src_pitch,
+                               c.dst_off + row * c.dst_pitch,
+                               c.dst_pitch,
+                               c.width,
+                               n,
+                               c.src_on_gpu,
+                               c.streaming};
+            if (Result r = write_piece(w, dst, part, gpu, arrived(row * c.width),
+                                       arrived((row + n) * c.width), bound);
+                r != tcaSuccess)
+                return r;
         }
     }
     spin_until_ns(win.done_ns);
@@ -72,17 +88,16 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, bool
 }
 }  // namespace
 
-DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
-                     const TimingModel &timing, SourceResolver resolve, uint64_t streaming_min)
-    : nodes_(nodes),
-      streaming_min_(streaming_min > 0 ? streaming_min : streaming_threshold()),
-      writer_(writer),
-      sender_(sender),
-      topo_(topo),
-      timing_(timing),
-      resolve_(std::move(resolve)) {}
+DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender,
+                     const Topology &topo, const TimingModel &timing, SourceResolver resolve,
+                     uint64_t streaming_min)
+    : nodes_(nodes), streaming_min_(streaming_min > 0 ? streaming_min : streaming_threshold()),
+      writer_(writer), sender_(sender), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {
+}
 
-DmaEngine::~DmaEngine() { stop_thread(); }
+DmaEngine::~DmaEngine() {
+    stop_thread();
+}
 
 Result DmaEngine::start_thread() {
     std::promise<Result> locked;
@@ -91,7 +106,8 @@ Result DmaEngine::start_thread() {
         // The engine thread holds the robust alive lock for the node's whole
         // life: if the process dies, peers see EOWNERDEAD.
         const int rc = pthread_mutex_lock(&nodes_.own().header()->alive_lock);
-        if (rc == EOWNERDEAD) pthread_mutex_consistent(&nodes_.own().header()->alive_lock);
+        if (rc == EOWNERDEAD)
+            pthread_mutex_consistent(&nodes_.own().header()->alive_lock);
         locked.set_value(rc == 0 || rc == EOWNERDEAD ? tcaSuccess : tcaErrorSystem);
         run();
         pthread_mutex_unlock(&nodes_.own().header()->alive_lock);
@@ -100,7 +116,8 @@ Result DmaEngine::start_thread() {
 }
 
 void DmaEngine::stop_thread() {
-    if (!thread_.joinable()) return;
+    if (!thread_.joinable())
+        return;
     stop_.store(true, std::memory_order_release);
     interrupt_.fetch_add(1, std::memory_order_acq_rel);  // a bounce wait in the thread gives up
     nodes_.own().header()->engine_event.wake_all();
@@ -119,13 +136,15 @@ Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
             c = free.get();
             break;
         }
-    if (c == nullptr) c = ch.chains.emplace_back(std::make_unique<Chain>()).get();  // all in use by queued runs
+    if (c == nullptr)
+        c = ch.chains.emplace_back(std::make_unique<Chain>()).get();  // all in use by queued runs
     c->descs.assign(chain.begin(), chain.end());
     c->register_mode = chain.size() <= TCA_MAX_REG_DESCRIPTORS;
     uint64_t bytes = 0, total = 0;
     bool triggered = false;
     for (const Descriptor &d : chain) {
-        bytes += std::min<uint64_t>(d.bytes(), kInlineMaxBytes + 1);  // no overflow over 255 descriptors
+        bytes +=
+            std::min<uint64_t>(d.bytes(), kInlineMaxBytes + 1);  // no overflow over 255 descriptors
         total += std::min<uint64_t>(d.bytes(), streaming_min_);
         triggered |= d.wait_counter >= 0;
     }
@@ -139,7 +158,8 @@ Result DmaEngine::load(int channel, std::span<const Descriptor> chain) {
 Result DmaEngine::start(int channel) {
     Channel &ch = channels_[static_cast<size_t>(channel)];
     std::lock_guard g(ch.app_lock);
-    if (!ch.loaded) return tcaErrorEmptyChain;  // nothing was ever loaded here
+    if (!ch.loaded)
+        return tcaErrorEmptyChain;  // nothing was ever loaded here
     const uint64_t epoch = ch.starts_since_load++;
     // Idle: nothing queued, and no other starter (app_lock), so nothing can
     // overtake an inline run.  With the timing model on too: the model's
@@ -169,9 +189,11 @@ Result DmaEngine::start(int channel) {
 void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
     const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
     ch.started.store(number, std::memory_order_relaxed);
-    const PutBound bound = PutBound::from_first_wait(std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
+    const PutBound bound = PutBound::from_first_wait(
+        std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
     ChainClock clock;  // the model's clock starts with the start, as the hardware's chain does
-    if (timing_.enabled) clock.start(timing_, now_ns(), !chain.register_mode);
+    if (timing_.enabled)
+        clock.start(timing_, now_ns(), !chain.register_mode);
     Result r = tcaSuccess;
     size_t i = 0;
     for (; i < chain.descs.size() && r == tcaSuccess; ++i) {
@@ -181,9 +203,11 @@ void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
             nodes_.own().header()->engine_event.notify();
             return;
         }
-        if (r != tcaSuccess) report_failure(r, i);
+        if (r != tcaSuccess)
+            report_failure(r, i);
     }
-    if (r != tcaSuccess) record_error(ch, number, number, r);
+    if (r != tcaSuccess)
+        record_error(ch, number, number, r);
     ch.completed.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->app_event.notify();
 }
@@ -191,15 +215,18 @@ void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
 void DmaEngine::record_error(Channel &ch, uint64_t first, uint64_t last, Result r) {
     std::lock_guard g(ch.error_lock);
     ch.errors.push_back(RunError{first, last, r});
-    if (ch.errors.size() > kKeptErrors) ch.errors.pop_front();
-    if (last > ch.errors_upto.load(std::memory_order_relaxed)) ch.errors_upto.store(last, std::memory_order_release);
+    if (ch.errors.size() > kKeptErrors)
+        ch.errors.pop_front();
+    if (last > ch.errors_upto.load(std::memory_order_relaxed))
+        ch.errors_upto.store(last, std::memory_order_release);
 }
 
 // The first error among runs (after, upto], or tcaSuccess.
 Result DmaEngine::run_error(Channel &ch, uint64_t after, uint64_t upto) {
     std::lock_guard g(ch.error_lock);
     for (const RunError &e : ch.errors)
-        if (e.last > after && e.first <= upto) return e.result;
+        if (e.last > after && e.first <= upto)
+            return e.result;
     return tcaSuccess;
 }
 
@@ -211,7 +238,8 @@ Result DmaEngine::wait(int channel, bool block) {
     const uint64_t reported = ch.reported.load(std::memory_order_acquire);
     auto done = [&] { return ch.completed.load(std::memory_order_acquire) >= target; };
     if (!done()) {
-        if (!block) return tcaErrorNotReady;
+        if (!block)
+            return tcaErrorNotReady;
         // Assisting is bounded by this wait's own timeout: a bounce copy to
         // a stopped target is given up (the run stays queued and is taken up
         // again), and the wait says tcaErrorTimeout.
@@ -227,19 +255,25 @@ Result DmaEngine::wait(int channel, bool block) {
         // One timeout for the whole wait, the progressing above included.
         bool expired = false;
         auto driven = [&] {
-            if (done() || (progress(bound), done())) return true;
+            if (done() || (progress(bound), done()))
+                return true;
             return expired = std::chrono::steady_clock::now() >= bound.deadline;
         };
-        if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1); r != tcaSuccess) return r;
-        if (expired && !done()) return tcaErrorTimeout;
+        if (Result r = nodes_.wait_until(nodes_.own().header()->app_event, driven, -1);
+            r != tcaSuccess)
+            return r;
+        if (expired && !done())
+            return tcaErrorTimeout;
     }
     // Every waiter of a run sees its error (not only the first to look).
     // No error recorded past what was reported: nothing to say or to move
     // (errors of runs up to `target` are recorded before they complete).
-    if (ch.errors_upto.load(std::memory_order_acquire) <= reported) return tcaSuccess;
+    if (ch.errors_upto.load(std::memory_order_acquire) <= reported)
+        return tcaSuccess;
     const Result r = run_error(ch, reported, target);
     uint64_t seen = ch.reported.load(std::memory_order_relaxed);
-    while (seen < target && !ch.reported.compare_exchange_weak(seen, target, std::memory_order_acq_rel)) {
+    while (seen < target &&
+           !ch.reported.compare_exchange_weak(seen, target, std::memory_order_acq_rel)) {
     }
     return r;
 }
@@ -253,7 +287,8 @@ void DmaEngine::abort(int channel) {
     std::unique_lock scanning(scan_lock_);  // no descriptor of it is executing now
     interrupt_.fetch_sub(1, std::memory_order_acq_rel);
     const size_t dropped = ch.queue.clear();
-    if (dropped == 0) return;
+    if (dropped == 0)
+        return;
     ch.next = 0;
     ch.charged = false;
     // The dropped runs complete, as aborted: their waiters are told.
@@ -264,42 +299,55 @@ void DmaEngine::abort(int channel) {
 }
 
 void DmaEngine::report_failure(Result r, size_t index) const {
-    std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), index, result_message(r));
+    std::fprintf(stderr, "tca: node %d: DMA descriptor %zu failed: %s\n", nodes_.self(), index,
+                 result_message(r));
 }
 
-Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound &bound, bool streaming) {
+Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound &bound,
+                          bool streaming) {
     const unsigned char *src = nullptr;
     bool on_gpu = false;
-    if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess) return r;
+    if (Result r = resolve_(d.src, d.src_off, &src, &on_gpu); r != tcaSuccess)
+        return r;
     // A run that overflows the cache streams, but not its small pieces: a
     // pipeline (a staged broadcast's 128 KiB segments, forwarded and copied
     // out by the next core while the engine writes the following one) reads
     // each piece at once, from the shared cache.  Streamed, a 1 MiB staged
     // broadcast (np 4, 8 segments) took 175 us at best against 89.
     streaming = streaming && d.bytes() >= streaming_min_ / 4;
-    const RowCopy copy{src,     d.height > 1 ? d.src_pitch : d.width,
+    const RowCopy copy{src,       d.height > 1 ? d.src_pitch : d.width,
                        d.dst_off, d.height > 1 ? d.dst_pitch : d.width,
-                       d.width, d.height, on_gpu, streaming};
-    if (Result r = sender_.admit(nodes_, d.dst.node, d.flags, d.slot); r != tcaSuccess) return r;
+                       d.width,   d.height,
+                       on_gpu,    streaming};
+    if (Result r = sender_.admit(nodes_, d.dst.node, d.flags, d.slot); r != tcaSuccess)
+        return r;
     if (!timing_.enabled) {
-        if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess) return r;
+        if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess)
+            return r;
     } else {
         ChainClock own;
         if (clock == nullptr) {
             own.start(timing_, now_ns());
             clock = &own;
         }
-        const DescriptorCost cost = DescriptorCost::of(d, topo_.hops(nodes_.self(), d.dst.node), clock->table_mode());
-        if (Result r = paced_write(writer_, d.dst, copy, cost.gpu, clock->next(timing_, cost), bound); r != tcaSuccess) return r;
+        const DescriptorCost cost =
+            DescriptorCost::of(d, topo_.hops(nodes_.self(), d.dst.node), clock->table_mode());
+        if (Result r =
+                paced_write(writer_, d.dst, copy, cost.gpu, clock->next(timing_, cost), bound);
+            r != tcaSuccess)
+            return r;
     }
-    if (Result r = sender_.post_all(nodes_, d.dst.node, d.flags, d.slot, d.tag); r != tcaSuccess) return r;
-    if (d.add_counter >= 0) return nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
+    if (Result r = sender_.post_all(nodes_, d.dst.node, d.flags, d.slot, d.tag); r != tcaSuccess)
+        return r;
+    if (d.add_counter >= 0)
+        return nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
     return tcaSuccess;
 }
 
 void DmaEngine::finish_run(Channel &ch, Result r) {
-    if (r != tcaSuccess) record_error(ch, ch.completed.load(std::memory_order_relaxed) + 1,
-                                      ch.completed.load(std::memory_order_relaxed) + 1, r);
+    if (r != tcaSuccess)
+        record_error(ch, ch.completed.load(std::memory_order_relaxed) + 1,
+                     ch.completed.load(std::memory_order_relaxed) + 1, r);
     ch.next = 0;
     ch.charged = false;
     ch.queue.pop();
@@ -308,17 +356,20 @@ void DmaEngine::finish_run(Channel &ch, Result r) {
 }
 
 bool DmaEngine::step(Channel &ch, const PutBound &bound) {
-    if (ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_relaxed)) return false;
+    if (ch.started.load(std::memory_order_acquire) == ch.completed.load(std::memory_order_relaxed))
+        return false;
     // The front stays put while we use it: only the scanner (or abort,
     // which excludes it) pops, and a push does not move it.
     const Run *run = ch.queue.front();
-    if (run == nullptr) return false;  // an inline run on the starting thread
+    if (run == nullptr)
+        return false;  // an inline run on the starting thread
     const Chain &chain = *run->chain;
     if (!ch.charged) {
         // The model's clock starts when the chain is taken up: at once when
         // the starting thread waits (it drives the engine), after the run
         // before it when queued.
-        if (timing_.enabled) ch.clock.start(timing_, now_ns(), !chain.register_mode);
+        if (timing_.enabled)
+            ch.clock.start(timing_, now_ns(), !chain.register_mode);
         ch.charged = true;
         ch.next = run->first;  // past what a start ran inline
     }
@@ -335,44 +386,52 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
             finish_run(ch, r);
             return true;
         }
-        if (now < threshold) return false;
+        if (now < threshold)
+            return false;
     }
     if (const Result r = execute(d, &ch.clock, bound, chain.streaming); r != tcaSuccess) {
         // A bounce copy the target's engine did not take within the bound
         // (stopped target, stop or abort): not a failure of the run - the
         // descriptor runs again later (rewriting the same bytes).
-        if (r == tcaErrorTimeout) return false;
+        if (r == tcaErrorTimeout)
+            return false;
         report_failure(r, ch.next);
         finish_run(ch, r);
         return true;
     }
-    if (++ch.next == chain.descs.size()) finish_run(ch, tcaSuccess);
+    if (++ch.next == chain.descs.size())
+        finish_run(ch, tcaSuccess);
     return true;
 }
 
 bool DmaEngine::progress() {
     // MPI progress calls in on every pass and there is usually nothing to
     // do: then no write to a shared line, no lock.
-    if (!writer_.bounce_pending() && !chain_running()) return false;
+    if (!writer_.bounce_pending() && !chain_running())
+        return false;
     return progress(PutBound::from_first_wait(nodes_.policy().timeout_ns, &interrupt_));
 }
 
 bool DmaEngine::progress(const PutBound &bound) {
     client_passes_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock g(scan_lock_, std::try_to_lock);
-    if (!g.owns_lock()) return false;
+    if (!g.owns_lock())
+        return false;
     bool progress = writer_.service_bounce();
     // Run each channel on while its descriptors are ready (a hop of a
     // broadcast is several small descriptors in a row), but bounded: the
     // caller is inside MPI progress and has other work to look at.
     for (Channel &ch : channels_)
-        for (int n = 0; n < kAssistBurst && step(ch, bound); ++n) progress = true;
+        for (int n = 0; n < kAssistBurst && step(ch, bound); ++n)
+            progress = true;
     return progress;
 }
 
 bool DmaEngine::chain_running() const noexcept {
     for (const Channel &ch : channels_)
-        if (ch.started.load(std::memory_order_acquire) != ch.completed.load(std::memory_order_acquire)) return true;
+        if (ch.started.load(std::memory_order_acquire) !=
+            ch.completed.load(std::memory_order_acquire))
+            return true;
     return false;
 }
 
@@ -398,7 +457,8 @@ void DmaEngine::run() {
     auto scan = [&] {
         std::lock_guard g(scan_lock_);
         bool progress = writer_.service_bounce();
-        for (Channel &ch : channels_) progress |= step(ch, patient);
+        for (Channel &ch : channels_)
+            progress |= step(ch, patient);
         return progress;
     };
     int64_t nap = kNapMinNs;
@@ -409,14 +469,16 @@ void DmaEngine::run() {
             continue;
         }
         const auto now = clock::now();
-        if (chain_running()) last_chain = now;
+        if (chain_running())
+            last_chain = now;
         if (now - last_chain < kLinger) {
             uint64_t seen_passes = client_passes_.load(std::memory_order_relaxed);
             for (;;) {
                 ev.nap(ev.seq.load(std::memory_order_acquire), nap);
                 nap = std::min(2 * nap, kNapMaxNs);
                 const uint64_t a = client_passes_.load(std::memory_order_relaxed);
-                if (a == seen_passes || stop_.load(std::memory_order_acquire)) break;  // nobody helped: look ourselves
+                if (a == seen_passes || stop_.load(std::memory_order_acquire))
+                    break;  // nobody helped: look ourselves
                 seen_passes = a;
             }
             continue;

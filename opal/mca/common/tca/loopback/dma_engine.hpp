@@ -28,14 +28,16 @@
 namespace tca::loopback {
 
 // Resolves a validated local source handle to a pointer (host, internal or GPU).
-using SourceResolver = std::function<Result(const tcaHandle &, uint64_t off, const unsigned char **, bool *gpu)>;
+using SourceResolver =
+    std::function<Result(const tcaHandle &, uint64_t off, const unsigned char **, bool *gpu)>;
 
 class DmaEngine {
 public:
     // streaming_min: bytes in a run from which its copies stream (0:
     // streaming_threshold(), byte_copy.hpp).
-    DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender, const Topology &topo,
-              const TimingModel &timing, SourceResolver resolve, uint64_t streaming_min = 0);
+    DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender,
+              const Topology &topo, const TimingModel &timing, SourceResolver resolve,
+              uint64_t streaming_min = 0);
     ~DmaEngine();
     DmaEngine(const DmaEngine &) = delete;
     DmaEngine &operator=(const DmaEngine &) = delete;
@@ -76,22 +78,27 @@ public:
     // Execute one descriptor now, on the calling thread (PIO and tests use it).
     // With the timing model on, data and notification wait for the modelled
     // times of `clock` (the running chain's), or of a chain of their own.
-    Result execute(const Descriptor &d, ChainClock *clock, const PutBound &bound, bool streaming = false);
+    Result execute(const Descriptor &d, ChainClock *clock, const PutBound &bound,
+                   bool streaming = false);
     // How long a start running a short chain inline waits for a peer's engine.
     static constexpr int64_t kInlinePatienceNs = 10'000'000;
 
 private:
     struct Chain {
         std::vector<Descriptor> descs;
-        uint64_t last_run = 0;    // the run (numbered by start) that uses it last: free once it completed
+        uint64_t last_run =
+            0;  // the run (numbered by start) that uses it last: free once it completed
         bool register_mode = true;
-        bool run_inline = false;  // short and untriggered: may run on the starting thread (timing model on: spinning its modelled time)
-        bool streaming = false;   // moves at least streaming_min_ bytes: non-temporal copies (byte_copy.hpp)
+        bool run_inline =
+            false;  // short and untriggered: may run on the starting thread (timing model on: spinning its modelled time)
+        bool streaming =
+            false;  // moves at least streaming_min_ bytes: non-temporal copies (byte_copy.hpp)
     };
     struct Run {
         const Chain *chain = nullptr;
-        uint64_t epoch = 0;  // earlier starts since its chain was loaded: triggers move by epoch * step
-        size_t first = 0;    // the descriptor it starts at (> 0: its start ran those before inline)
+        uint64_t epoch =
+            0;  // earlier starts since its chain was loaded: triggers move by epoch * step
+        size_t first = 0;  // the descriptor it starts at (> 0: its start ran those before inline)
     };
     struct RunError {  // runs first..last (numbered from 1 by start order) ended with `result`
         uint64_t first, last;
@@ -106,13 +113,15 @@ private:
         std::vector<std::unique_ptr<Chain>> chains;  // under app_lock
         Chain *loaded = nullptr;                     // under app_lock
         uint64_t starts_since_load = 0;              // under app_lock
-        RunQueue<Run> queue;                         // started runs, front = running (push: app_lock; pop: scan_lock_)
-        std::atomic<uint64_t> started{0};    // written under app_lock only
+        RunQueue<Run> queue;  // started runs, front = running (push: app_lock; pop: scan_lock_)
+        std::atomic<uint64_t> started{0};  // written under app_lock only
         std::atomic<uint64_t> completed{0};
         std::mutex error_lock;
-        std::deque<RunError> errors;        // the latest failed runs, oldest first (under error_lock)
-        std::atomic<uint64_t> errors_upto{0};  // the last run any recorded error covers: waits past it take no lock
-        std::atomic<uint64_t> reported{0};  // runs up to this one were waited for by a wait that returned
+        std::deque<RunError> errors;  // the latest failed runs, oldest first (under error_lock)
+        std::atomic<uint64_t> errors_upto{
+            0};  // the last run any recorded error covers: waits past it take no lock
+        std::atomic<uint64_t> reported{
+            0};           // runs up to this one were waited for by a wait that returned
         size_t next = 0;  // scanner only (scan_lock_)
         bool charged = false;
         ChainClock clock;  // the timing model's clock of the running chain (engine thread only)
@@ -136,10 +145,12 @@ private:
     SourceResolver resolve_;
     std::array<Channel, TCA_NUM_DMA_CHANNELS> channels_;
     std::thread thread_;
-    std::mutex scan_lock_;  // one scanner at a time: the engine thread or a client thread progressing it
+    std::mutex
+        scan_lock_;  // one scanner at a time: the engine thread or a client thread progressing it
     std::atomic<bool> stop_{false};
     std::atomic<int> interrupt_{0};  // > 0: a stop or an abort wants bounce waits to give up
-    std::atomic<uint64_t> client_passes_{0};  // progress() calls from clients: the application is waiting
+    std::atomic<uint64_t> client_passes_{
+        0};  // progress() calls from clients: the application is waiting
 };
 
 }  // namespace tca::loopback

@@ -14,7 +14,7 @@ struct LaunchInfo {
     std::string job_key;  // already sanitised for use in a shm name
     int node_id = 0;
     int num_nodes = 1;
-    std::string source;   // where the values came from, for tca_info / logs
+    std::string source;  // where the values came from, for tca_info / logs
 };
 
 // Precedence, field by field: params > TCA_JOB_KEY / TCA_NODE_ID /

@@ -25,13 +25,18 @@
 namespace tca::loopback {
 
 namespace {
-constexpr uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+constexpr uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
 
-std::string user_prefix() { return "tca-" + std::to_string(geteuid()) + "-"; }
+std::string user_prefix() {
+    return "tca-" + std::to_string(geteuid()) + "-";
+}
 
 bool owner_alive(const SegmentHeader *h) {
     const pid_t pid = h->pid;
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+        return false;
     // The pid lives - but is it still the process that made the segment?
     const uint64_t t = process_start_time(pid);
     return t == 0 || h->start_time == 0 || t == h->start_time;
@@ -60,7 +65,8 @@ std::string random_suffix() {
 
 // Maps only the header of a verified segment file (to inspect it).
 SegmentHeader *map_header(int fd, const struct stat &st) {
-    if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) return nullptr;
+    if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader))
+        return nullptr;
     void *p = mmap(nullptr, sizeof(SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? nullptr : static_cast<SegmentHeader *>(p);
 }
@@ -68,7 +74,8 @@ SegmentHeader *map_header(int fd, const struct stat &st) {
 bool is_stale(SegmentHeader *h) {
     // Only headers of our own layout are judged: fields of another layout
     // lie at other offsets (the magic carries the version; check both).
-    if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->uid != geteuid()) return false;
+    if (h->magic != kSegmentMagic || h->version != kLayoutVersion || h->uid != geteuid())
+        return false;
     const Liveness l = check_liveness(h);
     return l == Liveness::Dead || (l == Liveness::Finalized && !owner_alive(h));
 }
@@ -83,12 +90,14 @@ enum class Files { Segments, Arenas };
 void for_each_own_file(const std::string &prefix, bool warn, const OwnFileVisitor &f,
                        Files which = Files::Segments) {
     for_each_own_entry(prefix, warn, [&](const std::string &name) {
-        if (is_arena_name(name) != (which == Files::Arenas)) return;
+        if (is_arena_name(name) != (which == Files::Arenas))
+            return;
         struct stat st {};
         std::string why;
         const int fd = open_own_segment_file(name, &st, &why);
         if (fd < 0) {
-            if (warn && !why.empty()) warn_not_ours(name, why);
+            if (warn && !why.empty())
+                warn_not_ours(name, why);
             return;
         }
         f(name, fd, st);
@@ -101,15 +110,18 @@ uint64_t process_start_time(pid_t pid) noexcept {
     char path[64], buf[1024];
     std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
     FILE *f = std::fopen(path, "re");
-    if (f == nullptr) return 0;
+    if (f == nullptr)
+        return 0;
     const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
     std::fclose(f);
     buf[n] = '\0';
     // Field 22; the command name (field 2) may hold spaces, so count from its ')'.
     const char *p = std::strrchr(buf, ')');
-    if (p == nullptr) return 0;
+    if (p == nullptr)
+        return 0;
     for (int field = 2; field < 22 && *p != '\0'; ++p)
-        if (*p == ' ') ++field;
+        if (*p == ' ')
+            ++field;
     return std::strtoull(p, nullptr, 10);
 }
 
@@ -118,7 +130,8 @@ int open_own_segment_file(const std::string &name, struct stat *st, std::string 
     // O_NOFOLLOW: no symlink games; O_NONBLOCK: a planted FIFO does not block us.
     const int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0) {
-        if (errno != ENOENT) *why = std::string("cannot open it: ") + std::strerror(errno);
+        if (errno != ENOENT)
+            *why = std::string("cannot open it: ") + std::strerror(errno);
         return -1;
     }
     char msg[160] = "";
@@ -127,10 +140,11 @@ int open_own_segment_file(const std::string &name, struct stat *st, std::string 
     } else if (!S_ISREG(st->st_mode)) {
         std::snprintf(msg, sizeof msg, "not a regular file");
     } else if (st->st_uid != geteuid()) {
-        std::snprintf(msg, sizeof msg, "owned by uid %u, we are uid %u", static_cast<unsigned>(st->st_uid),
-                      static_cast<unsigned>(geteuid()));
+        std::snprintf(msg, sizeof msg, "owned by uid %u, we are uid %u",
+                      static_cast<unsigned>(st->st_uid), static_cast<unsigned>(geteuid()));
     } else if ((st->st_mode & 07777) != 0600) {
-        std::snprintf(msg, sizeof msg, "mode %04o, expected 0600", static_cast<unsigned>(st->st_mode & 07777));
+        std::snprintf(msg, sizeof msg, "mode %04o, expected 0600",
+                      static_cast<unsigned>(st->st_mode & 07777));
     } else if (st->st_nlink != 1) {
         std::snprintf(msg, sizeof msg, "%u links, expected 1", static_cast<unsigned>(st->st_nlink));
     } else {
@@ -145,8 +159,8 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
     SegmentLayout l{};
     l.reg_offset = align_up(sizeof(SegmentHeader), 4096);
     l.notify_offset = align_up(l.reg_offset + kMaxRegistrations * sizeof(RegistrationEntry), 4096);
-    l.counter_offset =
-        align_up(l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyTable), 4096);
+    l.counter_offset = align_up(
+        l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyTable), 4096);
     l.arena_offset = align_up(l.counter_offset + TCA_NUM_COUNTERS * sizeof(PaddedCounter), 4096);
     l.internal_offset = align_up(l.arena_offset + kMaxArenas * sizeof(ArenaSlot), 4096);
     // The mailboxes (256 KiB per source node) last: placed before the
@@ -166,11 +180,14 @@ std::string segment_prefix(const std::string &job_key, int node) {
 Liveness check_liveness(SegmentHeader *h) noexcept {
     if (h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized))
         return Liveness::Finalized;
-    if (h->dead.load(std::memory_order_acquire) != 0) return Liveness::Dead;
+    if (h->dead.load(std::memory_order_acquire) != 0)
+        return Liveness::Dead;
     if (h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Creating))
-        return owner_alive(h) ? Liveness::Starting : Liveness::Dead;  // its lock may not be taken yet
+        return owner_alive(h) ? Liveness::Starting
+                              : Liveness::Dead;  // its lock may not be taken yet
     const int rc = pthread_mutex_trylock(&h->alive_lock);
-    if (rc == EBUSY) return Liveness::Alive;
+    if (rc == EBUSY)
+        return Liveness::Alive;
     if (rc == EOWNERDEAD || rc == ENOTRECOVERABLE) {
         // Record the death in the header and hand the lock back in a normal
         // state: glibc leaves a not-recoverable robust mutex locked by the
@@ -182,9 +199,11 @@ Liveness check_liveness(SegmentHeader *h) noexcept {
         }
         return Liveness::Dead;
     }
-    if (rc == 0) pthread_mutex_unlock(&h->alive_lock);
+    if (rc == 0)
+        pthread_mutex_unlock(&h->alive_lock);
     // Ready but nobody holds the lock: the engine thread is gone.
-    return h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized)
+    return h->state.load(std::memory_order_acquire) ==
+                   static_cast<uint32_t>(SegmentState::Finalized)
                ? Liveness::Finalized
                : Liveness::Dead;
 }
@@ -202,7 +221,8 @@ MappedSegment &MappedSegment::operator=(MappedSegment &&o) noexcept {
 }
 
 void MappedSegment::reset() noexcept {
-    if (base_ != nullptr) munmap(base_, size_);
+    if (base_ != nullptr)
+        munmap(base_, size_);
     base_ = nullptr;
     size_ = 0;
 }
@@ -210,14 +230,17 @@ void MappedSegment::reset() noexcept {
 // The name has a random part, so it cannot be squatted and O_EXCL never
 // meets a leftover.  Peers may find the file before it is complete: the
 // magic goes last and the state says Creating until the node is up.
-Result MappedSegment::create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size) {
+Result MappedSegment::create(const std::string &job_key, int node, int num_nodes,
+                             uint64_t internal_size) {
     reset();
-    const SegmentLayout layout = SegmentLayout::compute(static_cast<uint32_t>(num_nodes), internal_size);
+    const SegmentLayout layout =
+        SegmentLayout::compute(static_cast<uint32_t>(num_nodes), internal_size);
     int fd = -1;
     for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
         name_ = segment_prefix(job_key, node) + random_suffix();
         fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST) break;
+        if (fd < 0 && errno != EEXIST)
+            break;
     }
     if (fd < 0) {
         std::fprintf(stderr, "tca: shm_open(%s) failed: %s\n", name_.c_str(), std::strerror(errno));
@@ -230,8 +253,10 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
         shm_unlink(name_.c_str());
         return tcaErrorSystem;
     };
-    if (fchmod(fd, 0600) != 0) return fail("fchmod");  // exactly 0600, whatever the umask
-    if (ftruncate(fd, static_cast<off_t>(layout.total_size)) != 0) return fail("ftruncate");
+    if (fchmod(fd, 0600) != 0)
+        return fail("fchmod");  // exactly 0600, whatever the umask
+    if (ftruncate(fd, static_cast<off_t>(layout.total_size)) != 0)
+        return fail("ftruncate");
     // Every page now (shm_reserve.hpp): a full /dev/shm fails this start,
     // never a later store into the segment (ours or a peer's).
     if (reserve_shm(fd, 0, layout.total_size, name_, "node segment") != tcaSuccess) {
@@ -240,7 +265,8 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
         return tcaErrorNoMemory;
     }
     void *p = mmap(nullptr, layout.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return fail("mmap");
+    if (p == MAP_FAILED)
+        return fail("mmap");
     close(fd);
     base_ = p;
     size_ = layout.total_size;
@@ -287,129 +313,168 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
 // a dead predecessor (a killed run with the same key) are removed.
 Result MappedSegment::check_no_live_twin(const std::string &job_key, int node) {
     Result result = tcaSuccess;
-    for_each_own_file(segment_prefix(job_key, node), true, [&](const std::string &name, int fd, const struct stat &st) {
-        if (name == name_ || result != tcaSuccess) return;
-        SegmentHeader *h = map_header(fd, st);
-        if (h == nullptr) return;
-        if (h->magic == kSegmentMagic && h->node_id == static_cast<uint32_t>(node) &&
-            std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) == 0) {
-            if (is_stale(h)) {
-                unlink_segment(name);
-            } else if (check_liveness(h) != Liveness::Finalized) {
-                std::fprintf(stderr,
-                             "tca: /dev/shm%s belongs to a live process (pid %d) that already is node %d of job "
-                             "'%s': job key in use\n",
-                             name.c_str(), static_cast<int>(h->pid), node, job_key.c_str());
-                result = tcaErrorJobConflict;
+    for_each_own_file(
+        segment_prefix(job_key, node), true,
+        [&](const std::string &name, int fd, const struct stat &st) {
+            if (name == name_ || result != tcaSuccess)
+                return;
+            SegmentHeader *h = map_header(fd, st);
+            if (h == nullptr)
+                return;
+            if (h->magic == kSegmentMagic && h->node_id == static_cast<uint32_t>(node) &&
+                std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) == 0) {
+                if (is_stale(h)) {
+                    unlink_segment(name);
+                } else if (check_liveness(h) != Liveness::Finalized) {
+                    std::fprintf(stderr,
+                                 "tca: /dev/shm%s belongs to a live process (pid %d) that already "
+                                 "is node %d of job "
+                                 "'%s': job key in use\n",
+                                 name.c_str(), static_cast<int>(h->pid), node, job_key.c_str());
+                    result = tcaErrorJobConflict;
+                }
             }
-        }
-        munmap(h, sizeof(SegmentHeader));
-    });
+            munmap(h, sizeof(SegmentHeader));
+        });
     return result;
 }
 
-Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes, ShmDirStamp *unseen) {
+Result MappedSegment::attach(const std::string &job_key, int node, int num_nodes,
+                             ShmDirStamp *unseen) {
     reset();
     // Nothing of ours was there at the last poll and nothing was added or
     // removed since: listing again would find the same (shm_scan.hpp).
-    if (unseen != nullptr && unseen->unchanged()) return tcaErrorNotReady;
-    if (unseen != nullptr) unseen->take();
+    if (unseen != nullptr && unseen->unchanged())
+        return tcaErrorNotReady;
+    if (unseen != nullptr)
+        unseen->take();
     bool seen = false;
     Result result = tcaErrorNotReady;
-    for_each_own_file(segment_prefix(job_key, node), true, [&](const std::string &name, int fd, const struct stat &st) {
-        seen = true;
-        if (result != tcaErrorNotReady) return;
-        if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) return;  // still being sized
-        void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED) {
-            result = tcaErrorSystem;
-            return;
-        }
-        SegmentView v(p);
-        SegmentHeader *h = v.header();
-        auto drop = [&] { munmap(p, static_cast<size_t>(st.st_size)); };
-        if (h->magic != kSegmentMagic || h->state.load(std::memory_order_acquire) !=
-                                             static_cast<uint32_t>(SegmentState::Ready)) {
-            const bool stale = h->magic == kSegmentMagic && is_stale(h);
-            drop();
-            if (stale) unlink_segment(name);  // left by a killed job: clean it
-            return;
-        }
-        if (h->version != kLayoutVersion || h->uid != geteuid() || h->num_nodes != static_cast<uint32_t>(num_nodes) ||
-            h->node_id != static_cast<uint32_t>(node) ||
-            std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) != 0 ||
-            h->total_size != static_cast<uint64_t>(st.st_size)) {
-            std::fprintf(stderr, "tca: segment /dev/shm%s does not match this job (node count %u vs %d)\n",
-                         name.c_str(), h->num_nodes, num_nodes);
-            drop();
-            result = tcaErrorJobConflict;
-            return;
-        }
-        const bool dead = check_liveness(h) == Liveness::Dead;  // Ready, but its owner was killed
-        if (dead && base_ != nullptr) {  // one dead candidate is enough
-            drop();
-            return;
-        }
-        reset();  // a live one wins over a dead one kept so far
-        base_ = p;
-        size_ = static_cast<uint64_t>(st.st_size);
-        name_ = name;
-        if (!dead) result = tcaSuccess;
-    });
+    for_each_own_file(
+        segment_prefix(job_key, node), true,
+        [&](const std::string &name, int fd, const struct stat &st) {
+            seen = true;
+            if (result != tcaErrorNotReady)
+                return;
+            if (static_cast<size_t>(st.st_size) < sizeof(SegmentHeader))
+                return;  // still being sized
+            void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE,
+                           MAP_SHARED, fd, 0);
+            if (p == MAP_FAILED) {
+                result = tcaErrorSystem;
+                return;
+            }
+            SegmentView v(p);
+            SegmentHeader *h = v.header();
+            auto drop = [&] { munmap(p, static_cast<size_t>(st.st_size)); };
+            if (h->magic != kSegmentMagic || h->state.load(std::memory_order_acquire) !=
+                                                 static_cast<uint32_t>(SegmentState::Ready)) {
+                const bool stale = h->magic == kSegmentMagic && is_stale(h);
+                drop();
+                if (stale)
+                    unlink_segment(name);  // left by a killed job: clean it
+                return;
+            }
+            if (h->version != kLayoutVersion || h->uid != geteuid() ||
+                h->num_nodes != static_cast<uint32_t>(num_nodes) ||
+                h->node_id != static_cast<uint32_t>(node) ||
+                std::strncmp(h->job_key, job_key.c_str(), sizeof h->job_key) != 0 ||
+                h->total_size != static_cast<uint64_t>(st.st_size)) {
+                std::fprintf(
+                    stderr,
+                    "tca: segment /dev/shm%s does not match this job (node count %u vs %d)\n",
+                    name.c_str(), h->num_nodes, num_nodes);
+                drop();
+                result = tcaErrorJobConflict;
+                return;
+            }
+            const bool dead =
+                check_liveness(h) == Liveness::Dead;  // Ready, but its owner was killed
+            if (dead && base_ != nullptr) {           // one dead candidate is enough
+                drop();
+                return;
+            }
+            reset();  // a live one wins over a dead one kept so far
+            base_ = p;
+            size_ = static_cast<uint64_t>(st.st_size);
+            name_ = name;
+            if (!dead)
+                result = tcaSuccess;
+        });
     // Only a dead one: this node started and died after our start swept the
     // leftovers.  Attach anyway; the usual liveness checks report it gone
     // (tcaErrorPeerGone) and remove its segment, as for any peer that dies.
-    if (result == tcaErrorNotReady && base_ != nullptr) result = tcaSuccess;
-    if (result != tcaSuccess) reset();
+    if (result == tcaErrorNotReady && base_ != nullptr)
+        result = tcaSuccess;
+    if (result != tcaSuccess)
+        reset();
     // A file of ours that is not Ready yet changes without a directory
     // change: poll it again.
-    if (seen && unseen != nullptr) unseen->clear();
+    if (seen && unseen != nullptr)
+        unseen->clear();
     return result;
 }
 
 int remove_stale_segments() noexcept {
     int removed = 0;
     // Files that are not ours are skipped quietly: never mapped, never removed.
-    for_each_own_file("/" + user_prefix(), false, [&](const std::string &name, int fd, const struct stat &st) {
-        bool stale = false;
-        if (SegmentHeader *h = map_header(fd, st)) {
-            stale = is_stale(h);
-            munmap(h, sizeof(SegmentHeader));
-        } else if (st.st_size == 0 && st.st_mtime + 60 < time(nullptr)) {
-            stale = true;  // never sized: its creator died between open and ftruncate
-        }
-        if (stale) removed += unlink_segment(name);
-    });
+    for_each_own_file(
+        "/" + user_prefix(), false, [&](const std::string &name, int fd, const struct stat &st) {
+            bool stale = false;
+            if (SegmentHeader *h = map_header(fd, st)) {
+                stale = is_stale(h);
+                munmap(h, sizeof(SegmentHeader));
+            } else if (st.st_size == 0 && st.st_mtime + 60 < time(nullptr)) {
+                stale = true;  // never sized: its creator died between open and ftruncate
+            }
+            if (stale)
+                removed += unlink_segment(name);
+        });
     // Arenas whose segment is gone: the node died after its segment was
     // removed (a survivor removes only what it saw), or it finished and died
     // before it removed its arenas.  An arena is made after its segment and
     // a live node's segment keeps its name, so this never hits a live one.
-    for_each_own_file("/" + user_prefix(), false, [&](const std::string &name, int, const struct stat &) {
-        struct stat seg {};
-        const std::string owner = "/dev/shm" + arena_segment_name(name);
-        if (stat(owner.c_str(), &seg) != 0 && errno == ENOENT && shm_unlink(name.c_str()) == 0) ++removed;
-    }, Files::Arenas);
+    for_each_own_file(
+        "/" + user_prefix(), false,
+        [&](const std::string &name, int, const struct stat &) {
+            struct stat seg {};
+            const std::string owner = "/dev/shm" + arena_segment_name(name);
+            if (stat(owner.c_str(), &seg) != 0 && errno == ENOENT && shm_unlink(name.c_str()) == 0)
+                ++removed;
+        },
+        Files::Arenas);
     return removed;
 }
 
 bool is_arena_name(const std::string &name) {
     // <segment: /tca-uid-key-node-16hex>-h<16hex>; job keys hold no '-'.
     const size_t h = name.rfind("-h");
-    if (h == std::string::npos || name.size() != h + 2 + 16) return false;
-    if (std::count(name.begin(), name.end(), '-') != 5) return false;
-    return std::all_of(name.begin() + static_cast<long>(h) + 2, name.end(), [](char c) { return std::isxdigit(c); });
+    if (h == std::string::npos || name.size() != h + 2 + 16)
+        return false;
+    if (std::count(name.begin(), name.end(), '-') != 5)
+        return false;
+    return std::all_of(name.begin() + static_cast<long>(h) + 2, name.end(),
+                       [](char c) { return std::isxdigit(c); });
 }
 
-std::string arena_segment_name(const std::string &arena) { return arena.substr(0, arena.rfind("-h")); }
+std::string arena_segment_name(const std::string &arena) {
+    return arena.substr(0, arena.rfind("-h"));
+}
 
-std::string new_arena_name(const std::string &segment) { return segment + "-h" + random_suffix(); }
+std::string new_arena_name(const std::string &segment) {
+    return segment + "-h" + random_suffix();
+}
 
 int unlink_segment(const std::string &name) noexcept {
     int removed = shm_unlink(name.c_str()) == 0 ? 1 : 0;
     try {
-        for_each_own_file(name + "-h", false, [&](const std::string &arena, int, const struct stat &) {
-            if (shm_unlink(arena.c_str()) == 0) ++removed;
-        }, Files::Arenas);
+        for_each_own_file(
+            name + "-h", false,
+            [&](const std::string &arena, int, const struct stat &) {
+                if (shm_unlink(arena.c_str()) == 0)
+                    ++removed;
+            },
+            Files::Arenas);
     } catch (...) {  // out of memory for a name: the next start's sweep removes them
     }
     return removed;

@@ -57,7 +57,8 @@ public:
     // tcaErrorNotReady = not (yet) there.  A poll passes the same `unseen`
     // each time: the listing is skipped while /dev/shm did not change since
     // a listing that found nothing of ours.
-    Result attach(const std::string &job_key, int node, int num_nodes, ShmDirStamp *unseen = nullptr);
+    Result attach(const std::string &job_key, int node, int num_nodes,
+                  ShmDirStamp *unseen = nullptr);
     void reset() noexcept;
 
     bool mapped() const noexcept { return base_ != nullptr; }

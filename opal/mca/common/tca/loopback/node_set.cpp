@@ -20,13 +20,16 @@ Result NodeSet::create_own(uint64_t internal_size) {
     unlinked_.assign(static_cast<size_t>(size()), 0);
     own_bounce_posted_ = nullptr;
     remove_stale_segments();  // the next start cleans what a killed job left
-    const Result r = segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
-    if (r == tcaSuccess) own_bounce_posted_ = &own().header()->bounce_posted;
+    const Result r =
+        segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
+    if (r == tcaSuccess)
+        own_bounce_posted_ = &own().header()->bounce_posted;
     return r;
 }
 
 void NodeSet::publish_ready() {
-    own().header()->state.store(static_cast<uint32_t>(SegmentState::Ready), std::memory_order_release);
+    own().header()->state.store(static_cast<uint32_t>(SegmentState::Ready),
+                                std::memory_order_release);
 }
 
 Result NodeSet::attach_all() {
@@ -34,16 +37,20 @@ Result NodeSet::attach_all() {
     const auto deadline = clock::now() + std::chrono::nanoseconds(policy_.timeout_ns);
     own().header()->attached_mask.fetch_or(1ull << self(), std::memory_order_acq_rel);
     for (int n = 0; n < size(); ++n) {
-        if (n == self()) continue;
+        if (n == self())
+            continue;
         auto &seg = segments_[static_cast<size_t>(n)];
         ShmDirStamp unseen;
         for (int spins = 0;; ++spins) {
             const Result r = seg.attach(info_.job_key, n, size(), &unseen);
-            if (r == tcaSuccess) break;
-            if (r != tcaErrorNotReady) return r;
+            if (r == tcaSuccess)
+                break;
+            if (r != tcaErrorNotReady)
+                return r;
             if (clock::now() >= deadline) {
-                std::fprintf(stderr, "tca: node %d: node %d of job '%s' did not start within the timeout\n", self(),
-                             n, info_.job_key.c_str());
+                std::fprintf(stderr,
+                             "tca: node %d: node %d of job '%s' did not start within the timeout\n",
+                             self(), n, info_.job_key.c_str());
                 return tcaErrorTimeout;
             }
             std::this_thread::sleep_for(std::chrono::microseconds(spins < 100 ? 50 : 1000));
@@ -54,7 +61,8 @@ Result NodeSet::attach_all() {
 }
 
 void NodeSet::finalize(bool wait_for_peers) {
-    if (segments_.empty() || !segments_[static_cast<size_t>(self())].mapped()) return;
+    if (segments_.empty() || !segments_[static_cast<size_t>(self())].mapped())
+        return;
     SegmentHeader *h = own().header();
     // Wait (bounded) until every peer has mapped us, so a slow starter does not
     // find our name gone; dead or finished peers will never map us.
@@ -67,9 +75,11 @@ void NodeSet::finalize(bool wait_for_peers) {
         for (int n = 0; n < size(); ++n)
             if (!(h->attached_mask.load(std::memory_order_acquire) & (1ull << n)) && n != self()) {
                 auto &seg = segments_[static_cast<size_t>(n)];
-                if (!seg.mapped() || !gone(n)) missing_live = true;
+                if (!seg.mapped() || !gone(n))
+                    missing_live = true;
             }
-        if (!missing_live) break;
+        if (!missing_live)
+            break;
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     h->state.store(static_cast<uint32_t>(SegmentState::Finalized), std::memory_order_release);
@@ -79,15 +89,16 @@ void NodeSet::finalize(bool wait_for_peers) {
 
 Liveness NodeSet::liveness(int node) {
     auto &seg = segments_[static_cast<size_t>(node)];
-    if (!seg.mapped()) return Liveness::Dead;
+    if (!seg.mapped())
+        return Liveness::Dead;
     const Liveness l = check_liveness(seg.view().header());
     if (l == Liveness::Dead) {
         std::lock_guard g(cleanup_lock_);
         if (!unlinked_[static_cast<size_t>(node)]) {
             unlinked_[static_cast<size_t>(node)] = 1;
             unlink_segment(seg.name());  // and its shared-heap arenas
-            std::fprintf(stderr, "tca: node %d: node %d (pid %d) died; removed its segment\n", self(), node,
-                         static_cast<int>(seg.view().header()->pid));
+            std::fprintf(stderr, "tca: node %d: node %d (pid %d) died; removed its segment\n",
+                         self(), node, static_cast<int>(seg.view().header()->pid));
         }
     }
     return l;
@@ -95,9 +106,11 @@ Liveness NodeSet::liveness(int node) {
 
 void NodeSet::note_unresponsive(int node, std::chrono::steady_clock::duration waited) {
     const auto s = std::chrono::duration_cast<std::chrono::seconds>(waited).count();
-    std::fprintf(stderr, "tca: node %d: node %d (pid %d) is alive but has not answered for %lld s (stopped?); "
-                 "still waiting\n", self(), node, static_cast<int>(view(node).header()->pid),
-                 static_cast<long long>(s));
+    std::fprintf(
+        stderr,
+        "tca: node %d: node %d (pid %d) is alive but has not answered for %lld s (stopped?); "
+        "still waiting\n",
+        self(), node, static_cast<int>(view(node).header()->pid), static_cast<long long>(s));
 }
 
 Result NodeSet::counter_add(int node, int id, uint64_t v) noexcept {
@@ -106,9 +119,12 @@ Result NodeSet::counter_add(int node, int id, uint64_t v) noexcept {
     const uint32_t holder = owned_token(id);
     uint64_t cur = word.load(std::memory_order_relaxed);
     do {
-        if (counter_holder(cur) != holder) return tcaErrorNotAcquired;  // held by another, or released
-        if (v > kCounterValueMask - counter_count(cur)) return tcaErrorInvalidValue;  // past 2^48
-    } while (!word.compare_exchange_weak(cur, cur + v, std::memory_order_acq_rel, std::memory_order_relaxed));
+        if (counter_holder(cur) != holder)
+            return tcaErrorNotAcquired;  // held by another, or released
+        if (v > kCounterValueMask - counter_count(cur))
+            return tcaErrorInvalidValue;  // past 2^48
+    } while (!word.compare_exchange_weak(cur, cur + v, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed));
     // No engine wake-up: a counter can only release a triggered descriptor of
     // a running chain, and an engine with a running chain looks at its
     // triggers by itself (DmaEngine::run).  A wake per counter add would cost
@@ -119,7 +135,8 @@ Result NodeSet::counter_add(int node, int id, uint64_t v) noexcept {
 
 Result NodeSet::counter_read(int id, uint64_t *value) const noexcept {
     const uint64_t w = own().counter(owned_index(id)).load(std::memory_order_acquire);
-    if (counter_holder(w) != owned_token(id)) return tcaErrorNotAcquired;
+    if (counter_holder(w) != owned_token(id))
+        return tcaErrorNotAcquired;
     *value = counter_count(w);
     return tcaSuccess;
 }
@@ -133,7 +150,8 @@ void NodeSet::slot_claim(int index, uint32_t holder) noexcept {
 }
 
 Result NodeSet::slot_check(int node, int id) const noexcept {
-    const uint32_t holder = view(node).header()->slot_holder[owned_index(id)].load(std::memory_order_acquire);
+    const uint32_t holder =
+        view(node).header()->slot_holder[owned_index(id)].load(std::memory_order_acquire);
     return holder == 0 || holder == owned_token(id) ? tcaSuccess : tcaErrorNotAcquired;
 }
 

@@ -35,9 +35,11 @@ struct PutBound {
         return {clock::time_point::max(), cancel, ns};
     }
     bool over() const noexcept {
-        if (cancel != nullptr && cancel->load(std::memory_order_acquire) != 0) return true;
+        if (cancel != nullptr && cancel->load(std::memory_order_acquire) != 0)
+            return true;
         if (deadline == clock::time_point::max()) {
-            if (patience_ns >= 0) deadline = clock::now() + std::chrono::nanoseconds(patience_ns);
+            if (patience_ns >= 0)
+                deadline = clock::now() + std::chrono::nanoseconds(patience_ns);
             return false;
         }
         return clock::now() >= deadline;
@@ -61,14 +63,18 @@ public:
     int size() const noexcept { return info_.num_nodes; }
     const LaunchInfo &info() const noexcept { return info_; }
     const WaitPolicy &policy() const noexcept { return policy_; }
-    SegmentView view(int node) const noexcept { return segments_[static_cast<size_t>(node)].view(); }
+    SegmentView view(int node) const noexcept {
+        return segments_[static_cast<size_t>(node)].view();
+    }
     SegmentView own() const noexcept { return view(self()); }
     // Our segment's mask of posted bounce mailboxes, null before create_own:
     // MPI progress looks at it on every pass, so one load instead of the walk
     // through segments_ and the header (our mapping never moves once created).
     const std::atomic<uint64_t> *own_bounce_posted() const noexcept { return own_bounce_posted_; }
     // The shm name of a node's segment ("" before it is created or attached).
-    const std::string &segment_name(int node) const noexcept { return segments_[static_cast<size_t>(node)].name(); }
+    const std::string &segment_name(int node) const noexcept {
+        return segments_[static_cast<size_t>(node)].name();
+    }
 
     // Alive or gone?  A node found dead gets its segment unlinked (cleanup by survivors).
     Liveness liveness(int node);
@@ -82,7 +88,8 @@ public:
     bool known_gone(int node) const noexcept {
         const SegmentHeader *h = view(node).header();
         return h->dead.load(std::memory_order_acquire) != 0 ||
-               h->state.load(std::memory_order_acquire) == static_cast<uint32_t>(SegmentState::Finalized);
+               h->state.load(std::memory_order_acquire) ==
+                   static_cast<uint32_t>(SegmentState::Finalized);
     }
 
     // Add to a node's counter and wake whoever waits on it there.
@@ -108,7 +115,8 @@ public:
     // application threads until their own deadline.
     enum class Patience { Timeout, WhilePeerLives };
     template <class Ready>
-    Result wait_until(EventWord &ev, Ready &&ready, int watch_node, Patience patience = Patience::Timeout);
+    Result wait_until(EventWord &ev, Ready &&ready, int watch_node,
+                      Patience patience = Patience::Timeout);
 
 private:
     // Says once per wait period that a live node keeps us waiting.
@@ -134,7 +142,8 @@ Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node, Patienc
     const auto start = clock::now();
     const auto spin_until = start + std::chrono::nanoseconds(policy_.spin_ns);
     do {
-        if (ready()) return tcaSuccess;
+        if (ready())
+            return tcaSuccess;
         cpu_relax();
     } while (clock::now() < spin_until);
     auto deadline = start + std::chrono::nanoseconds(policy_.timeout_ns);
@@ -145,10 +154,13 @@ Result NodeSet::wait_until(EventWord &ev, Ready &&ready, int watch_node, Patienc
             return tcaSuccess;
         }
         ev.wait(snap, 10'000'000);  // 10 ms: bounds how late a peer's death is noticed
-        if (ready()) return tcaSuccess;
-        if (watch_node >= 0 && gone(watch_node)) return ready() ? tcaSuccess : tcaErrorPeerGone;
+        if (ready())
+            return tcaSuccess;
+        if (watch_node >= 0 && gone(watch_node))
+            return ready() ? tcaSuccess : tcaErrorPeerGone;
         if (clock::now() >= deadline) {
-            if (patience == Patience::Timeout || watch_node < 0) return tcaErrorTimeout;
+            if (patience == Patience::Timeout || watch_node < 0)
+                return tcaErrorTimeout;
             note_unresponsive(watch_node, clock::now() - start);
             deadline += std::chrono::nanoseconds(policy_.timeout_ns);
         }

@@ -40,8 +40,8 @@ public:
     // names the source is no longer registered) and nothing is there, its
     // error: nobody will post any more.  A blocking take calls drive()
     // between looks (the loopback device runs pending DMA on the waiter).
-    Result take(NodeSet &nodes, int src_node, int slot, int tag, bool block, const std::function<Result()> &live,
-                const std::function<void()> &drive = {});
+    Result take(NodeSet &nodes, int src_node, int slot, int tag, bool block,
+                const std::function<Result()> &live, const std::function<void()> &drive = {});
 
 private:
     bool try_take(NodeSet &nodes, int src_node, int slot, int tag);

@@ -46,21 +46,25 @@ private:
 };
 
 template <class F>
-Result PeerArenas::with(int node, uint32_t slot, uint64_t serial, uint64_t offset, uint64_t len, F &&f) {
-    if (slot >= kMaxArenas || serial == 0) return tcaErrorNotRegistered;
+Result PeerArenas::with(int node, uint32_t slot, uint64_t serial, uint64_t offset, uint64_t len,
+                        F &&f) {
+    if (slot >= kMaxArenas || serial == 0)
+        return tcaErrorNotRegistered;
     PerNode &pn = *per_node_[static_cast<size_t>(node)];
     for (int round = 0; round < 2; ++round) {
         {
             std::shared_lock g(pn.lock);
             const Mapping &m = pn.maps[slot];
             if (m.serial == serial) {
-                if (offset > m.size || len > m.size - offset) return tcaErrorNotRegistered;
+                if (offset > m.size || len > m.size - offset)
+                    return tcaErrorNotRegistered;
                 return f(m.base + offset);
             }
         }
         std::unique_lock g(pn.lock);
         if (pn.maps[slot].serial != serial)
-            if (Result r = map(node, slot, serial); r != tcaSuccess) return r;
+            if (Result r = map(node, slot, serial); r != tcaSuccess)
+                return r;
     }
     return tcaErrorNotRegistered;
 }

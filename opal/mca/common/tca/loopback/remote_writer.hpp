@@ -32,8 +32,9 @@ struct RowCopy {  // a contiguous (height 1) or block-stride transfer
     uint64_t width;
     uint64_t height;
     bool src_on_gpu;
-    bool streaming = false;  // part of a run larger than the cache: non-temporal stores (byte_copy.hpp)
-    bool by_pio = false;     // a PIO write (its thread waits for it), not a DMA run
+    bool streaming =
+        false;  // part of a run larger than the cache: non-temporal stores (byte_copy.hpp)
+    bool by_pio = false;  // a PIO write (its thread waits for it), not a DMA run
 };
 
 class RemoteWriter {
@@ -64,8 +65,9 @@ public:
     // fit tcaBackendAttr::put_mechanism with the shared heap's words).
     std::string mechanism() const {
         const char *path = !single_copy() ? "bounce through the target's engine thread"
-                           : pio_bounces_ ? "PIO writes bounced by the target, DMA by process_vm_writev"
-                                          : "process_vm_writev (single copy)";
+                           : pio_bounces_
+                               ? "PIO writes bounced by the target, DMA by process_vm_writev"
+                               : "process_vm_writev (single copy)";
         return path + chosen_because_;
     }
     // Other nodes' arenas mapped so far: puts into them were plain stores.
@@ -79,9 +81,10 @@ private:
     Result read_registration(const tcaHandle &h, Registration *out) const noexcept;
     Result write_local(unsigned char *dst_base, const RowCopy &c);
     Result write_cma(int node, uint64_t dst_addr, const RowCopy &c);
-    Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c, const PutBound &bound);
-    Result bounce_row(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src, uint64_t len,
-                      bool src_on_gpu, const PutBound &bound);
+    Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c,
+                        const PutBound &bound);
+    Result bounce_row(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
+                      uint64_t len, bool src_on_gpu, const PutBound &bound);
     template <class Ready>
     Result wait_served(SegmentView target, Ready &&ready, int node, const PutBound &bound);
     // wait_until on a peer's work, ended early (tcaErrorTimeout) by `bound`.

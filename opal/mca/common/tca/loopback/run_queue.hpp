@@ -39,11 +39,14 @@ public:
     // is, unchanged, until pop().
     T *front() {
         const uint64_t head = head_.load(std::memory_order_relaxed);
-        if (head != tail_.load(std::memory_order_acquire)) return from_ring(head);
-        if (overflow_size_.load(std::memory_order_acquire) == 0) return nullptr;
+        if (head != tail_.load(std::memory_order_acquire))
+            return from_ring(head);
+        if (overflow_size_.load(std::memory_order_acquire) == 0)
+            return nullptr;
         // Runs that filled the ring after our look at the tail came before
         // the overflow's first: the overflow count published them.
-        if (head != tail_.load(std::memory_order_acquire)) return from_ring(head);
+        if (head != tail_.load(std::memory_order_acquire))
+            return from_ring(head);
         std::lock_guard g(overflow_lock_);
         front_in_overflow_ = true;
         return &overflow_.front();  // push_back does not move elements
@@ -65,7 +68,8 @@ public:
     size_t clear() {
         std::lock_guard g(overflow_lock_);
         const uint64_t tail = tail_.load(std::memory_order_relaxed);
-        const size_t dropped = static_cast<size_t>(tail - head_.load(std::memory_order_relaxed)) + overflow_.size();
+        const size_t dropped =
+            static_cast<size_t>(tail - head_.load(std::memory_order_relaxed)) + overflow_.size();
         head_.store(tail, std::memory_order_release);
         overflow_.clear();
         overflow_size_.store(0, std::memory_order_release);

@@ -28,9 +28,11 @@ inline constexpr uint32_t kLayoutVersion = 10;
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
 // (Until version 3 the magic was the same for every layout.)
-inline constexpr uint64_t kSegmentMagic = 0x544341'4c4f'0000ull | kLayoutVersion;  // "TCALO" + version
+inline constexpr uint64_t kSegmentMagic =
+    0x544341'4c4f'0000ull | kLayoutVersion;  // "TCALO" + version
 inline constexpr uint32_t kMaxRegistrations = 4096;
-inline constexpr uint32_t kNotifyTags = TCA_NOTIFY_TAGS;  // tags with notifications outstanding per (source, slot)
+inline constexpr uint32_t kNotifyTags =
+    TCA_NOTIFY_TAGS;  // tags with notifications outstanding per (source, slot)
 inline constexpr uint64_t kBounceSize = 256 * 1024;
 inline constexpr uint32_t kMaxArenas = 64;  // shared-heap files per node (tcaMalloc CPU memory)
 
@@ -50,8 +52,12 @@ struct alignas(64) PaddedCounter {
 static_assert(sizeof(PaddedCounter) == 64);
 constexpr int kCounterTokenShift = 48;
 constexpr uint64_t kCounterValueMask = (uint64_t{1} << kCounterTokenShift) - 1;
-constexpr uint64_t counter_count(uint64_t word) noexcept { return word & kCounterValueMask; }
-constexpr uint32_t counter_holder(uint64_t word) noexcept { return static_cast<uint32_t>(word >> kCounterTokenShift); }
+constexpr uint64_t counter_count(uint64_t word) noexcept {
+    return word & kCounterValueMask;
+}
+constexpr uint32_t counter_holder(uint64_t word) noexcept {
+    return static_cast<uint32_t>(word >> kCounterTokenShift);
+}
 
 // Peers read the fields between two loads of key (a seqlock: the owner
 // zeroes key before it reuses an entry), so a torn read is never used.
@@ -88,7 +94,7 @@ struct ArenaSlot {
 struct alignas(64) NotifyTable {
     static constexpr uint64_t kClaimed = 1ull << 31;
     static constexpr uint64_t kCountMask = kClaimed - 1;  // counts wrap at 2^31 outstanding
-    std::atomic<uint64_t> words[kNotifyTags];  // 0 = free
+    std::atomic<uint64_t> words[kNotifyTags];             // 0 = free
 };
 
 // Mailbox of one source node in the target's segment (one per node, so
@@ -121,14 +127,15 @@ struct alignas(64) SegmentHeader {
     uint32_t node_id;
     pid_t pid;
     uid_t uid;
-    uint64_t start_time;  // the owner's start time (clock ticks after boot): a reused pid is not the owner
+    uint64_t
+        start_time;  // the owner's start time (clock ticks after boot): a reused pid is not the owner
     char job_key[64];
     std::atomic<uint32_t> state;
     std::atomic<uint32_t> dead;           // set by whoever first sees the owner died
     std::atomic<uint64_t> attached_mask;  // bit i: node i has mapped this segment
     pthread_mutex_t alive_lock;           // held by the DMA-engine thread while the node lives
-    EventWord app_event;     // notifications, channel completions, counters
-    EventWord engine_event;  // work for the DMA engine: chain starts, bounce requests
+    EventWord app_event;                  // notifications, channel completions, counters
+    EventWord engine_event;               // work for the DMA engine: chain starts, bounce requests
     // Bit n: node n posted a request in its mailbox (set by the writer after
     // posting, cleared by the server once the mailbox is idle): the server
     // looks only at those, and an idle node's progress reads one word.
@@ -170,7 +177,9 @@ public:
     BounceArea *bounce(uint32_t src) const noexcept {
         return reinterpret_cast<BounceArea *>(base_ + header()->bounce_offset) + src;
     }
-    ArenaSlot *arenas() const noexcept { return reinterpret_cast<ArenaSlot *>(base_ + header()->arena_offset); }
+    ArenaSlot *arenas() const noexcept {
+        return reinterpret_cast<ArenaSlot *>(base_ + header()->arena_offset);
+    }
     unsigned char *internal() const noexcept { return base_ + header()->internal_offset; }
     unsigned char *base() const noexcept { return base_; }
 

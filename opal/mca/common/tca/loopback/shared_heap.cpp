@@ -17,26 +17,36 @@
 namespace tca::loopback {
 
 namespace {
-uint64_t pages(uint64_t size) { return (std::max<uint64_t>(size, 1) + SharedHeap::kPage - 1) / SharedHeap::kPage * SharedHeap::kPage; }
+uint64_t pages(uint64_t size) {
+    return (std::max<uint64_t>(size, 1) + SharedHeap::kPage - 1) / SharedHeap::kPage *
+           SharedHeap::kPage;
+}
 }  // namespace
 
-SharedHeap::~SharedHeap() { shutdown(); }
+SharedHeap::~SharedHeap() {
+    shutdown();
+}
 
 Result SharedHeap::add_arena(uint64_t size, bool own, Arena **out) {
     ArenaSlot *table = nodes_.own().arenas();
     uint32_t slot = kMaxArenas;
     for (uint32_t i = 0; i < kMaxArenas && slot == kMaxArenas; ++i)
-        if (table[i].serial.load(std::memory_order_relaxed) == 0) slot = i;
-    if (slot == kMaxArenas) return tcaErrorNoMemory;
+        if (table[i].serial.load(std::memory_order_relaxed) == 0)
+            slot = i;
+    if (slot == kMaxArenas)
+        return tcaErrorNoMemory;
     const std::string &segment = nodes_.segment_name(nodes_.self());
     std::string name;
     int fd = -1;
-    for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {  // EEXIST: a squatter; try another name
+    for (int attempt = 0; attempt < 8 && fd < 0;
+         ++attempt) {  // EEXIST: a squatter; try another name
         name = new_arena_name(segment);
         fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST) break;
+        if (fd < 0 && errno != EEXIST)
+            break;
     }
-    if (fd < 0) return tcaErrorNoMemory;
+    if (fd < 0)
+        return tcaErrorNoMemory;
     register_launcher_cleanup(name);  // as the segment (loopback_device.cpp)
     if (name.size() >= sizeof table[slot].name || fchmod(fd, 0600) != 0 ||
         ftruncate(fd, static_cast<off_t>(size)) != 0) {
@@ -57,7 +67,8 @@ Result SharedHeap::add_arena(uint64_t size, bool own, Arena **out) {
     a->base = static_cast<unsigned char *>(p);
     a->size = size;
     a->own = own;
-    if (!own) a->blocks = std::make_unique<InternalHeap>(size);
+    if (!own)
+        a->blocks = std::make_unique<InternalHeap>(size);
     ArenaSlot &s = table[slot];
     s.size = size;
     std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
@@ -75,14 +86,16 @@ void SharedHeap::drop_arena(Arena *a) noexcept {
     shm_unlink(name);
     munmap(a->base, a->size);
     close(a->fd);
-    arenas_.erase(std::find_if(arenas_.begin(), arenas_.end(), [&](const auto &p) { return p.get() == a; }));
+    arenas_.erase(
+        std::find_if(arenas_.begin(), arenas_.end(), [&](const auto &p) { return p.get() == a; }));
 }
 
 // The block's pages exist from here on: a full /dev/shm is an error now,
 // never a SIGBUS at a later store (ours or a peer's).
 Result SharedHeap::reserve(Arena *a, uint64_t off, uint64_t len) {
     // Quiet: tcaMalloc falls back to private memory.
-    return reserve_shm(a->fd, off, len, nodes_.own().arenas()[a->slot].name, "shared heap (tcaMalloc)", false);
+    return reserve_shm(a->fd, off, len, nodes_.own().arenas()[a->slot].name,
+                       "shared heap (tcaMalloc)", false);
 }
 
 void SharedHeap::give_back(Arena *a, uint64_t off, uint64_t len) noexcept {
@@ -94,16 +107,20 @@ void SharedHeap::give_back(Arena *a, uint64_t off, uint64_t len) noexcept {
 
 Result SharedHeap::allocate(size_t size, void **out) {
     const uint64_t len = pages(size);
-    if (len < size) return tcaErrorNoMemory;  // size near SIZE_MAX
+    if (len < size)
+        return tcaErrorNoMemory;  // size near SIZE_MAX
     std::lock_guard g(lock_);
-    if (shut_down_) return tcaErrorNoMemory;
+    if (shut_down_)
+        return tcaErrorNoMemory;
     Arena *arena = nullptr;
     uint64_t off = 0;
     if (len >= kOwnArena) {
-        if (Result r = add_arena(len, true, &arena); r != tcaSuccess) return r;
+        if (Result r = add_arena(len, true, &arena); r != tcaSuccess)
+            return r;
     } else {
         for (const auto &a : arenas_) {
-            if (a->own) continue;
+            if (a->own)
+                continue;
             if (const auto o = a->blocks->allocate(len)) {
                 arena = a.get();
                 off = *o;
@@ -112,13 +129,15 @@ Result SharedHeap::allocate(size_t size, void **out) {
         }
         if (arena == nullptr) {
             const uint64_t size_new = std::max(next_general_, len);
-            if (Result r = add_arena(size_new, false, &arena); r != tcaSuccess) return r;
+            if (Result r = add_arena(size_new, false, &arena); r != tcaSuccess)
+                return r;
             next_general_ = std::min(2 * next_general_, kMaxArena);
             off = *arena->blocks->allocate(len);
         }
     }
     if (Result r = reserve(arena, off, len); r != tcaSuccess) {
-        if (arena->own) drop_arena(arena);
+        if (arena->own)
+            drop_arena(arena);
         else {
             give_back(arena, off, len);
             arena->blocks->release(off);
@@ -134,14 +153,16 @@ Result SharedHeap::allocate(size_t size, void **out) {
 std::optional<uint64_t> SharedHeap::block_length(const void *p) const {
     std::lock_guard g(lock_);
     const auto it = blocks_.find(reinterpret_cast<uint64_t>(p));
-    if (it == blocks_.end()) return std::nullopt;
+    if (it == blocks_.end())
+        return std::nullopt;
     return it->second.length;
 }
 
 std::optional<size_t> SharedHeap::release(void *p) {
     std::lock_guard g(lock_);
     const auto it = blocks_.find(reinterpret_cast<uint64_t>(p));
-    if (it == blocks_.end()) return std::nullopt;
+    if (it == blocks_.end())
+        return std::nullopt;
     const Block b = it->second;
     blocks_.erase(it);
     if (b.arena->own) {
@@ -156,28 +177,34 @@ std::optional<size_t> SharedHeap::release(void *p) {
 std::optional<SharedHeap::Location> SharedHeap::locate(uint64_t addr, uint64_t size) const {
     std::lock_guard g(lock_);
     auto it = blocks_.upper_bound(addr);
-    if (it == blocks_.begin()) return std::nullopt;
+    if (it == blocks_.begin())
+        return std::nullopt;
     --it;
     const Block &b = it->second;
     const uint64_t rel = addr - it->first;
     // Inside the block as reserved (whole pages): the registration may cover
     // the rounding, never another block.
-    if (rel > b.length || size > b.length - rel) return std::nullopt;
+    if (rel > b.length || size > b.length - rel)
+        return std::nullopt;
     return Location{b.arena->slot, b.arena->serial, b.offset + rel};
 }
 
 void SharedHeap::shutdown() noexcept {
     std::lock_guard g(lock_);
-    if (shut_down_) return;
+    if (shut_down_)
+        return;
     shut_down_ = true;
-    if (arenas_.empty()) return;  // (also: the node may never have made its segment)
+    if (arenas_.empty())
+        return;  // (also: the node may never have made its segment)
     ArenaSlot *table = nodes_.own().arenas();
     for (const auto &a : arenas_) {
         shm_unlink(table[a->slot].name);
         close(a->fd);
         a->fd = -1;
-        const bool used = std::any_of(blocks_.begin(), blocks_.end(), [&](const auto &kv) { return kv.second.arena == a.get(); });
-        if (!used) munmap(a->base, a->size);
+        const bool used = std::any_of(blocks_.begin(), blocks_.end(),
+                                      [&](const auto &kv) { return kv.second.arena == a.get(); });
+        if (!used)
+            munmap(a->base, a->size);
     }
 }
 
@@ -189,7 +216,8 @@ uint64_t SharedHeap::arenas() const {
 uint64_t SharedHeap::bytes_in_use() const {
     std::lock_guard g(lock_);
     uint64_t n = 0;
-    for (const auto &[addr, b] : blocks_) n += b.length;
+    for (const auto &[addr, b] : blocks_)
+        n += b.length;
     return n;
 }
 

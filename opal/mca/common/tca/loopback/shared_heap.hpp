@@ -71,7 +71,7 @@ private:
         int fd = -1;
         unsigned char *base = nullptr;
         uint64_t size = 0;
-        bool own = false;  // one allocation's own arena
+        bool own = false;                      // one allocation's own arena
         std::unique_ptr<InternalHeap> blocks;  // general arenas: offsets of blocks
     };
     struct Block {

@@ -27,7 +27,8 @@ public:
     }
     void remember(ino_t ino, const char *name) {
         std::lock_guard g(lock_);
-        if (set_.size() < kMaxRemembered) set_.insert(key(ino, name));
+        if (set_.size() < kMaxRemembered)
+            set_.insert(key(ino, name));
     }
 
 private:
@@ -49,40 +50,52 @@ void warn_not_ours(const std::string &name, const std::string &why) {
     static std::mutex lock;
     static std::set<std::string> told;
     std::lock_guard g(lock);
-    if (told.size() > kMaxTold || !told.insert(name).second) return;
+    if (told.size() > kMaxTold || !told.insert(name).second)
+        return;
     if (told.size() > kMaxTold)
-        std::fprintf(stderr, "tca: ignoring more files in /dev/shm that are not segments of this user\n");
+        std::fprintf(stderr,
+                     "tca: ignoring more files in /dev/shm that are not segments of this user\n");
     else
-        std::fprintf(stderr, "tca: ignoring /dev/shm%s: %s (not a segment of this user; not mapped)\n",
+        std::fprintf(stderr,
+                     "tca: ignoring /dev/shm%s: %s (not a segment of this user; not mapped)\n",
                      name.c_str(), why.c_str());
 }
 
-void for_each_own_entry(const std::string &prefix, bool warn, const std::function<void(const std::string &)> &f) {
+void for_each_own_entry(const std::string &prefix, bool warn,
+                        const std::function<void(const std::string &)> &f) {
     DIR *d = opendir("/dev/shm");
-    if (d == nullptr) return;
+    if (d == nullptr)
+        return;
     const char *want = prefix.c_str() + 1;  // shm names start with '/'
     const size_t want_len = prefix.size() - 1;
     while (dirent *e = readdir(d)) {
-        if (std::strncmp(e->d_name, want, want_len) != 0) continue;
-        if (foreign().known(e->d_ino, e->d_name)) continue;
+        if (std::strncmp(e->d_name, want, want_len) != 0)
+            continue;
+        if (foreign().known(e->d_ino, e->d_name))
+            continue;
         struct stat st {};
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;  // gone meanwhile
         char why[96] = "";
         if (!S_ISREG(st.st_mode)) {
             std::snprintf(why, sizeof why, "not a regular file");
         } else if (st.st_uid != geteuid()) {
-            std::snprintf(why, sizeof why, "owned by uid %u, we are uid %u", static_cast<unsigned>(st.st_uid),
-                          static_cast<unsigned>(geteuid()));
+            std::snprintf(why, sizeof why, "owned by uid %u, we are uid %u",
+                          static_cast<unsigned>(st.st_uid), static_cast<unsigned>(geteuid()));
         }
         if (why[0] != '\0') {  // never ours: remembered
             foreign().remember(st.st_ino, e->d_name);
-        } else if ((st.st_mode & 07777) != 0600) {  // ours, but not made by us this way: judged each time
-            std::snprintf(why, sizeof why, "mode %04o, expected 0600", static_cast<unsigned>(st.st_mode & 07777));
+        } else if ((st.st_mode & 07777) !=
+                   0600) {  // ours, but not made by us this way: judged each time
+            std::snprintf(why, sizeof why, "mode %04o, expected 0600",
+                          static_cast<unsigned>(st.st_mode & 07777));
         } else if (st.st_nlink != 1) {
-            std::snprintf(why, sizeof why, "%u links, expected 1", static_cast<unsigned>(st.st_nlink));
+            std::snprintf(why, sizeof why, "%u links, expected 1",
+                          static_cast<unsigned>(st.st_nlink));
         }
         if (why[0] != '\0') {
-            if (warn) warn_not_ours(std::string("/") + e->d_name, why);
+            if (warn)
+                warn_not_ours(std::string("/") + e->d_name, why);
             continue;
         }
         f(std::string("/") + e->d_name);
@@ -96,9 +109,11 @@ void ShmDirStamp::take() {
 }
 
 bool ShmDirStamp::unchanged() const {
-    if (!valid_ || std::chrono::steady_clock::now() - taken_ >= kMaxAge) return false;
+    if (!valid_ || std::chrono::steady_clock::now() - taken_ >= kMaxAge)
+        return false;
     struct stat now {};
-    if (stat("/dev/shm", &now) != 0) return false;
+    if (stat("/dev/shm", &now) != 0)
+        return false;
     return now.st_ino == st_.st_ino && now.st_size == st_.st_size && now.st_nlink == st_.st_nlink &&
            now.st_mtim.tv_sec == st_.st_mtim.tv_sec && now.st_mtim.tv_nsec == st_.st_mtim.tv_nsec &&
            now.st_ctim.tv_sec == st_.st_ctim.tv_sec && now.st_ctim.tv_nsec == st_.st_ctim.tv_nsec;

@@ -22,7 +22,8 @@ namespace tca::loopback {
 // entries are remembered and not looked at again.
 // f must still open the file with open_own_segment_file (the entry may
 // change between the listing and the open).
-void for_each_own_entry(const std::string &prefix, bool warn, const std::function<void(const std::string &)> &f);
+void for_each_own_entry(const std::string &prefix, bool warn,
+                        const std::function<void(const std::string &)> &f);
 
 // Says once per file (at most a few files) that a file under our prefix is
 // not ours (planted by another user, or damaged), and why: it is left alone.

@@ -27,11 +27,13 @@ void on_sigterm(int sig) {
             const ArenaSlot &s = g_arenas[i];
             // The owner writes the name before the serial (release); a slot
             // being rewritten right now can at worst name no file.
-            if (s.serial.load(std::memory_order_acquire) == 0) continue;
+            if (s.serial.load(std::memory_order_acquire) == 0)
+                continue;
             char name[sizeof s.name];
             std::memcpy(name, s.name, sizeof name);
             name[sizeof name - 1] = '\0';
-            if (name[0] == '/') shm_unlink(name);
+            if (name[0] == '/')
+                shm_unlink(name);
         }
         shm_unlink(g_segment);
     }
@@ -46,19 +48,24 @@ void on_sigterm(int sig) {
 }  // namespace
 
 void arm_term_cleanup(const std::string &segment, const ArenaSlot *arenas) noexcept {
-    if (segment.empty() || segment.size() >= sizeof g_segment || arenas == nullptr) return;
+    if (segment.empty() || segment.size() >= sizeof g_segment || arenas == nullptr)
+        return;
     g_armed_pid.store(0, std::memory_order_release);
     std::memcpy(g_segment, segment.c_str(), segment.size() + 1);
     g_arenas = arenas;
     g_armed_pid.store(getpid(), std::memory_order_release);
-    if (g_installed.load(std::memory_order_acquire)) return;
+    if (g_installed.load(std::memory_order_acquire))
+        return;
     struct sigaction old {};
-    if (sigaction(SIGTERM, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) return;
+    if (sigaction(SIGTERM, nullptr, &old) != 0 || old.sa_handler != SIG_DFL ||
+        (old.sa_flags & SA_SIGINFO))
+        return;
     struct sigaction sa {};
     sa.sa_handler = on_sigterm;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, nullptr) == 0) g_installed.store(true, std::memory_order_release);
+    if (sigaction(SIGTERM, &sa, nullptr) == 0)
+        g_installed.store(true, std::memory_order_release);
 }
 
 void disarm_term_cleanup() noexcept {

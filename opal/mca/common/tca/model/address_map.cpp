@@ -8,10 +8,14 @@ namespace tca {
 
 const char *region_name(Region r) noexcept {
     switch (r) {
-    case Region::Host: return "host";
-    case Region::Gpu0: return "gpu0";
-    case Region::Gpu1: return "gpu1";
-    case Region::Internal: return "internal";
+    case Region::Host:
+        return "host";
+    case Region::Gpu0:
+        return "gpu0";
+    case Region::Gpu1:
+        return "gpu1";
+    case Region::Internal:
+        return "internal";
     }
     return "?";
 }
@@ -22,10 +26,12 @@ AddressMap::AddressMap(int num_nodes) : num_nodes_(num_nodes) {
 }
 
 std::optional<DecodedAddress> AddressMap::decode(uint64_t global) const noexcept {
-    if (global < kBarBase || global >= kBarBase + kBarSize) return std::nullopt;
+    if (global < kBarBase || global >= kBarBase + kBarSize)
+        return std::nullopt;
     const uint64_t rel = global - kBarBase;
     const int node = static_cast<int>(rel >> window_shift_);
-    if (node >= num_nodes_) return std::nullopt;
+    if (node >= num_nodes_)
+        return std::nullopt;
     const uint64_t in_window = rel & (window_size() - 1);
     const auto region = static_cast<Region>(in_window / region_size());
     return DecodedAddress{node, region, in_window % region_size()};

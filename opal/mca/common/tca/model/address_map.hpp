@@ -20,7 +20,7 @@ struct DecodedAddress {
 class AddressMap {
 public:
     static constexpr uint64_t kBarBase = 0x0000'4000'0000'0000ull;  // where the BAR is mapped
-    static constexpr uint64_t kBarSize = 512ull << 30;            // 512 GiB as on PEACH2
+    static constexpr uint64_t kBarSize = 512ull << 30;              // 512 GiB as on PEACH2
 
     explicit AddressMap(int num_nodes);
 

@@ -38,13 +38,16 @@ struct Descriptor {
     // since the chain was loaded) once its counter reaches this: thresholds
     // move by `step` every run, so monotonic counters serve every epoch
     // without re-arming (tcaDescSetTrigger).
-    uint64_t trigger_threshold(uint64_t epoch) const noexcept { return wait_value + epoch * wait_step; }
+    uint64_t trigger_threshold(uint64_t epoch) const noexcept {
+        return wait_value + epoch * wait_step;
+    }
 };
 
 // Flags a descriptor accepts (tcaDMAContinue: historical chains mark every
 // descriptor but the last with it; a chain's length says the same here).
-inline constexpr int kAllDescriptorFlags = tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify |
-                                           tcaDMANotifySelf | tcaDMAPipeline | tcaDMAContinue;
+inline constexpr int kAllDescriptorFlags = tcaDMAUseInternal | tcaDMAUseNotifyInternal |
+                                           tcaDMANotify | tcaDMANotifySelf | tcaDMAPipeline |
+                                           tcaDMAContinue;
 
 // Structural validity of a handle value (magic, region, node id).
 TCA_PLUGIN_API Result check_handle(const tcaHandle *h, int num_nodes) noexcept;
@@ -57,10 +60,12 @@ uint64_t strided_span(uint64_t width, uint64_t height, uint64_t pitch) noexcept;
 
 // A PIO write's arguments, before any memory is touched: the handle, the
 // source, flags (within `allowed`), the slot of a notification, the range.
-TCA_PLUGIN_API Result check_pio_write(const tcaHandle &dst, int num_nodes, uint64_t off, const void *src, uint64_t size, int flags,
-                       int allowed_flags, int slot) noexcept;
+TCA_PLUGIN_API Result check_pio_write(const tcaHandle &dst, int num_nodes, uint64_t off,
+                                      const void *src, uint64_t size, int flags, int allowed_flags,
+                                      int slot) noexcept;
 // Everything the hardware model can decide without touching memory: handles,
 // ranges, pitches, flags, slot, the put-only rule (source must be on `local_node`).
-TCA_PLUGIN_API Result validate_descriptor(const Descriptor &d, int local_node, int num_nodes) noexcept;
+TCA_PLUGIN_API Result validate_descriptor(const Descriptor &d, int local_node,
+                                          int num_nodes) noexcept;
 
 }  // namespace tca

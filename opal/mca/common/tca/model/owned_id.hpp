@@ -15,8 +15,12 @@ namespace tca {
 constexpr int kOwnedIdShift = 16;
 constexpr uint32_t kMaxOwnerToken = 0x7fff;  // ids stay positive ints
 
-constexpr int owned_index(int id) noexcept { return id & ((1 << kOwnedIdShift) - 1); }
-constexpr uint32_t owned_token(int id) noexcept { return static_cast<uint32_t>(id) >> kOwnedIdShift; }
+constexpr int owned_index(int id) noexcept {
+    return id & ((1 << kOwnedIdShift) - 1);
+}
+constexpr uint32_t owned_token(int id) noexcept {
+    return static_cast<uint32_t>(id) >> kOwnedIdShift;
+}
 constexpr int owned_id(int index, uint32_t token) noexcept {
     return index | static_cast<int>(token << kOwnedIdShift);
 }

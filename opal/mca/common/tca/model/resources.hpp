@@ -54,7 +54,8 @@ private:
     const Result invalid_index_;
     mutable std::mutex lock_;
     std::vector<State> state_;
-    std::unique_ptr<std::atomic<uint32_t>[]> token_;  // per index: its holder's token, 0 if not acquired
+    std::unique_ptr<std::atomic<uint32_t>[]>
+        token_;  // per index: its holder's token, 0 if not acquired
     uint32_t last_token_ = 0;
 };
 

@@ -26,20 +26,21 @@ struct TCA_PLUGIN_API TimingModel {
     double pio_latency_ns = 782;  // one way to an adjacent node
     double hop_latency_ns = 250;  // each further ring hop (PIO and DMA)
     // DMA, every memory kind
-    double chain_start_ns = 300;  // tcaStartDMADesc until the first descriptor issues
-    double dma_latency_ns = 1700; // issue until the first byte landed, notification included
-    double desc_gap_ns = 64;      // between two descriptors of a chain; tcaDMAPipeline hides it
-    double desc_fetch_ns = 150;   // per descriptor read from a host table (table mode, no tcaDMAUseInternal)
-    double row_ns = 40;           // least time per row of a 2-D descriptor
+    double chain_start_ns = 300;   // tcaStartDMADesc until the first descriptor issues
+    double dma_latency_ns = 1700;  // issue until the first byte landed, notification included
+    double desc_gap_ns = 64;       // between two descriptors of a chain; tcaDMAPipeline hides it
+    double desc_fetch_ns =
+        150;             // per descriptor read from a host table (table mode, no tcaDMAUseInternal)
+    double row_ns = 40;  // least time per row of a 2-D descriptor
     // host memory at both ends
     double host_bandwidth_mb_s = 3500;
     // GPU memory at either end (the published curves are GPU to GPU)
     double gpu_bandwidth_mb_s = 2620;
-    double gpu_small_bytes = 2048;            // up to this size a 1-D transfer streams at ...
-    double gpu_small_bandwidth_mb_s = 12000;  // ... this rate (the flat 2.0-2.2 us part of B1)
-    double gpu_large_bytes = 512 * 1024;      // above this size a transfer streams at ...
-    double gpu_large_bandwidth_mb_s = 2350;   // ... this rate (B1 from 1 MiB)
-    double gpu_2d_bandwidth_mb_s = 2950;      // rows of a 2-D descriptor (B2)
+    double gpu_small_bytes = 2048;              // up to this size a 1-D transfer streams at ...
+    double gpu_small_bandwidth_mb_s = 12000;    // ... this rate (the flat 2.0-2.2 us part of B1)
+    double gpu_large_bytes = 512 * 1024;        // above this size a transfer streams at ...
+    double gpu_large_bandwidth_mb_s = 2350;     // ... this rate (B1 from 1 MiB)
+    double gpu_2d_bandwidth_mb_s = 2950;        // rows of a 2-D descriptor (B2)
     double gpu_2d_large_bandwidth_mb_s = 2060;  // rows of a 2-D descriptor above gpu_large_bytes
     // The emulation's own cost of a delivery, already inside every modelled
     // delay: the store's or notification's cache-line transfer to the waiting
@@ -73,14 +74,15 @@ struct TCA_PLUGIN_API TimingModel {
     // ping-pong measures one way.
     double one_way_dma_ns(uint64_t width, uint64_t height, bool gpu, int hops) const noexcept;
     // A chain of n equal 1-D descriptors, start to the last notification.
-    double chain_ns(int n, uint64_t bytes_each, bool gpu, int hops, bool pipeline, bool fetched) const noexcept;
+    double chain_ns(int n, uint64_t bytes_each, bool gpu, int hops, bool pipeline,
+                    bool fetched) const noexcept;
 };
 
 // What the model needs to know of one descriptor.
 struct TCA_PLUGIN_API DescriptorCost {
     uint64_t width = 0;
     uint64_t height = 1;
-    bool gpu = false;       // GPU memory at either end
+    bool gpu = false;  // GPU memory at either end
     int hops = 1;
     bool pipeline = false;  // tcaDMAPipeline: issues without the gap after the previous one
     bool fetched = false;   // read from a host descriptor table

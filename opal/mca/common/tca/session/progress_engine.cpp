@@ -38,15 +38,18 @@ namespace {
 class ProgressEngine {
 public:
     static ProgressEngine &instance() {
-        static ProgressEngine *e = new ProgressEngine;  // never destroyed: exit handlers may run after destructors
+        static ProgressEngine *e =
+            new ProgressEngine;  // never destroyed: exit handlers may run after destructors
         return *e;
     }
 
     tca_progress_client *join(const tca_progress_hooks_t &hooks) {
         std::lock_guard life(life_lock_);
-        if (exiting_) return nullptr;
+        if (exiting_)
+            return nullptr;
         auto *c = new (std::nothrow) tca_progress_client{hooks};
-        if (c == nullptr) return nullptr;
+        if (c == nullptr)
+            return nullptr;
         try {
             std::lock_guard g(lock_);
             clients_.push_back(c);
@@ -56,10 +59,12 @@ public:
         }
         count_.fetch_add(1, std::memory_order_relaxed);
         // A thread whose last client left from inside a poll has ended by itself.
-        if (thread_.joinable() && running_.load(std::memory_order_acquire) == 0) thread_.join();
+        if (thread_.joinable() && running_.load(std::memory_order_acquire) == 0)
+            thread_.join();
         if (!thread_.joinable()) {
             stop_.store(false, std::memory_order_relaxed);
-            running_.store(1, std::memory_order_relaxed);  // before it runs: it may end (and say so) at once
+            running_.store(
+                1, std::memory_order_relaxed);  // before it runs: it may end (and say so) at once
             try {
                 thread_ = std::thread([this] { run(); });
             } catch (...) {
@@ -67,20 +72,23 @@ public:
                 drop(c);
                 return nullptr;
             }
-            if (!at_exit_registered_) at_exit_registered_ = std::atexit(stop_at_exit) == 0;
+            if (!at_exit_registered_)
+                at_exit_registered_ = std::atexit(stop_at_exit) == 0;
         }
         wake();  // the new client's first pass comes at once
         return c;
     }
 
     void leave(tca_progress_client *c) {
-        if (c == nullptr) return;
+        if (c == nullptr)
+            return;
         if (std::this_thread::get_id() == thread_id_.load(std::memory_order_acquire)) {
             c->gone = true;  // inside a pass: the list lock is ours already
             return;
         }
         std::lock_guard life(life_lock_);
-        if (drop(c)) stop_thread();
+        if (drop(c))
+            stop_thread();
     }
 
     static void wake() { instance().kick(); }
@@ -98,16 +106,20 @@ private:
     void kick() {
         kicks_.fetch_add(1, std::memory_order_seq_cst);
         if (napping_.load(std::memory_order_seq_cst)) {
-            syscall(SYS_futex, reinterpret_cast<uint32_t *>(&kicks_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+            syscall(SYS_futex, reinterpret_cast<uint32_t *>(&kicks_), FUTEX_WAKE_PRIVATE, INT_MAX,
+                    nullptr, nullptr, 0);
             return;
         }
         int node = 0;
-        if (tcaGetNodeId(&node) == tcaSuccess) (void)tcaInterruptRaise(node);
+        if (tcaGetNodeId(&node) == tcaSuccess)
+            (void) tcaInterruptRaise(node);
     }
     void nap(uint32_t kicks_seen, int64_t us) {
         napping_.store(true, std::memory_order_seq_cst);
-        const timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
-        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&kicks_), FUTEX_WAIT_PRIVATE, kicks_seen, &ts, nullptr, 0);
+        const timespec ts{static_cast<time_t>(us / 1000000),
+                          static_cast<long>(us % 1000000) * 1000};
+        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&kicks_), FUTEX_WAIT_PRIVATE, kicks_seen,
+                &ts, nullptr, 0);
         napping_.store(false, std::memory_order_relaxed);
     }
 
@@ -125,7 +137,8 @@ private:
 
     // life_lock_ held.
     void stop_thread() {
-        if (!thread_.joinable()) return;
+        if (!thread_.joinable())
+            return;
         stop_.store(true, std::memory_order_release);
         wake();
         thread_.join();
@@ -151,27 +164,37 @@ private:
             {
                 std::lock_guard g(lock_);
                 for (tca_progress_client *c : clients_) {
-                    if (c->gone) continue;
+                    if (c->gone)
+                        continue;
                     const int n = c->hooks.poll(c->hooks.ctx);
                     handled += std::max(n, 0);
-                    if (n > 0 || c->gone) continue;
-                    if (c->hooks.idle_us != nullptr) sleep_us = std::min(sleep_us, c->hooks.idle_us(c->hooks.ctx));
-                    listen = listen || c->hooks.listens == nullptr || c->hooks.listens(c->hooks.ctx) != 0;
+                    if (n > 0 || c->gone)
+                        continue;
+                    if (c->hooks.idle_us != nullptr)
+                        sleep_us = std::min(sleep_us, c->hooks.idle_us(c->hooks.ctx));
+                    listen = listen || c->hooks.listens == nullptr ||
+                             c->hooks.listens(c->hooks.ctx) != 0;
                 }
-                const auto gone = std::remove_if(clients_.begin(), clients_.end(), [this](tca_progress_client *c) {
-                    if (!c->gone) return false;
-                    count_.fetch_sub(1, std::memory_order_release);  // whoever sees it sees the client done
-                    delete c;
-                    return true;
-                });
+                const auto gone = std::remove_if(
+                    clients_.begin(), clients_.end(), [this](tca_progress_client *c) {
+                        if (!c->gone)
+                            return false;
+                        count_.fetch_sub(
+                            1, std::memory_order_release);  // whoever sees it sees the client done
+                        delete c;
+                        return true;
+                    });
                 clients_.erase(gone, clients_.end());
-                if (clients_.empty()) {  // the last left from inside its poll: end; the next join joins us
+                if (clients_
+                        .empty()) {  // the last left from inside its poll: end; the next join joins us
                     running_.store(0, std::memory_order_release);
                     break;
                 }
             }
-            if (handled > 0 || sleep_us <= 0) continue;
-            if (stop_.load(std::memory_order_acquire)) break;
+            if (handled > 0 || sleep_us <= 0)
+                continue;
+            if (stop_.load(std::memory_order_acquire))
+                break;
             if (!listen) {
                 nap(kicks, sleep_us);
                 continue;
@@ -206,12 +229,21 @@ using tca::session::ProgressEngine;
 extern "C" {
 
 tca_progress_client_t *tca_progress_join(const tca_progress_hooks_t *hooks) {
-    if (hooks == nullptr || hooks->poll == nullptr) return nullptr;
+    if (hooks == nullptr || hooks->poll == nullptr)
+        return nullptr;
     return ProgressEngine::instance().join(*hooks);
 }
-void tca_progress_leave(tca_progress_client_t *client) { ProgressEngine::instance().leave(client); }
-void tca_progress_wake(void) { ProgressEngine::wake(); }
-int tca_progress_threads(void) { return ProgressEngine::instance().threads(); }
-int tca_progress_clients(void) { return ProgressEngine::instance().clients(); }
+void tca_progress_leave(tca_progress_client_t *client) {
+    ProgressEngine::instance().leave(client);
+}
+void tca_progress_wake(void) {
+    ProgressEngine::wake();
+}
+int tca_progress_threads(void) {
+    return ProgressEngine::instance().threads();
+}
+int tca_progress_clients(void) {
+    return ProgressEngine::instance().clients();
+}
 
 }  // extern "C"

@@ -15,7 +15,8 @@ namespace {
 // The size a request means on a host of local_size processes.
 int effective_size(int requested, int local_size) {
     int size = requested;
-    if (size <= 0 || size > local_size) size = local_size;
+    if (size <= 0 || size > local_size)
+        size = local_size;
     return std::min(size, TCA_MAX_NODES);
 }
 
@@ -27,8 +28,10 @@ public:
         if (clients_ > 0) {
             if (requested >= 0 && effective_size(requested, local_size) != size_) {
                 std::snprintf(why, why_len,
-                              "this process already is node %d of its TCA sub-cluster, with sub-clusters of %d "
-                              "processes; a sub-cluster size of %d was asked for as well (all TCA components of a "
+                              "this process already is node %d of its TCA sub-cluster, with "
+                              "sub-clusters of %d "
+                              "processes; a sub-cluster size of %d was asked for as well (all TCA "
+                              "components of a "
                               "process share one node)",
                               place_.node, size_, requested);
                 return TCA_SESSION_CONFLICT;
@@ -39,7 +42,8 @@ public:
         }
         const int size = effective_size(requested < 0 ? 0 : requested, local_size);
         const tca_session_place_t p = tca_session_place(local_rank, local_size, size);
-        if (p.num_nodes < 2) return TCA_SESSION_ALONE;
+        if (p.num_nodes < 2)
+            return TCA_SESSION_ALONE;
         if (const int r = start(&p, ctx); r != tcaSuccess) {
             *device_result = r;
             return TCA_SESSION_START_FAILED;
@@ -52,7 +56,8 @@ public:
     }
     int leave() {
         std::lock_guard g(lock_);
-        if (clients_ == 0) return 0;
+        if (clients_ == 0)
+            return 0;
         return --clients_ == 0 ? 1 : 0;
     }
     int clients() {
@@ -85,17 +90,22 @@ tca_session_place_t tca_session_place(int local_rank, int local_size, int subclu
     return p;
 }
 
-int tca_session_core_join(int requested_size, int local_rank, int local_size, tca_session_start_fn start, void *ctx,
-                          tca_session_place_t *place, int *device_result, char *why, size_t why_len) {
-    return membership().join(requested_size, local_rank, local_size, start, ctx, place, device_result, why, why_len);
+int tca_session_core_join(int requested_size, int local_rank, int local_size,
+                          tca_session_start_fn start, void *ctx, tca_session_place_t *place,
+                          int *device_result, char *why, size_t why_len) {
+    return membership().join(requested_size, local_rank, local_size, start, ctx, place,
+                             device_result, why, why_len);
 }
 
 int tca_session_core_leave(void) {
     const int last = membership().leave();
-    if (last) tca_session_liveness_reset();  // the next session's nodes are others
+    if (last)
+        tca_session_liveness_reset();  // the next session's nodes are others
     return last;
 }
 
-int tca_session_core_clients(void) { return membership().clients(); }
+int tca_session_core_clients(void) {
+    return membership().clients();
+}
 
 }  // extern "C"

@@ -12,7 +12,8 @@ namespace tca::tools {
 namespace {
 int numa_of(hwloc_topology_t topo, hwloc_obj_t obj) {
     hwloc_obj_t a = hwloc_get_non_io_ancestor_obj(topo, obj);
-    if (a == nullptr || a->nodeset == nullptr) return -1;
+    if (a == nullptr || a->nodeset == nullptr)
+        return -1;
     return hwloc_bitmap_first(a->nodeset);
 }
 }  // namespace
@@ -47,18 +48,22 @@ Locality query_locality() {
 
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
     hwloc_cpuset_to_nodeset(topo, cpus, nodes);
-    for (int i = hwloc_bitmap_first(nodes); i >= 0; i = hwloc_bitmap_next(nodes, i)) l.numa_nodes.push_back(i);
+    for (int i = hwloc_bitmap_first(nodes); i >= 0; i = hwloc_bitmap_next(nodes, i))
+        l.numa_nodes.push_back(i);
 
-    for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci; pci = hwloc_get_next_pcidev(topo, pci)) {
+    for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci;
+         pci = hwloc_get_next_pcidev(topo, pci)) {
         const unsigned cls = pci->attr->pcidev.class_id >> 8;  // 0x03 = display controller
-        if (pci->attr->pcidev.vendor_id != 0x10de || cls != 0x03) continue;
+        if (pci->attr->pcidev.vendor_id != 0x10de || cls != 0x03)
+            continue;
         GpuLocation g;
         char bus[32];
-        std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain, pci->attr->pcidev.bus,
-                      pci->attr->pcidev.dev, pci->attr->pcidev.func);
+        std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
+                      pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
         g.pci_bus_id = bus;
         for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
-            if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) g.name = c->name;
+            if (c->type == HWLOC_OBJ_OS_DEVICE && c->name)
+                g.name = c->name;
         g.numa_node = numa_of(topo, pci);
         g.near = g.numa_node < 0 || hwloc_bitmap_isset(nodes, static_cast<unsigned>(g.numa_node));
         l.gpus.push_back(g);

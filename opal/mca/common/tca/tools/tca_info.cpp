@@ -30,43 +30,54 @@ struct Hops {
     bool model;
     int operator()(int from, int to) const {
         int h = -1;
-        const tcaResult r = model ? tcaModelHopCount(t.num_nodes, t.s_links, from, to, &h) : tcaGetHopCount(from, to, &h);
+        const tcaResult r = model ? tcaModelHopCount(t.num_nodes, t.s_links, from, to, &h)
+                                  : tcaGetHopCount(from, to, &h);
         return r == tcaSuccess ? h : -1;
     }
 };
 
 void print_topology(const tcaTopologyAttr &t, int self, const Hops &hops) {
     std::printf("# Sub-cluster\n");
-    std::printf("#   nodes            : %d%s\n", t.num_nodes, t.s_links ? " (two rings joined by S links)" : "");
+    std::printf("#   nodes            : %d%s\n", t.num_nodes,
+                t.s_links ? " (two rings joined by S links)" : "");
     std::printf("#   ring size        : %d\n", t.ring_size);
-    if (self >= 0) std::printf("#   this node        : %d\n", self);
+    if (self >= 0)
+        std::printf("#   this node        : %d\n", self);
     std::printf("#   ring (E order)   :");
-    for (int start = 0; start < t.num_nodes; start += t.ring_size) {  // rings hold consecutive node ids
+    for (int start = 0; start < t.num_nodes;
+         start += t.ring_size) {  // rings hold consecutive node ids
         std::printf(" [");
-        for (int n = start; n < start + t.ring_size; ++n) std::printf("%d%s", n, n + 1 < start + t.ring_size ? " " : "");
+        for (int n = start; n < start + t.ring_size; ++n)
+            std::printf("%d%s", n, n + 1 < start + t.ring_size ? " " : "");
         std::printf("]");
     }
     std::printf("\n# Hops (row = from, column = to)\n#     ");
     const int show = t.num_nodes > 16 ? 16 : t.num_nodes;
-    for (int j = 0; j < show; ++j) std::printf("%3d", j);
+    for (int j = 0; j < show; ++j)
+        std::printf("%3d", j);
     std::printf("\n");
     for (int i = 0; i < show; ++i) {
         std::printf("#  %2d ", i);
-        for (int j = 0; j < show; ++j) std::printf("%3d", hops(i, j));
+        for (int j = 0; j < show; ++j)
+            std::printf("%3d", hops(i, j));
         std::printf("\n");
     }
-    if (show < t.num_nodes) std::printf("#   (first %d of %d nodes shown)\n", show, t.num_nodes);
+    if (show < t.num_nodes)
+        std::printf("#   (first %d of %d nodes shown)\n", show, t.num_nodes);
     std::printf("# Global address space\n");
-    std::printf("#   BAR              : 0x%llx, %llu GiB\n", static_cast<unsigned long long>(t.bar_base),
+    std::printf("#   BAR              : 0x%llx, %llu GiB\n",
+                static_cast<unsigned long long>(t.bar_base),
                 static_cast<unsigned long long>(t.bar_size >> 30));
-    std::printf("#   window per node  : %llu GiB (aligned, routing compares address bit %d and up)\n",
-                static_cast<unsigned long long>(t.window_size >> 30), t.window_shift);
+    std::printf(
+        "#   window per node  : %llu GiB (aligned, routing compares address bit %d and up)\n",
+        static_cast<unsigned long long>(t.window_size >> 30), t.window_shift);
     std::printf("#   regions          : host, gpu0, gpu1, internal, %llu GiB each\n",
                 static_cast<unsigned long long>(t.region_size >> 30));
     const int last = t.num_nodes > 4 ? 3 : t.num_nodes;
     for (int n = 0; n < last; ++n) {
         const uint64_t base = t.bar_base + static_cast<uint64_t>(n) * t.window_size;
-        std::printf("#   node %-2d window   : 0x%llx - 0x%llx\n", n, static_cast<unsigned long long>(base),
+        std::printf("#   node %-2d window   : 0x%llx - 0x%llx\n", n,
+                    static_cast<unsigned long long>(base),
                     static_cast<unsigned long long>(base + t.window_size - 1));
     }
 }
@@ -74,10 +85,12 @@ void print_topology(const tcaTopologyAttr &t, int self, const Hops &hops) {
 void print_limits() {
     std::printf("# DMA engine\n");
     std::printf("#   channels         : %d\n", TCA_NUM_DMA_CHANNELS);
-    std::printf("#   chain length     : %d (host descriptor table), %d in register mode (no fetch)\n",
-                TCA_MAX_DESCRIPTORS, TCA_MAX_REG_DESCRIPTORS);
+    std::printf(
+        "#   chain length     : %d (host descriptor table), %d in register mode (no fetch)\n",
+        TCA_MAX_DESCRIPTORS, TCA_MAX_REG_DESCRIPTORS);
     std::printf("#   descriptors      : contiguous, block-stride (width, height, pitches)\n");
-    std::printf("#   notifications    : %d slots per source node, in-order after data\n", TCA_NOTIFY_SLOTS);
+    std::printf("#   notifications    : %d slots per source node, in-order after data\n",
+                TCA_NOTIFY_SLOTS);
     std::printf("#   counters         : %d per node (offload: triggered descriptors, remote add)\n",
                 TCA_NUM_COUNTERS);
     std::printf("#   access           : put only (remote reads are refused)\n");
@@ -87,14 +100,16 @@ void print_limits() {
 // tca and applications acquire from these pools.
 void print_resources() {
     tcaDeviceAttr a{};
-    if (tcaQueryDevice(&a) != tcaSuccess) return;
+    if (tcaQueryDevice(&a) != tcaSuccess)
+        return;
     std::printf("# Resources of this node (tcaQueryDevice; acquired through tca*Acquire)\n");
     std::printf("#   DMA channels     : %d free of %d\n", a.free_dma_channels, a.dma_channels);
     std::printf("#   counters         : %d free of %d\n", a.free_counters, a.counters);
-    std::printf("#   notify slots     : %d free of %d, %d tags outstanding per (source, slot)\n", a.free_notify_slots,
-                a.notify_slots, a.notify_depth);
+    std::printf("#   notify slots     : %d free of %d, %d tags outstanding per (source, slot)\n",
+                a.free_notify_slots, a.notify_slots, a.notify_depth);
     std::printf("#   registrations    : %d live of %d\n", a.registrations, a.max_registrations);
-    std::printf("#   internal memory  : %llu of %llu KiB used\n", static_cast<unsigned long long>(a.internal_used >> 10),
+    std::printf("#   internal memory  : %llu of %llu KiB used\n",
+                static_cast<unsigned long long>(a.internal_used >> 10),
                 static_cast<unsigned long long>(a.internal_size >> 10));
     std::printf("#   nodes            : %d of at most %d\n", a.num_nodes, a.max_nodes);
 }
@@ -102,13 +117,17 @@ void print_resources() {
 // The model's parameters in effect: the running device's, else the environment's
 // (false after tcaTimingParameter refused a value; libtca printed which).
 bool print_timing(int enabled) {
-    std::printf("# Timing model (TCA_TIMING=%d; deadline based, calibrated to PEACH2's published figures)\n", enabled);
+    std::printf("# Timing model (TCA_TIMING=%d; deadline based, calibrated to PEACH2's published "
+                "figures)\n",
+                enabled);
     const char *variable = nullptr, *unit = nullptr, *meaning = nullptr;
     double value = 0;
     for (int i = 0;; ++i) {
         const tcaResult r = tcaTimingParameter(i, &variable, &value, &unit, &meaning);
-        if (r == tcaErrorInvalidValue && i > 0) return true;  // past the last
-        if (r != tcaSuccess) return false;
+        if (r == tcaErrorInvalidValue && i > 0)
+            return true;  // past the last
+        if (r != tcaSuccess)
+            return false;
         std::printf("#   %-31s: %8.0f %-4s  %s\n", variable, value, unit, meaning);
     }
 }
@@ -120,18 +139,24 @@ void print_locality(const tcaBackendAttr *backend) {
         std::printf("#   error            : %s\n", l.error.c_str());
         return;
     }
-    std::printf("#   host             : %s, %d cores, %d NUMA node(s)\n", l.hostname.c_str(), l.cores, l.numa_total);
+    std::printf("#   host             : %s, %d cores, %d NUMA node(s)\n", l.hostname.c_str(),
+                l.cores, l.numa_total);
     std::printf("#   bound to CPUs    : %s\n", l.binding.c_str());
     std::printf("#   NUMA node(s)     :");
-    for (int n : l.numa_nodes) std::printf(" %d", n);
+    for (int n : l.numa_nodes)
+        std::printf(" %d", n);
     std::printf("\n");
-    if (l.gpus.empty()) std::printf("#   GPUs             : none found\n");
+    if (l.gpus.empty())
+        std::printf("#   GPUs             : none found\n");
     for (const auto &g : l.gpus)
-        std::printf("#   GPU              : %s %s NUMA %d%s\n", g.pci_bus_id.c_str(), g.name.c_str(), g.numa_node,
-                    g.near ? " (nearest)" : "");
-    if (backend == nullptr) return;  // -n: no device to ask
-    if (backend->gpu_devices >= 0) std::printf("#   CUDA             : available, %d device(s)\n", backend->gpu_devices);
-    else std::printf("#   CUDA             : %s\n", backend->gpu_status);
+        std::printf("#   GPU              : %s %s NUMA %d%s\n", g.pci_bus_id.c_str(),
+                    g.name.c_str(), g.numa_node, g.near ? " (nearest)" : "");
+    if (backend == nullptr)
+        return;  // -n: no device to ask
+    if (backend->gpu_devices >= 0)
+        std::printf("#   CUDA             : available, %d device(s)\n", backend->gpu_devices);
+    else
+        std::printf("#   CUDA             : %s\n", backend->gpu_status);
 }
 
 }  // namespace
@@ -142,16 +167,24 @@ int main(int argc, char **argv) {
     int opt;
     while ((opt = getopt(argc, argv, "n:sh")) != -1) {
         switch (opt) {
-        case 'n': model_nodes = std::atoi(optarg); break;
-        case 's': s_links = true; break;
-        default: usage(); return opt == 'h' ? 0 : 2;
+        case 'n':
+            model_nodes = std::atoi(optarg);
+            break;
+        case 's':
+            s_links = true;
+            break;
+        default:
+            usage();
+            return opt == 'h' ? 0 : 2;
         }
     }
     std::printf("# TCA transport for Open MPI - device layer information\n");
     if (model_nodes > 0) {
         tcaTopologyAttr t{};
         if (tcaQueryModelTopology(model_nodes, s_links ? 1 : 0, &t) != tcaSuccess) {
-            std::fprintf(stderr, "tca_info: no such sub-cluster: %d nodes%s (1..%d; S links need an even count >= 4)\n",
+            std::fprintf(stderr,
+                         "tca_info: no such sub-cluster: %d nodes%s (1..%d; S links need an even "
+                         "count >= 4)\n",
                          model_nodes, s_links ? " with S links" : "", TCA_MAX_NODES);
             return 2;
         }
@@ -171,7 +204,8 @@ int main(int argc, char **argv) {
     tcaBackendAttr b{};
     tcaTopologyAttr t{};
     tcaDeviceAttr d{};
-    if (tcaQueryBackend(&b) != tcaSuccess || tcaQueryTopology(&t) != tcaSuccess || tcaQueryDevice(&d) != tcaSuccess) {
+    if (tcaQueryBackend(&b) != tcaSuccess || tcaQueryTopology(&t) != tcaSuccess ||
+        tcaQueryDevice(&d) != tcaSuccess) {
         std::fprintf(stderr, "tca_info: the device did not describe itself\n");
         tcaFinalize();
         return 1;
@@ -182,18 +216,23 @@ int main(int argc, char **argv) {
     std::printf("#   host-memory puts : %s\n", b.put_mechanism);
     std::printf("#   internal memory  : %llu KiB per node (TCA_INTERNAL_SIZE)\n",
                 static_cast<unsigned long long>(d.internal_size >> 10));
-    std::printf("#   waits            : spin %lld ns then sleep (TCA_SPIN_NS), timeout %lld ms (TCA_TIMEOUT_MS)\n",
+    std::printf("#   waits            : spin %lld ns then sleep (TCA_SPIN_NS), timeout %lld ms "
+                "(TCA_TIMEOUT_MS)\n",
                 static_cast<long long>(b.spin_ns), static_cast<long long>(b.timeout_ns / 1000000));
     if (b.takeover_us >= 0)
-        std::printf("#   progress thread  : takes over %d us after the last wait (TCA_TAKEOVER_US)\n", b.takeover_us);
-    std::printf("#   GPU memory       : %s\n", b.gpu_built                          ? "CUDA IPC (built with CUDA)"
-                                           : std::strcmp(b.backend, "loopback") == 0 ? "not built (configure --with-cuda)"
-                                                                                   : "not served by this device");
+        std::printf(
+            "#   progress thread  : takes over %d us after the last wait (TCA_TAKEOVER_US)\n",
+            b.takeover_us);
+    std::printf("#   GPU memory       : %s\n", b.gpu_built ? "CUDA IPC (built with CUDA)"
+                                               : std::strcmp(b.backend, "loopback") == 0
+                                                   ? "not built (configure --with-cuda)"
+                                                   : "not served by this device");
     print_topology(t, d.node_id, Hops{t, false});
     print_limits();
     print_resources();
     int timing = 0;
-    if (tcaTimingEnabled(&timing) == tcaSuccess) print_timing(timing);
+    if (tcaTimingEnabled(&timing) == tcaSuccess)
+        print_timing(timing);
     print_locality(&b);
     tcaFinalize();
     return 0;

@@ -25,7 +25,7 @@ class ChannelRuns {
 public:
     // What a run keeps for the caller's issue function between descriptors.
     struct RunState {
-        bool wrote = false;       // a descriptor of this run wrote to another node (the next one fences)
+        bool wrote = false;  // a descriptor of this run wrote to another node (the next one fences)
         bool clock_started = false;
         bool table_mode = false;  // the chain is longer than the registers hold (timing model)
         ChainClock clock;         // the timing model's clock of this run
@@ -65,14 +65,18 @@ public:
                 if (d.wait_counter >= 0) {
                     uint64_t now = 0;
                     // A counter that changed hands can never fire the trigger.
-                    if ((failed = read_counter(d.wait_counter, &now)) != tcaSuccess) break;
-                    if (now < d.trigger_threshold(run.epoch)) return moved;
+                    if ((failed = read_counter(d.wait_counter, &now)) != tcaSuccess)
+                        break;
+                    if (now < d.trigger_threshold(run.epoch))
+                        return moved;
                 }
-                if ((failed = issue(d, run.state)) != tcaSuccess) break;
+                if ((failed = issue(d, run.state)) != tcaSuccess)
+                    break;
                 ++run.next;
                 moved = true;
             }
-            if (failed != tcaSuccess && result_ == tcaSuccess) result_ = failed;
+            if (failed != tcaSuccess && result_ == tcaSuccess)
+                result_ = failed;
             queue_.pop_front();
             moved = true;
         }

@@ -17,10 +17,13 @@ uint64_t first_key() {
 
 Result LocalRegistrations::add(Registration reg, tcaHandle *h) {
     std::lock_guard g(lock_);
-    if (next_key_ == 0) next_key_ = first_key();
-    if (regs_.size() >= kMax) return tcaErrorNoMemory;
+    if (next_key_ == 0)
+        next_key_ = first_key();
+    if (regs_.size() >= kMax)
+        return tcaErrorNoMemory;
     uint32_t idx = 0;
-    while (regs_.count(idx) != 0) ++idx;
+    while (regs_.count(idx) != 0)
+        ++idx;
     next_key_ += 0x9E3779B97F4A7C16ull;
     reg.key = next_key_ | 1;
     h->key = reg.key;
@@ -32,14 +35,15 @@ Result LocalRegistrations::add(Registration reg, tcaHandle *h) {
 Result LocalRegistrations::take(const tcaHandle &h, Registration *out) {
     std::lock_guard g(lock_);
     auto it = regs_.find(h.reg_index);
-    if (it == regs_.end() || it->second.key != h.key) return tcaErrorNotRegistered;
+    if (it == regs_.end() || it->second.key != h.key)
+        return tcaErrorNotRegistered;
     *out = std::move(it->second);
     regs_.erase(it);  // from now on a key request for it is refused
     return tcaSuccess;
 }
 
-std::vector<std::pair<uint32_t, Registration>> LocalRegistrations::take_range(uint64_t base, uint64_t size,
-                                                                              tcaMemoryType type) {
+std::vector<std::pair<uint32_t, Registration>>
+LocalRegistrations::take_range(uint64_t base, uint64_t size, tcaMemoryType type) {
     std::vector<std::pair<uint32_t, Registration>> gone;
     std::lock_guard g(lock_);
     for (auto it = regs_.begin(); it != regs_.end();) {
@@ -61,10 +65,12 @@ Result LocalRegistrations::local(const tcaHandle &h, unsigned char **base) const
 Result LocalRegistrations::local_locked(const tcaHandle &h, unsigned char **base) const {
     auto it = regs_.find(h.reg_index);
     // The range too: a handle whose size was altered must not reach past the registration.
-    if (it == regs_.end() || it->second.key != h.key || it->second.addr != h.addr || it->second.size != h.size)
+    if (it == regs_.end() || it->second.key != h.key || it->second.addr != h.addr ||
+        it->second.size != h.size)
         return tcaErrorNotRegistered;
     if (base != nullptr)
-        *base = h.region == tcaMemoryInternal ? internal_ + h.addr : reinterpret_cast<unsigned char *>(h.addr);
+        *base = h.region == tcaMemoryInternal ? internal_ + h.addr
+                                              : reinterpret_cast<unsigned char *>(h.addr);
     return tcaSuccess;
 }
 
@@ -78,11 +84,13 @@ Result LocalRegistrations::land(const tcaHandle &dst, uint64_t off, uint64_t siz
     return tcaSuccess;
 }
 
-void LocalRegistrations::answer(const KeyRequestMsg &req, const MemoryMap *internal_map, KeyReplyMsg *reply) {
+void LocalRegistrations::answer(const KeyRequestMsg &req, const MemoryMap *internal_map,
+                                KeyReplyMsg *reply) {
     reply->status = tcaErrorNotRegistered;
     std::lock_guard g(lock_);
     auto it = regs_.find(req.reg_index);
-    if (it == regs_.end() || it->second.key != req.key || it->second.addr != req.addr || it->second.size != req.size)
+    if (it == regs_.end() || it->second.key != req.key || it->second.addr != req.addr ||
+        it->second.size != req.size)
         return;
     Registration &reg = it->second;
     reg.holders |= uint64_t{1} << req.src;  // told before it could have the key: revoked at destroy

@@ -43,14 +43,16 @@ public:
     Result take(const tcaHandle &h, Registration *out);
     // Every registration of `type` that starts inside [base, base + size),
     // taken out with its index (the memory is being freed).
-    std::vector<std::pair<uint32_t, Registration>> take_range(uint64_t base, uint64_t size, tcaMemoryType type);
+    std::vector<std::pair<uint32_t, Registration>> take_range(uint64_t base, uint64_t size,
+                                                              tcaMemoryType type);
     // Where one of ours starts locally (the source of a put), checked: the
     // handle's range must be the registration's.
     Result local(const tcaHandle &h, unsigned char **base) const;
     // A peer's write of `size` bytes at dst + off lands inside one of ours
     // only: `copy` runs on its address under the lock (a destroy cannot
     // unmap it meanwhile); tcaErrorNotRegistered where it would not land.
-    Result land(const tcaHandle &dst, uint64_t off, uint64_t size, const std::function<void(unsigned char *)> &copy);
+    Result land(const tcaHandle &dst, uint64_t off, uint64_t size,
+                const std::function<void(unsigned char *)> &copy);
     // A peer's key request: fills the reply's status, packed key and
     // va_of_zero, and notes the peer as a holder before it has the key.
     void answer(const KeyRequestMsg &req, const MemoryMap *internal_map, KeyReplyMsg *reply);

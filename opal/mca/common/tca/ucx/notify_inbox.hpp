@@ -20,8 +20,10 @@ public:
     bool take(int src, int slot, int tag) {
         std::lock_guard g(lock_);
         auto it = counts_.find(std::make_tuple(src, slot, tag));
-        if (it == counts_.end()) return false;
-        if (--it->second == 0) counts_.erase(it);
+        if (it == counts_.end())
+            return false;
+        if (--it->second == 0)
+            counts_.erase(it);
         return true;
     }
 

@@ -12,17 +12,20 @@ Result Peers::endpoint(int node, Endpoint **out) {
     Peer &p = peers_[node];
     if (!p.ep) {
         std::vector<std::byte> address;
-        if (Result r = pmix_.get(first_rank_ + node, kAddressKey, wait_s_, &address); r != tcaSuccess) {
-            std::fprintf(stderr, "tca: node %d: no UCX address of node %d through PMIx (%s)\n", self_, node,
-                         r == tcaErrorTimeout ? "not published in time" : "not there");
+        if (Result r = pmix_.get(first_rank_ + node, kAddressKey, wait_s_, &address);
+            r != tcaSuccess) {
+            std::fprintf(stderr, "tca: node %d: no UCX address of node %d through PMIx (%s)\n",
+                         self_, node, r == tcaErrorTimeout ? "not published in time" : "not there");
             return r;
         }
         // Peer failure reports where the transports can (tcp); UCX's
         // shared-memory transports refuse them: then node state only.
         if (Endpoint::create(*worker_, address, true, &p.ep) != tcaSuccess)
-            if (Result r = Endpoint::create(*worker_, address, false, &p.ep); r != tcaSuccess) return r;
+            if (Result r = Endpoint::create(*worker_, address, false, &p.ep); r != tcaSuccess)
+                return r;
     }
-    if (p.ep->peer_failed()) return tcaErrorPeerGone;
+    if (p.ep->peer_failed())
+        return tcaErrorPeerGone;
     *out = p.ep.get();
     return tcaSuccess;
 }
@@ -30,7 +33,8 @@ Result Peers::endpoint(int node, Endpoint **out) {
 Result Peers::bulk_endpoint(int node, Endpoint **out) {
     std::lock_guard g(lock_);
     Peer &p = peers_[node];
-    if (!p.ep || p.bulk_refused) return tcaErrorNotSupported;
+    if (!p.ep || p.bulk_refused)
+        return tcaErrorNotSupported;
     if (!p.bulk) {
         std::vector<std::byte> address;
         if (pmix_.get(first_rank_ + node, kAddressKey, 1, &address) != tcaSuccess ||
@@ -40,7 +44,8 @@ Result Peers::bulk_endpoint(int node, Endpoint **out) {
         }
         p.bulk->follow_failures_of(*p.ep);
     }
-    if (p.bulk->peer_failed()) return tcaErrorPeerGone;
+    if (p.bulk->peer_failed())
+        return tcaErrorPeerGone;
     *out = p.bulk.get();
     return tcaSuccess;
 }
@@ -55,15 +60,18 @@ void Peers::say_goodbye(Deadline d) {
     std::lock_guard g(lock_);
     const NodeMsg bye{self_};
     auto still_there = [&](size_t n) {
-        return peers_[n].ep && !peers_[n].ep->peer_failed() && !finished_[n].load(std::memory_order_acquire);
+        return peers_[n].ep && !peers_[n].ep->peer_failed() &&
+               !finished_[n].load(std::memory_order_acquire);
     };
     for (size_t n = 0; n < peers_.size(); ++n)
         if (still_there(n)) {
-            (void) peers_[n].ep->fence();  // after everything we sent: a peer seeing it has seen the rest
+            (void) peers_[n]
+                .ep->fence();  // after everything we sent: a peer seeing it has seen the rest
             (void) peers_[n].ep->am_send(kAmGoodbye, &bye, sizeof bye, d);
         }
     for (size_t n = 0; n < peers_.size(); ++n)
-        if (still_there(n)) (void) peers_[n].ep->flush(d);
+        if (still_there(n))
+            (void) peers_[n].ep->flush(d);
 }
 
 void Peers::close() {

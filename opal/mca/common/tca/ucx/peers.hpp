@@ -21,9 +21,10 @@ public:
     // Node n is PMIx rank first_rank + n; an address not published within
     // wait_s seconds is an error of the write that needed it.
     Peers(PmixExchange &pmix, int self, int nodes, int first_rank, int wait_s)
-        : pmix_(pmix), self_(self), first_rank_(first_rank), wait_s_(wait_s), peers_(static_cast<size_t>(nodes)),
-          finished_(static_cast<size_t>(nodes)) {
-        for (auto &f : finished_) f.store(false, std::memory_order_relaxed);
+        : pmix_(pmix), self_(self), first_rank_(first_rank), wait_s_(wait_s),
+          peers_(static_cast<size_t>(nodes)), finished_(static_cast<size_t>(nodes)) {
+        for (auto &f : finished_)
+            f.store(false, std::memory_order_relaxed);
     }
     // Endpoints are made on `worker` (set once it exists, before any use).
     void attach(Worker *worker) noexcept { worker_ = worker; }
@@ -38,8 +39,12 @@ public:
     Result bulk_endpoint(int node, Endpoint **out);
 
     bool failed(int node) const;
-    bool finished(int node) const noexcept { return finished_[node].load(std::memory_order_acquire); }
-    void mark_finished(int node) noexcept { finished_[node].store(true, std::memory_order_release); }
+    bool finished(int node) const noexcept {
+        return finished_[node].load(std::memory_order_acquire);
+    }
+    void mark_finished(int node) noexcept {
+        finished_[node].store(true, std::memory_order_release);
+    }
     // Neither failed nor finished: it may still write to us.
     bool may_write(int node) const { return !finished(node) && !failed(node); }
 

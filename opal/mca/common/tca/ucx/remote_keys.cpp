@@ -21,13 +21,15 @@ void RemoteKeys::answered(const RegId &id, KeyAnswer a) {
 std::optional<KeyAnswer> RemoteKeys::take_answer(const RegId &id) {
     std::lock_guard g(book_lock_);
     auto it = answers_.find(id);
-    if (it == answers_.end()) return std::nullopt;
+    if (it == answers_.end())
+        return std::nullopt;
     KeyAnswer a = std::move(it->second);
     answers_.erase(it);
     return a;
 }
 
-bool RemoteKeys::finish_ask(const KeyName &k, const RegId &id, std::optional<RemoteRegistration> reg) {
+bool RemoteKeys::finish_ask(const KeyName &k, const RegId &id,
+                            std::optional<RemoteRegistration> reg) {
     std::unique_lock keys(key_lock_);  // forget() marks under it too: nothing slips between
     bool revoked = false;
     {
@@ -38,7 +40,8 @@ bool RemoteKeys::finish_ask(const KeyName &k, const RegId &id, std::optional<Rem
             revoked_asks_.erase(k);
         }
     }
-    if (!reg || revoked) return !revoked;
+    if (!reg || revoked)
+        return !revoked;
     keys_.emplace(id, std::move(*reg));
     return true;
 }
@@ -47,14 +50,15 @@ void RemoteKeys::forget(const KeyName &k) {
     std::unique_lock g(key_lock_);
     {
         std::lock_guard book(book_lock_);
-        if (asking_.count(k) != 0) revoked_asks_.insert(k);  // an answer on its way is not cached
+        if (asking_.count(k) != 0)
+            revoked_asks_.insert(k);  // an answer on its way is not cached
     }
     // Its entries (one per range a handle named) sit together: the id is
     // ordered by owner, index and key first.
     const auto [owner, index, key] = k;
     auto it = keys_.lower_bound(RegId{owner, index, key, 0, 0});
-    while (it != keys_.end() && std::get<0>(it->first) == owner && std::get<1>(it->first) == index &&
-           std::get<2>(it->first) == key)
+    while (it != keys_.end() && std::get<0>(it->first) == owner &&
+           std::get<1>(it->first) == index && std::get<2>(it->first) == key)
         it = keys_.erase(it);
 }
 

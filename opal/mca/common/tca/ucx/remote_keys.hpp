@@ -39,7 +39,9 @@ namespace tca::ucx {
 // (a handle with an altered range is a different one, asked of the owner,
 // who refuses it).
 using RegId = std::tuple<int, uint32_t, uint64_t, uint64_t, uint64_t>;
-inline RegId reg_id(const tcaHandle &h) { return RegId{h.node, h.reg_index, h.key, h.addr, h.size}; }
+inline RegId reg_id(const tcaHandle &h) {
+    return RegId{h.node, h.reg_index, h.key, h.addr, h.size};
+}
 // A key as its owner revokes it: owner, index, key.
 using KeyName = std::tuple<int, uint32_t, uint64_t>;
 
@@ -64,7 +66,8 @@ public:
     Result with_key(const RegId &id, F &&f) const {
         std::shared_lock g(key_lock_);
         const auto it = keys_.find(id);
-        if (it == keys_.end()) return tcaErrorNotRegistered;
+        if (it == keys_.end())
+            return tcaErrorNotRegistered;
         return f(it->second);
     }
 
@@ -105,11 +108,12 @@ private:
     mutable std::shared_mutex key_lock_;
     std::map<RegId, RemoteRegistration> keys_;
 
-    mutable std::mutex book_lock_;  // the rest
-    std::map<KeyName, int> asking_;                                   // keys being asked for, by how many threads
-    std::set<KeyName> revoked_asks_;                                  // of those, revoked meanwhile
-    std::map<RegId, KeyAnswer> answers_;                              // arrived, not taken yet
-    std::map<std::pair<uint32_t, uint64_t>, uint64_t> forgotten_;     // (index, key) -> nodes that confirmed
+    mutable std::mutex book_lock_;        // the rest
+    std::map<KeyName, int> asking_;       // keys being asked for, by how many threads
+    std::set<KeyName> revoked_asks_;      // of those, revoked meanwhile
+    std::map<RegId, KeyAnswer> answers_;  // arrived, not taken yet
+    std::map<std::pair<uint32_t, uint64_t>, uint64_t>
+        forgotten_;  // (index, key) -> nodes that confirmed
     std::deque<KeyRequestMsg> requests_;
     std::deque<KeyRevokeMsg> revokes_;
     std::atomic<int> queued_{0};  // requests_ + revokes_, read without the lock

@@ -35,7 +35,9 @@ class Worker;
 // thread stands aside meanwhile).
 class ScopedCount {
 public:
-    explicit ScopedCount(std::atomic<int> &n) noexcept : n_(n) { n_.fetch_add(1, std::memory_order_acq_rel); }
+    explicit ScopedCount(std::atomic<int> &n) noexcept : n_(n) {
+        n_.fetch_add(1, std::memory_order_acq_rel);
+    }
     ~ScopedCount() { n_.fetch_sub(1, std::memory_order_acq_rel); }
     ScopedCount(const ScopedCount &) = delete;
     ScopedCount &operator=(const ScopedCount &) = delete;
@@ -78,7 +80,8 @@ public:
     // Waits for `request` (a ucs_status_ptr_t of an _nbx call), progressing;
     // cancelled with tcaErrorPeerGone once *give_up is true (a peer that
     // failed, seen by another endpoint).
-    Result wait(ucs_status_ptr_t request, Deadline deadline, const std::atomic<bool> *give_up = nullptr) noexcept;
+    Result wait(ucs_status_ptr_t request, Deadline deadline,
+                const std::atomic<bool> *give_up = nullptr) noexcept;
     // Threads inside an operation now, issuing it or waiting for it (they
     // progress the worker themselves).
     int waiters() const noexcept { return waiters_.load(std::memory_order_acquire); }
@@ -106,8 +109,8 @@ public:
     // landed).  A result other than tcaSuccess refuses it; a sender waiting
     // for a rendezvous gets tcaErrorNotRegistered.  Like AmHandler, it must
     // not call into UCX.
-    using AmDataHandler = Result (*)(void *arg, const void *header, size_t header_length, const void *data,
-                                     size_t length, void **to);
+    using AmDataHandler = Result (*)(void *arg, const void *header, size_t header_length,
+                                     const void *data, size_t length, void **to);
     struct AmDataSlot {
         AmDataHandler handler;
         void *arg;
@@ -129,7 +132,8 @@ public:
         size_t size;
         uint64_t tag;
     };
-    using AmTagHandler = Result (*)(void *arg, const void *header, size_t header_length, TagReceive *into);
+    using AmTagHandler = Result (*)(void *arg, const void *header, size_t header_length,
+                                    TagReceive *into);
     struct AmTagSlot {
         AmTagHandler handler;
         void *arg;
@@ -165,7 +169,8 @@ public:
     size_t size() const noexcept { return size_; }
 
 private:
-    MemoryMap(ucp_context_h c, ucp_mem_h m, uint64_t base, size_t size) : ctx_(c), mem_(m), base_(base), size_(size) {}
+    MemoryMap(ucp_context_h c, ucp_mem_h m, uint64_t base, size_t size)
+        : ctx_(c), mem_(m), base_(base), size_(size) {}
     ucp_context_h ctx_;
     ucp_mem_h mem_;
     uint64_t base_;
@@ -181,8 +186,8 @@ public:
     // report_peer_failure: a dead peer fails operations instead of leaving
     // them pending (UCP_ERR_HANDLING_MODE_PEER); UCX's shared-memory
     // transports cannot do it and refuse such an endpoint.
-    static Result create(Worker &w, std::span<const std::byte> peer_address, bool report_peer_failure,
-                         std::unique_ptr<Endpoint> *out);
+    static Result create(Worker &w, std::span<const std::byte> peer_address,
+                         bool report_peer_failure, std::unique_ptr<Endpoint> *out);
     ~Endpoint();
     Endpoint(const Endpoint &) = delete;
     Endpoint &operator=(const Endpoint &) = delete;
@@ -190,12 +195,13 @@ public:
 
     // [src, src+size) to remote_addr; returns once the source may be reused
     // and the data was handed to the transport (not yet visible remotely).
-    Result put(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
+    Result put(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key,
+               Deadline d) noexcept;
     // The PIO / completion-flag store: the body, a fence, then the last
     // 8-byte word - a target that sees the last word sees the rest.  size is
     // a multiple of 8 and at least 8.
-    Result put_last_word_after(const void *src, size_t size, uint64_t remote_addr, const RemoteKey &key,
-                               Deadline d) noexcept;
+    Result put_last_word_after(const void *src, size_t size, uint64_t remote_addr,
+                               const RemoteKey &key, Deadline d) noexcept;
     // Orders every earlier operation on this endpoint before every later one.
     Result fence() noexcept;
     // Everything issued so far is complete at the target.
@@ -207,8 +213,8 @@ public:
     // (Worker::set_am_data_handler at the peer), eager or by rendezvous as
     // UCX chooses by size (`eager`: eager whatever the size); returns once
     // the data may be reused (for a rendezvous: once it landed at the peer).
-    Result am_send_data(unsigned id, const void *header, size_t length, const void *data, size_t size,
-                        Deadline d, bool eager = false) noexcept;
+    Result am_send_data(unsigned id, const void *header, size_t length, const void *data,
+                        size_t size, Deadline d, bool eager = false) noexcept;
     // A synchronous tagged send of [data, data+size) (received as
     // set_am_tag_handler says): returns once the peer has the data.
     Result tag_send(const void *data, size_t size, uint64_t tag, Deadline d) noexcept;
@@ -216,7 +222,8 @@ public:
     // endpoint without failure reports, beside one with them to the same peer.
     void follow_failures_of(const Endpoint &other) noexcept { also_failed_ = &other.failed_; }
     // *(uint64_t *)remote_addr += value at the target, atomically.
-    Result atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key, Deadline d) noexcept;
+    Result atomic_add(uint64_t value, uint64_t remote_addr, const RemoteKey &key,
+                      Deadline d) noexcept;
     // The peer failed (report_peer_failure endpoints): tcaErrorPeerGone from
     // then on, without issuing anything.
     bool peer_failed() const noexcept {
@@ -236,7 +243,8 @@ private:
 // A peer's packed key unpacked for one endpoint.
 class RemoteKey {
 public:
-    static Result create(Endpoint &ep, std::span<const std::byte> packed, std::unique_ptr<RemoteKey> *out);
+    static Result create(Endpoint &ep, std::span<const std::byte> packed,
+                         std::unique_ptr<RemoteKey> *out);
     ~RemoteKey();
     RemoteKey(const RemoteKey &) = delete;
     RemoteKey &operator=(const RemoteKey &) = delete;

@@ -115,10 +115,10 @@ public:
     std::string backing_path() const override { return ""; }
 
     // ---- ucx_writes.cpp ----
-    Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags, int slot,
-                     int tag) override;
-    Result pio_write_counter_add(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int id,
-                                 uint64_t add) override;
+    Result pio_write(const tcaHandle &dst, uint64_t off, const void *src, size_t size, int flags,
+                     int slot, int tag) override;
+    Result pio_write_counter_add(const tcaHandle &dst, uint64_t off, const void *src, size_t size,
+                                 int id, uint64_t add) override;
 
     // ---- ucx_channels.cpp ----
     Result load_chain(int channel, std::span<const Descriptor> chain) override;
@@ -155,10 +155,12 @@ private:
     public:
         explicit ChannelHold(Channel &ch) : g_(ch.lock) { ++holding_channel; }
         ChannelHold(Channel &ch, std::try_to_lock_t) : g_(ch.lock, std::try_to_lock) {
-            if (g_.owns_lock()) ++holding_channel;
+            if (g_.owns_lock())
+                ++holding_channel;
         }
         ~ChannelHold() {
-            if (g_.owns_lock()) --holding_channel;
+            if (g_.owns_lock())
+                --holding_channel;
         }
         bool owns() const noexcept { return g_.owns_lock(); }
         ChannelHold(const ChannelHold &) = delete;
@@ -171,7 +173,9 @@ private:
     using Clock = std::chrono::steady_clock;
 
     static Result not_here(const char *what);
-    Deadline deadline() const { return Clock::now() + std::chrono::nanoseconds(policy_.timeout_ns); }
+    Deadline deadline() const {
+        return Clock::now() + std::chrono::nanoseconds(policy_.timeout_ns);
+    }
 
     // Repeats `attempt` (progressing in between) until it is not
     // tcaErrorNotReady; once, without blocking, where block is false.  A
@@ -183,18 +187,22 @@ private:
     Result wait_for(Attempt &&attempt, bool block) {
         progress();
         Result r = attempt();
-        if (r != tcaErrorNotReady || !block) return r;
+        if (r != tcaErrorNotReady || !block)
+            return r;
         const ScopedCount waiting(waiters_);  // the progress thread stands aside meanwhile
         const auto start = Clock::now();
         const auto end = start + std::chrono::nanoseconds(policy_.timeout_ns);
         for (unsigned spins = 1;; ++spins) {
             progress_worker();
-            if ((r = attempt()) != tcaErrorNotReady) return r;
+            if ((r = attempt()) != tcaErrorNotReady)
+                return r;
             if ((spins & 255) == 0) {
                 mark_driven();
                 const auto now = Clock::now();
-                if (now >= end) return tcaErrorTimeout;
-                if (now - start > std::chrono::nanoseconds(policy_.spin_ns)) yield_core();
+                if (now >= end)
+                    return tcaErrorTimeout;
+                if (now - start > std::chrono::nanoseconds(policy_.spin_ns))
+                    yield_core();
             }
         }
     }
@@ -233,15 +241,17 @@ private:
     Result drop_registrations(uint64_t base, uint64_t size, tcaMemoryType type);
 
     // ---- ucx_writes.cpp ----
-    Result write(const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t width, uint64_t rows,
-                 uint64_t src_pitch, uint64_t dst_pitch, bool last_word, Deadline d, const CountAfter &then = {});
-    Result write_remote(Endpoint &ep, const RemoteRegistration &reg, const tcaHandle &dst, uint64_t off,
-                        const unsigned char *src, uint64_t width, uint64_t rows, uint64_t src_pitch,
-                        uint64_t dst_pitch, bool last_word, Deadline d, const CountAfter &then);
-    Result write_row(Endpoint &ep, const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t size,
-                     Deadline d);
-    Result pio_message(Endpoint &ep, const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t width,
-                       Deadline d, const CountAfter &then = {});
+    Result write(const tcaHandle &dst, uint64_t off, const unsigned char *src, uint64_t width,
+                 uint64_t rows, uint64_t src_pitch, uint64_t dst_pitch, bool last_word, Deadline d,
+                 const CountAfter &then = {});
+    Result write_remote(Endpoint &ep, const RemoteRegistration &reg, const tcaHandle &dst,
+                        uint64_t off, const unsigned char *src, uint64_t width, uint64_t rows,
+                        uint64_t src_pitch, uint64_t dst_pitch, bool last_word, Deadline d,
+                        const CountAfter &then);
+    Result write_row(Endpoint &ep, const tcaHandle &dst, uint64_t off, const unsigned char *src,
+                     uint64_t size, Deadline d);
+    Result pio_message(Endpoint &ep, const tcaHandle &dst, uint64_t off, const unsigned char *src,
+                       uint64_t width, Deadline d, const CountAfter &then = {});
     bool row_carries_notification(uint64_t rows, uint64_t width) const noexcept;
     Result run_descriptor(const Descriptor &desc, Deadline d, std::vector<int> *written);
     static void note_written(int node, std::vector<int> *written);
@@ -252,8 +262,10 @@ private:
     // ---- ucx_handlers.cpp ----
     Result install_handlers();
     static void on_notify(void *arg, const void *header, size_t length);
-    static Result on_write(void *arg, const void *header, size_t length, const void *data, size_t size, void **to);
-    static Result on_dma_tagged(void *arg, const void *header, size_t length, Worker::TagReceive *into);
+    static Result on_write(void *arg, const void *header, size_t length, const void *data,
+                           size_t size, void **to);
+    static Result on_dma_tagged(void *arg, const void *header, size_t length,
+                                Worker::TagReceive *into);
     static void on_interrupt(void *arg, const void *header, size_t length);
     static void on_counter_add(void *arg, const void *header, size_t length);
     static void on_key_request(void *arg, const void *header, size_t length);
@@ -296,8 +308,8 @@ private:
     std::atomic<uint32_t> counter_holder_[TCA_NUM_COUNTERS] = {};
     EventWord events_;  // events (event()); every one moves its count (watched from the start)
     std::atomic<bool> stop_{false};
-    std::atomic<int> waiters_{0};          // application threads inside wait_for
-    std::atomic<int64_t> driven_ns_{0};    // the last tcaProgress or wait in libtca (now_ns)
+    std::atomic<int> waiters_{0};        // application threads inside wait_for
+    std::atomic<int64_t> driven_ns_{0};  // the last tcaProgress or wait in libtca (now_ns)
     // A client that drove the worker this recently (driven_ns_) still drives
     // it: the progress thread naps (TCA_TAKEOVER_US at the start,
     // tcaSetProgressTakeover while the thread runs).

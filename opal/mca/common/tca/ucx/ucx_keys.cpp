@@ -17,31 +17,40 @@ namespace tca::ucx {
 // its lock when they use it.
 Result UcxDevice::fetch_remote_key(const tcaHandle &h) {
     const RegId id = reg_id(h);
-    if (remote_keys_.cached(id)) return tcaSuccess;
+    if (remote_keys_.cached(id))
+        return tcaSuccess;
     Endpoint *ep = nullptr;
-    if (Result r = peers_.endpoint(h.node, &ep); r != tcaSuccess) return r;
+    if (Result r = peers_.endpoint(h.node, &ep); r != tcaSuccess)
+        return r;
     const KeyName asked{h.node, h.reg_index, h.key};
     remote_keys_.asking(asked);
     KeyAnswer answer;
     const KeyRequestMsg req{self_, h.reg_index, h.key, h.addr, h.size};
     Result waited = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline());
-    if (waited == tcaSuccess) waited = wait_for([&]() -> Result {
-        if (auto a = remote_keys_.take_answer(id)) {
-            answer = std::move(*a);
-            return tcaSuccess;
-        }
-        return peers_.failed(h.node) ? tcaErrorPeerGone : tcaErrorNotReady;
-    }, true);
+    if (waited == tcaSuccess)
+        waited = wait_for(
+            [&]() -> Result {
+                if (auto a = remote_keys_.take_answer(id)) {
+                    answer = std::move(*a);
+                    return tcaSuccess;
+                }
+                return peers_.failed(h.node) ? tcaErrorPeerGone : tcaErrorNotReady;
+            },
+            true);
     std::optional<RemoteRegistration> reg;
     if (waited == tcaSuccess && answer.status == tcaSuccess) {
         reg.emplace();
         reg->va_of_zero = answer.va_of_zero;
-        if (!answer.packed.empty()) waited = RemoteKey::create(*ep, answer.packed, &reg->key);
+        if (!answer.packed.empty())
+            waited = RemoteKey::create(*ep, answer.packed, &reg->key);
     }
-    if (waited != tcaSuccess) reg.reset();
+    if (waited != tcaSuccess)
+        reg.reset();
     const bool kept = remote_keys_.finish_ask(asked, id, std::move(reg));
-    if (waited != tcaSuccess) return waited;
-    if (answer.status != tcaSuccess) return answer.status;
+    if (waited != tcaSuccess)
+        return waited;
+    if (answer.status != tcaSuccess)
+        return answer.status;
     return kept ? tcaSuccess : tcaErrorNotRegistered;  // not kept: destroyed by its owner meanwhile
 }
 
@@ -68,7 +77,8 @@ void UcxDevice::answer_key_request(const KeyRequestMsg &req) {
 void UcxDevice::forget_key(const KeyRevokeMsg &m) {
     remote_keys_.forget(KeyName{m.src, m.reg_index, m.key});
     Endpoint *ep = nullptr;
-    if (peers_.endpoint(m.src, &ep) != tcaSuccess) return;  // the owner is gone: nobody waits
+    if (peers_.endpoint(m.src, &ep) != tcaSuccess)
+        return;  // the owner is gone: nobody waits
     (void) ep->flush(deadline());
     const KeyRevokeMsg done{self_, m.reg_index, m.key};
     (void) ep->am_send(kAmKeyForgotten, &done, sizeof done, deadline());
@@ -80,26 +90,34 @@ void UcxDevice::forget_key(const KeyRevokeMsg &m) {
 // more.  At most TCA_TIMEOUT_MS; then tcaErrorTimeout, and the registration
 // is gone all the same.
 Result UcxDevice::revoke(uint32_t index, const Registration &reg) {
-    if (reg.holders == 0) return tcaSuccess;
+    if (reg.holders == 0)
+        return tcaSuccess;
     const KeyRevokeMsg m{self_, index, reg.key};
     uint64_t asked = 0;
     for (int n = 0; n < n_; ++n) {
         const uint64_t bit = uint64_t{1} << n;
         Endpoint *ep = nullptr;
-        if (!(reg.holders & bit) || peers_.finished(n) || peers_.endpoint(n, &ep) != tcaSuccess) continue;
-        if (ep->am_send(kAmKeyRevoke, &m, sizeof m, deadline()) == tcaSuccess) asked |= bit;
+        if (!(reg.holders & bit) || peers_.finished(n) || peers_.endpoint(n, &ep) != tcaSuccess)
+            continue;
+        if (ep->am_send(kAmKeyRevoke, &m, sizeof m, deadline()) == tcaSuccess)
+            asked |= bit;
     }
-    const Result r = wait_for([&]() -> Result {
-        uint64_t pending = asked & ~remote_keys_.confirmations(index, reg.key);
-        for (int n = 0; n < n_; ++n)
-            if ((pending >> n & 1) && !peers_.may_write(n)) pending &= ~(uint64_t{1} << n);
-        return pending == 0 ? tcaSuccess : tcaErrorNotReady;
-    }, true);
+    const Result r = wait_for(
+        [&]() -> Result {
+            uint64_t pending = asked & ~remote_keys_.confirmations(index, reg.key);
+            for (int n = 0; n < n_; ++n)
+                if ((pending >> n & 1) && !peers_.may_write(n))
+                    pending &= ~(uint64_t{1} << n);
+            return pending == 0 ? tcaSuccess : tcaErrorNotReady;
+        },
+        true);
     remote_keys_.clear_confirmations(index, reg.key);
     if (r != tcaSuccess)
-        std::fprintf(stderr, "tca: node %d: tcaDestroyHandle: a node that holds the key of registration %u did not "
-                     "confirm within TCA_TIMEOUT_MS that it stopped writing into it (%s)\n", self_, index,
-                     result_message(r));
+        std::fprintf(
+            stderr,
+            "tca: node %d: tcaDestroyHandle: a node that holds the key of registration %u did not "
+            "confirm within TCA_TIMEOUT_MS that it stopped writing into it (%s)\n",
+            self_, index, result_message(r));
     return r;
 }
 
@@ -109,7 +127,8 @@ Result UcxDevice::revoke(uint32_t index, const Registration &reg) {
 Result UcxDevice::drop_registrations(uint64_t base, uint64_t size, tcaMemoryType type) {
     Result first = tcaSuccess;
     for (const auto &[index, reg] : regs_.take_range(base, size, type))
-        if (const Result r = revoke(index, reg); r != tcaSuccess && first == tcaSuccess) first = r;
+        if (const Result r = revoke(index, reg); r != tcaSuccess && first == tcaSuccess)
+            first = r;
     return first;
 }
 

@@ -10,7 +10,9 @@
 
 namespace tca::ucx {
 
-void UcxDevice::yield_core() noexcept { sched_yield(); }
+void UcxDevice::yield_core() noexcept {
+    sched_yield();
+}
 
 // While a thread of the application waits in libtca it progresses the
 // worker itself: then this one naps instead of competing for the worker's
@@ -58,14 +60,18 @@ Result UcxDevice::set_progress_takeover(int64_t ns) {
     return tcaSuccess;
 }
 
-void UcxDevice::mark_driven() noexcept { driven_ns_.store(now_ns(), std::memory_order_relaxed); }
+void UcxDevice::mark_driven() noexcept {
+    driven_ns_.store(now_ns(), std::memory_order_relaxed);
+}
 
 int64_t UcxDevice::driven_for() const noexcept {
-    return takeover_ns_.load(std::memory_order_relaxed) - (now_ns() - driven_ns_.load(std::memory_order_relaxed));
+    return takeover_ns_.load(std::memory_order_relaxed) -
+           (now_ns() - driven_ns_.load(std::memory_order_relaxed));
 }
 
 uint32_t UcxDevice::interrupt_count() noexcept {
-    if (!driven()) progress_worker();
+    if (!driven())
+        progress_worker();
     return events_.seq.load(std::memory_order_acquire);
 }
 
@@ -75,21 +81,28 @@ uint32_t UcxDevice::interrupt_count() noexcept {
 // other touches it here: UCX's worker lock is a spin lock, and a holder
 // preempted on a busy host leaves the driving thread spinning out its slice.
 Result UcxDevice::interrupt_wait(uint32_t seen, int64_t timeout_ns) {
-    if (!driven()) progress_worker();
+    if (!driven())
+        progress_worker();
     return events_.await_change(seen, timeout_ns) ? tcaSuccess : tcaErrorTimeout;
 }
 
 Result UcxDevice::take_notification(const tcaHandle &h, int slot, int tag, bool block) {
-    if (Result r = check_handle(&h, n_); r != tcaSuccess) return r;
-    if (slot < 0 || slot >= TCA_NOTIFY_SLOTS) return tcaErrorInvalidSlot;
+    if (Result r = check_handle(&h, n_); r != tcaSuccess)
+        return r;
+    if (slot < 0 || slot >= TCA_NOTIFY_SLOTS)
+        return tcaErrorInvalidSlot;
     const int src = h.node;
-    return wait_for([&]() -> Result {
-        if (inbox_.take(src, slot, tag)) return tcaSuccess;
-        // A peer that failed, or finished (its goodbye came after its last
-        // notification, on the same endpoint), will post nothing more.
-        if (src != self_ && !peers_.may_write(src)) return tcaErrorPeerGone;
-        return tcaErrorNotReady;
-    }, block);
+    return wait_for(
+        [&]() -> Result {
+            if (inbox_.take(src, slot, tag))
+                return tcaSuccess;
+            // A peer that failed, or finished (its goodbye came after its last
+            // notification, on the same endpoint), will post nothing more.
+            if (src != self_ && !peers_.may_write(src))
+                return tcaErrorPeerGone;
+            return tcaErrorNotReady;
+        },
+        block);
 }
 
 void UcxDevice::deliver_local(int slot, int tag) {
@@ -97,11 +110,15 @@ void UcxDevice::deliver_local(int slot, int tag) {
     event();
 }
 
-bool UcxDevice::counter_id_valid(int id) noexcept { return id >= 0 && owned_index(id) < TCA_NUM_COUNTERS; }
+bool UcxDevice::counter_id_valid(int id) noexcept {
+    return id >= 0 && owned_index(id) < TCA_NUM_COUNTERS;
+}
 
 Result UcxDevice::counter_read(int id, uint64_t *value) {
-    if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
-    if (value == nullptr) return tcaErrorInvalidValue;
+    if (!counter_id_valid(id))
+        return tcaErrorInvalidCounter;
+    if (value == nullptr)
+        return tcaErrorInvalidValue;
     progress_worker();
     return counter_now(id, value);
 }
@@ -115,40 +132,53 @@ Result UcxDevice::counter_now(int id, uint64_t *value) const noexcept {
 
 // A local add kicks the triggered descriptors waiting for it at once.
 Result UcxDevice::counter_add(int id, uint64_t add) {
-    if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
+    if (!counter_id_valid(id))
+        return tcaErrorInvalidCounter;
     const Result r = add_local_counter(id, add);
-    if (r == tcaSuccess) pump_channels();
+    if (r == tcaSuccess)
+        pump_channels();
     return r;
 }
 
 Result UcxDevice::counter_wait(int id, uint64_t value) {
-    if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
-    return wait_for([&]() -> Result {
-        uint64_t now = 0;
-        if (Result r = counter_read(id, &now); r != tcaSuccess) return r;
-        return now >= value ? tcaSuccess : tcaErrorNotReady;
-    }, true);
+    if (!counter_id_valid(id))
+        return tcaErrorInvalidCounter;
+    return wait_for(
+        [&]() -> Result {
+            uint64_t now = 0;
+            if (Result r = counter_read(id, &now); r != tcaSuccess)
+                return r;
+            return now >= value ? tcaSuccess : tcaErrorNotReady;
+        },
+        true);
 }
 
 Result UcxDevice::counter_add_remote(int node, int id, uint64_t add) {
-    if (node < 0 || node >= n_) return tcaErrorInvalidNode;
-    if (!counter_id_valid(id)) return tcaErrorInvalidCounter;
-    if (node == self_) return add_local_counter(id, add);
+    if (node < 0 || node >= n_)
+        return tcaErrorInvalidNode;
+    if (!counter_id_valid(id))
+        return tcaErrorInvalidCounter;
+    if (node == self_)
+        return add_local_counter(id, add);
     Endpoint *ep = nullptr;
-    if (Result r = peers_.endpoint(node, &ep); r != tcaSuccess) return r;
+    if (Result r = peers_.endpoint(node, &ep); r != tcaSuccess)
+        return r;
     // After this thread's earlier PIO writes, as on the loopback (coll tca's
     // thread engine writes a segment, then counts it at the child).
-    if (Result r = ep->fence(); r != tcaSuccess) return r;
+    if (Result r = ep->fence(); r != tcaSuccess)
+        return r;
     const CounterAddMsg m{self_, id, add};
     return ep->am_send(kAmCounterAdd, &m, sizeof m, deadline());
 }
 
 Result UcxDevice::add_local_counter(int id, uint64_t add) {
     const int idx = owned_index(id);
-    if (counter_holder_[idx].load(std::memory_order_acquire) != owned_token(id)) return tcaErrorNotAcquired;
+    if (counter_holder_[idx].load(std::memory_order_acquire) != owned_token(id))
+        return tcaErrorNotAcquired;
     uint64_t cur = counters_[idx].load(std::memory_order_relaxed);
     do {
-        if (add > kCounterMax - cur) return tcaErrorInvalidValue;
+        if (add > kCounterMax - cur)
+            return tcaErrorInvalidValue;
     } while (!counters_[idx].compare_exchange_weak(cur, cur + add, std::memory_order_acq_rel));
     event();
     return tcaSuccess;
@@ -159,7 +189,9 @@ void UcxDevice::counter_claim(int index, uint32_t holder) {
     counter_holder_[index].store(holder, std::memory_order_release);
 }
 
-void UcxDevice::slot_claim(int index, uint32_t holder) { slot_holder_[index].store(holder, std::memory_order_release); }
+void UcxDevice::slot_claim(int index, uint32_t holder) {
+    slot_holder_[index].store(holder, std::memory_order_release);
+}
 
 // A notification into a slot held by someone else of this process is
 // refused, as on the loopback: named by its plain number or another id.
@@ -169,20 +201,24 @@ bool UcxDevice::slot_admits(int id) const noexcept {
 }
 
 Result UcxDevice::interrupt_raise(int node) {
-    if (node < 0 || node >= n_) return tcaErrorInvalidNode;
+    if (node < 0 || node >= n_)
+        return tcaErrorInvalidNode;
     if (node == self_) {
         event();
         return tcaSuccess;
     }
-    if (peers_.failed(node)) return tcaErrorPeerGone;
+    if (peers_.failed(node))
+        return tcaErrorPeerGone;
     Endpoint *ep = nullptr;
-    if (Result r = peers_.endpoint(node, &ep); r != tcaSuccess) return r;
+    if (Result r = peers_.endpoint(node, &ep); r != tcaSuccess)
+        return r;
     const NodeMsg m{self_};
     return ep->am_send(kAmInterrupt, &m, sizeof m, deadline());
 }
 
 Result UcxDevice::node_state(int node, int *state) {
-    if (node < 0 || node >= n_) return tcaErrorInvalidNode;
+    if (node < 0 || node >= n_)
+        return tcaErrorInvalidNode;
     progress_worker();
     if (node == self_)
         *state = TCA_NODE_ALIVE;

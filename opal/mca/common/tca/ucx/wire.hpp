@@ -44,7 +44,8 @@ struct WriteMsg {
     uint32_t flags;        // kLastWordAfter
     int32_t counter = -1;  // >= 0: added to (by `add`) once the data landed (tcaPioWriteCounterAdd)
     uint64_t add = 0;
-    int32_t notify_slot = -1;  // >= 0: the row's notification (slot id, tag), counted once the data landed
+    int32_t notify_slot =
+        -1;  // >= 0: the row's notification (slot id, tag), counted once the data landed
     int32_t notify_tag = 0;
 };
 // A PIO write: the target copies its last 8-byte word after the rest.
@@ -106,14 +107,16 @@ struct KeyReplyMsg {
     uint64_t addr, size;  // the request's, to match it
     int32_t status;       // tcaSuccess, or why there is no key
     uint32_t key_length;  // bytes of packed_key in use
-    uint64_t va_of_zero;  // the owner's virtual address of handle address 0 (internal memory: its base)
+    uint64_t
+        va_of_zero;  // the owner's virtual address of handle address 0 (internal memory: its base)
     unsigned char packed_key[kMaxPackedKey];
 };
 
 // A handler's fixed header: false (dropped) when the length is not T's.
 template <class T>
 bool read_header(const void *header, size_t length, T *out) noexcept {
-    if (length != sizeof(T)) return false;
+    if (length != sizeof(T))
+        return false;
     std::memcpy(out, header, sizeof(T));
     return true;
 }
