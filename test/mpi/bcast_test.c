@@ -439,6 +439,38 @@ static void big_exchange(int from, int to, unsigned seed, MPI_Request *bcasts, i
     free(big);
 }
 
+/* Several large messages in flight both ways at once: btl tca's puts then
+ * overlap, and it takes more channels, whatever ob1's protocol (4.1 pipelines
+ * puts of one message; 5.0 reads it with one emulated get, i.e. one put). */
+static void concurrent_exchange(int n, unsigned seed) {
+    enum { MAX = 8 };
+    const size_t len = (size_t) 8 << 20;
+    unsigned char *out[MAX], *in[MAX];
+    MPI_Request r[2 * MAX];
+    const int peer = 1 - wrank;
+    if (n > MAX)
+        n = MAX;
+    for (int m = 0; m < n; m++) {
+        out[m] = malloc(len);
+        in[m] = calloc(1, len);
+        if (out[m] == NULL || in[m] == NULL)
+            FAIL("concurrent exchange: out of memory");
+        for (size_t i = 0; i < len; i++)
+            out[m][i] = pat(i, seed + (unsigned) (m + 16 * wrank));
+        MPI_Irecv(in[m], (int) len, MPI_BYTE, peer, 40 + m, MPI_COMM_WORLD, &r[2 * m]);
+    }
+    for (int m = 0; m < n; m++)
+        MPI_Isend(out[m], (int) len, MPI_BYTE, peer, 40 + m, MPI_COMM_WORLD, &r[2 * m + 1]);
+    MPI_Waitall(2 * n, r, MPI_STATUSES_IGNORE);
+    for (int m = 0; m < n; m++) {
+        for (size_t i = 0; i < len; i++)
+            if (in[m][i] != pat(i, seed + (unsigned) (m + 16 * peer)))
+                FAIL("concurrent exchange: message %d byte %zu differs", m, i);
+        free(out[m]);
+        free(in[m]);
+    }
+}
+
 static void test_dma_share(void) {
     enum { NB = 4, LEN = 1000 };
     static unsigned char bufs[NB + 1][LEN];
@@ -464,6 +496,7 @@ static void test_dma_share(void) {
     MPI_Barrier(MPI_COMM_WORLD);
     big_exchange(1, 0, 100, NULL, 0);
     big_exchange(0, 1, 101, NULL, 0);
+    concurrent_exchange(8, 102);
     /* the case: one broadcast while btl tca holds the channels */
     BCAST_INIT(bufs[NB], LEN, MPI_BYTE, 1, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[NB]);
     for (int e = 0; e < 3; e++) {

@@ -24,6 +24,9 @@
 #   DEVICE=ucx          every run on the ucx device (TCA_DEVICE=ucx, UCX over
 #                       UCX_TLS=tcp,self, as between hosts), the timing-model
 #                       run too; skipped (77) where this build has no ucx device
+#   DEVICE_UCX_TLS=all  with DEVICE=ucx: UCX_TLS of the runs (default tcp,self;
+#                       "all": UCX_TLS as the caller left it, so Open MPI's own
+#                       pml ucx may run beside the device)
 # The private installation is made (once, under a lock) by
 # `make test/tca-api/stage.stamp`: DESTDIR=test/tca-api/stage, whose paths are
 # in test/tca-api/stage.env.  A program exiting 77 on every rank (e.g. "SKIP:
@@ -33,6 +36,7 @@ srcdir=${srcdir:-.}
 arg=${1:?usage: run_program.sh CASE.tca | PROG.c [NP...]}
 shift
 PROG= NP="2 4 8" TIMING_NP=unset LIBS= GPU=0 ARGS= MAX_SECONDS=180 EXPECT= ALLOW_WARNINGS=0 DEVICE=
+DEVICE_UCX_TLS=tcp,self
 case "$arg" in
 *.c) PROG=$arg; [ $# -gt 0 ] && NP="$*" ;;
 *) . "$arg"
@@ -63,7 +67,8 @@ if [ "$DEVICE" = ucx ]; then
         echo "SKIP: this build has no ucx device (UCX or PMIx headers missing at configure time)"
         exit 77
     fi
-    device_env="TCA_DEVICE=ucx UCX_TLS=tcp,self"
+    device_env="TCA_DEVICE=ucx UCX_TLS=$DEVICE_UCX_TLS"
+    [ "$DEVICE_UCX_TLS" = all ] && device_env="TCA_DEVICE=ucx"
 fi
 
 cuda_flags=

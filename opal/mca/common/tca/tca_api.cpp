@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -27,7 +28,12 @@ using tca::guarded;
 // The process's one node.  tcaInit/tcaFinalize are reference counted: an
 // application using the TCA API and the MPI components (btl, coll) in the
 // same process share the node.  Without a tcaFinalize (published programs
-// have none) the static destructor tears it down at exit.
+// have none) an exit handler tears it down: registered when the first node is
+// made, it runs before the libraries' own destructors.  A static destructor
+// would run among those (glibc's _dl_fini), after UCX's may have run: the ucx
+// device's teardown then frees into a heap UCX has already cleaned up.  The
+// session's engine registers its own exit handler when it first starts (after
+// a node exists), so it stops before the node is torn down.
 struct DeviceOwner {
     std::mutex lock;
     std::unique_ptr<tca::Device> device;
@@ -88,9 +94,21 @@ tcaResult join_running_node(const tca::Device &dev, const tcaInitParams *params)
     return tcaSuccess;
 }
 
+void release_device_at_exit() {
+    std::lock_guard g(g_owner.lock);
+    g_device.store(nullptr, std::memory_order_release);
+    if (g_owner.pid != getpid())
+        (void) g_owner.device.release();  // a forked child's copy is its parent's
+    g_owner.device.reset();
+    g_owner.refs = 0;
+}
+
 tcaResult init_device(const tcaInitParams *params) noexcept {
-    static std::once_flag atfork_once;
-    std::call_once(atfork_once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
+    static std::once_flag once;
+    std::call_once(once, [] {
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+        std::atexit(release_device_at_exit);
+    });
     tca::set_error_detail("");  // a detail read after this call belongs to it
     return guarded([&] {
         std::lock_guard g(g_owner.lock);
