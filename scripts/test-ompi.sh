@@ -35,8 +35,8 @@ if [ "${TCA_TEST_MULTIHOST:-1}" != 0 ]; then
     mh_rc=0
     make -s check-multihost >"$out" 2>&1 || mh_rc=$?
     cat "$out"
-    mh_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
-    if grep -q '^SKIP:' "$out" && [ -z "$mh_line" ]; then
+    mh_line=$(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
+    if grep -aq '^SKIP:' "$out" && [ -z "$mh_line" ]; then
         mh_line="0 passed, 0 failed, 1 skipped"
     elif [ -n "$mh_line" ]; then
         mh_line="$mh_line, 0 skipped"

@@ -41,7 +41,7 @@ part() {
     if [ "$rc" -eq 77 ]; then
         line="0 passed, 0 failed, 1 skipped"
     else
-        line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1)
+        line=$(grep -aE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1)
         [ -n "$line" ] || line="0 passed, 1 failed, 0 skipped"
         [ "$rc" -eq 0 ] || status=1
     fi
@@ -56,8 +56,8 @@ multihost() { # make check-multihost's own line, in the form of the others
     mh_rc=0
     mh_out=$(make -s check-multihost 2>&1) || mh_rc=$?
     echo "$mh_out"
-    mh_line=$(echo "$mh_out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
-    if echo "$mh_out" | grep -q '^SKIP:' && [ -z "$mh_line" ]; then
+    mh_line=$(echo "$mh_out" | grep -aE '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+    if echo "$mh_out" | grep -aq '^SKIP:' && [ -z "$mh_line" ]; then
         echo "0 passed, 0 failed, 1 skipped"
     elif [ -n "$mh_line" ]; then
         echo "$mh_line, 0 skipped"

@@ -25,8 +25,9 @@
 extern "C" {
 #endif
 
-/* A string, printed by programs with %s. */
-#define TCA_LIB_VERSION "1.0 (tca-ompi loopback device)"
+/* A string, printed by programs with %s: the library, not the device a run
+ * uses (TCA_DEVICE or tcaQueryBackendChoice says that). */
+#define TCA_LIB_VERSION "1.0 (tca-ompi: loopback and ucx devices)"
 
 /* Published result spellings.  Macros, not enumerators: they have the type
  * tcaresult itself, so C++ compares and returns them without enum warnings. */

@@ -7,21 +7,26 @@
 
 namespace tca::ucx {
 
-Result Peers::endpoint(int node, Endpoint **out) {
+Result Peers::endpoint(int node, std::span<const std::byte> address, Endpoint **out) {
     std::lock_guard g(lock_);
     Peer &p = peers_[node];
     if (!p.ep) {
-        std::vector<std::byte> address;
-        if (Result r = pmix_.get(first_rank_ + node, kAddressKey, wait_s_, &address);
-            r != tcaSuccess) {
-            std::fprintf(stderr, "tca: node %d: no UCX address of node %d through PMIx (%s)\n",
-                         self_, node, r == tcaErrorTimeout ? "not published in time" : "not there");
-            return r;
+        if (p.address.empty() && !address.empty())
+            p.address.assign(address.begin(), address.end());
+        if (p.address.empty()) {
+            if (Result r = pmix_.get(first_rank_ + node, kAddressKey, wait_s_, &p.address);
+                r != tcaSuccess) {
+                p.address.clear();
+                std::fprintf(stderr, "tca: node %d: no UCX address of node %d through PMIx (%s)\n",
+                             self_, node,
+                             r == tcaErrorTimeout ? "not published in time" : "not there");
+                return r;
+            }
         }
         // Peer failure reports where the transports can (tcp); UCX's
         // shared-memory transports refuse them: then node state only.
-        if (Endpoint::create(*worker_, address, true, &p.ep) != tcaSuccess)
-            if (Result r = Endpoint::create(*worker_, address, false, &p.ep); r != tcaSuccess)
+        if (Endpoint::create(*worker_, p.address, true, &p.ep) != tcaSuccess)
+            if (Result r = Endpoint::create(*worker_, p.address, false, &p.ep); r != tcaSuccess)
                 return r;
     }
     if (p.ep->peer_failed())
@@ -36,9 +41,7 @@ Result Peers::bulk_endpoint(int node, Endpoint **out) {
     if (!p.ep || p.bulk_refused)
         return tcaErrorNotSupported;
     if (!p.bulk) {
-        std::vector<std::byte> address;
-        if (pmix_.get(first_rank_ + node, kAddressKey, 1, &address) != tcaSuccess ||
-            Endpoint::create(*worker_, address, false, &p.bulk) != tcaSuccess) {
+        if (Endpoint::create(*worker_, p.address, false, &p.bulk) != tcaSuccess) {
             p.bulk_refused = true;
             return tcaErrorNotSupported;
         }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <vector>
 
@@ -31,7 +32,10 @@ public:
 
     // The endpoint to `node`, made on first use (with failure reports where
     // the transports give them); tcaErrorPeerGone once the peer failed.
-    Result endpoint(int node, Endpoint **out);
+    Result endpoint(int node, Endpoint **out) { return endpoint(node, {}, out); }
+    // The same, made (if it is not yet) from the address the node sent
+    // (empty: looked up through PMIx).
+    Result endpoint(int node, std::span<const std::byte> address, Endpoint **out);
     // The node's second endpoint, without failure reports (DmaTaggedMsg),
     // following the first one's; after endpoint(node) succeeded.
     // tcaErrorNotSupported where UCX would not make it: rows go by active
@@ -59,6 +63,7 @@ private:
         std::unique_ptr<Endpoint> ep;
         std::unique_ptr<Endpoint> bulk;  // made on first use
         bool bulk_refused = false;
+        std::vector<std::byte> address;  // the node's worker address, once known
     };
 
     PmixExchange &pmix_;

@@ -3,8 +3,11 @@
 // answers and notes the holder, and a registration's end revokes its key at
 // every holder before the memory is unmapped or freed.  The books:
 // remote_keys.hpp; the registrations: local_registrations.hpp.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <span>
 
 #include "ucx/ucx_device.hpp"
 
@@ -25,8 +28,13 @@ Result UcxDevice::fetch_remote_key(const tcaHandle &h) {
     const KeyName asked{h.node, h.reg_index, h.key};
     remote_keys_.asking(asked);
     KeyAnswer answer;
-    const KeyRequestMsg req{self_, h.reg_index, h.key, h.addr, h.size};
-    Result waited = ep->am_send(kAmKeyRequest, &req, sizeof req, deadline());
+    auto req = std::make_unique<KeyRequestMsg>(
+        KeyRequestMsg{self_, h.reg_index, h.key, h.addr, h.size, 0u, {}});
+    if (const auto &a = worker_->address(); a.size() <= sizeof req->address) {
+        std::memcpy(req->address, a.data(), a.size());
+        req->address_length = static_cast<uint32_t>(a.size());
+    }
+    Result waited = ep->am_send(kAmKeyRequest, req.get(), sizeof *req, deadline());
     if (waited == tcaSuccess)
         waited = wait_for(
             [&]() -> Result {
@@ -66,7 +74,10 @@ void UcxDevice::answer_key_request(const KeyRequestMsg &req) {
     reply->size = req.size;
     regs_.answer(req, internal_map_.get(), reply.get());
     Endpoint *ep = nullptr;
-    if (peers_.endpoint(req.src, &ep) == tcaSuccess)
+    const std::span<const std::byte> address{
+        reinterpret_cast<const std::byte *>(req.address),
+        std::min<size_t>(req.address_length, sizeof req.address)};
+    if (peers_.endpoint(req.src, address, &ep) == tcaSuccess)
         (void) ep->am_send(kAmKeyReply, reply.get(), sizeof *reply, deadline());
 }
 

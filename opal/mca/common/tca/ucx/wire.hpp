@@ -88,11 +88,17 @@ struct CounterAddMsg {
     int32_t src, id;
     uint64_t add;
 };
+// A key request carries the asking node's worker address: the owner answers
+// on an endpoint made from it, never by a PMIx lookup from its progress
+// thread (Open MPI 5's PMIx let such a lookup block for good now and then).
+constexpr size_t kMaxWorkerAddress = 1024;
 struct KeyRequestMsg {
     int32_t src;
     uint32_t reg_index;
     uint64_t key;
-    uint64_t addr, size;  // as the handle says: a handle whose range was altered is refused
+    uint64_t addr, size;      // as the handle says: a handle whose range was altered is refused
+    uint32_t address_length;  // bytes of address in use (0: too long, look it up)
+    unsigned char address[kMaxWorkerAddress];
 };
 struct KeyRevokeMsg {  // also the answer, kAmKeyForgotten
     int32_t src;
