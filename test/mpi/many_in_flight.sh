@@ -7,7 +7,8 @@
 # copy in the same run.  Each size of each benchmark must take at most
 # LIMIT x (default 3) the reference's time (pairs: at least 1/LIMIT of its
 # bandwidth), plus SLACK_US (default 300) for scheduling noise on a busy
-# machine.  Runs alternate, twice each; the better of each pair is compared.
+# machine.  Runs alternate, twice each (a third time at a rank count with a
+# miss); the best of each configuration is compared.
 # Lines show tca's value over the reference's (pairs: bandwidths, higher is
 # better).
 # Every run is bounded in time (300 s).
@@ -38,18 +39,35 @@ run() { # CONFIG NP COMMAND...: "CONFIG NP bench bytes value" lines into $raw
     echo "$out" | awk -v c="$cfg" -v np="$np" '$1 == "RESULT" { print c, "np" np, $2, $3, $4 }' >>"$raw"
 }
 
+round() { # NP: one run of each configuration
+    # shellcheck disable=SC2086
+    run ref "$1" timeout 300 mpirun --oversubscribe --bind-to none --mca pml ob1 $SM_BTL $SM_NOCOPY
+    run tca "$1" env TCA_SINGLE_COPY=0 timeout 300 "$srcdir/scripts/tca-mpirun" --oversubscribe --bind-to none
+}
+check() {
+    table=$(awk -v limit="$limit" -v slack="$slack" -v ref_name="$SM_NAME without single copy" \
+        -f "$srcdir/test/mpi/ratio_check.awk" "$raw")
+    rc=$?
+}
 for np in 3 4; do
-    for round in 1 2; do
-        # shellcheck disable=SC2086
-        run ref "$np" timeout 300 mpirun --oversubscribe --bind-to none --mca pml ob1 $SM_BTL $SM_NOCOPY
-        run tca "$np" env TCA_SINGLE_COPY=0 timeout 300 "$srcdir/scripts/tca-mpirun" --oversubscribe --bind-to none
-    done
+    round "$np"
+    round "$np"
 done
 [ $status -eq 0 ] || exit 1
-
-table=$(awk -v limit="$limit" -v slack="$slack" -v ref_name="$SM_NAME without single copy" \
-    -f "$srcdir/test/mpi/ratio_check.awk" "$raw")
-rc=$?
+check
+# A size over the limit gets a third round at its rank count: with 4 ranks on
+# 2 cores a size can fall into a slow period of this machine in both runs
+# (seen in one fresh-clone CI run: allreduce 64 KiB at np 4 13x, every other
+# size fine).  The collapse this test is for (10-100x at every size from
+# 256 KiB) stays over the limit in every round.
+if [ $rc -ne 0 ]; then
+    for np in $(echo "$table" | awk '$1 == "FAIL" { print substr($2, 3) }' | sort -u); do
+        echo "np $np: over the limit after 2 rounds; a third round"
+        round "$np"
+    done
+    [ $status -eq 0 ] || exit 1
+    check
+fi
 echo "$table" | sort -k2,2 -k3,3 -k4,4n
 [ $rc -eq 0 ] || status=1
 [ $status -eq 0 ] && echo "many_in_flight: passed" || echo "many_in_flight: FAILED (limit ${limit}x + ${slack} us)"

@@ -29,6 +29,15 @@ Result refuse(const char *name, const char *value, const char *why, const std::s
     return tcaErrorInvalidValue;
 }
 
+// Why a parsed value is refused, or nullptr: both kinds of range alike.
+template <class T>
+const char *out_of_range(tca_parse_status st, T v, T min, T max) {
+    return st != TCA_PARSE_OK ? tca_parse_status_string(st)
+           : v < min          ? "below the minimum"
+           : v > max          ? "above the maximum"
+                              : nullptr;
+}
+
 std::string format_real(double x) {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%.10g", x);
@@ -45,17 +54,12 @@ Result env_number(const char *name, const EnvRange &range, uint64_t *out) {
     uint64_t n = 0;
     const tca_parse_status st = tca_parse_size(v, range.units ? 1 : 0, &n);
     const auto bound = [&](uint64_t x) { return range.units ? format_size(x) : std::to_string(x); };
-    const char *why = st != TCA_PARSE_OK ? tca_parse_status_string(st)
-                      : n < range.min    ? "below the minimum"
-                      : n > range.max    ? "above the maximum"
-                                         : nullptr;
-    if (why == nullptr) {
-        *out = n;
-        return tcaSuccess;
-    }
-    return refuse(name, v, why,
-                  bound(range.min) + ".." + bound(range.max) +
-                      (range.units ? " bytes, optionally with a K, M, G or T suffix" : ""));
+    if (const char *why = out_of_range(st, n, range.min, range.max); why != nullptr)
+        return refuse(name, v, why,
+                      bound(range.min) + ".." + bound(range.max) +
+                          (range.units ? " bytes, optionally with a K, M, G or T suffix" : ""));
+    *out = n;
+    return tcaSuccess;
 }
 
 Result env_real(const char *name, const RealRange &range, double *out) {
@@ -66,16 +70,12 @@ Result env_real(const char *name, const RealRange &range, double *out) {
     }
     double d = 0;
     const tca_parse_status st = tca_parse_real(v, &d);
-    const char *why = st != TCA_PARSE_OK ? tca_parse_status_string(st)
-                      : d < range.min    ? "below the minimum"
-                      : d > range.max    ? "above the maximum"
-                                         : nullptr;
-    if (why == nullptr) {
-        *out = d;
-        return tcaSuccess;
-    }
-    return refuse(name, v, why,
-                  format_real(range.min) + ".." + format_real(range.max) + ", a decimal number");
+    if (const char *why = out_of_range(st, d, range.min, range.max); why != nullptr)
+        return refuse(name, v, why,
+                      format_real(range.min) + ".." + format_real(range.max) +
+                          ", a decimal number");
+    *out = d;
+    return tcaSuccess;
 }
 
 namespace {

@@ -10,11 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 
-// Older pmix.h (PMIx 3) lacks it; the library ignores keys it does not know.
-#ifndef PMIX_GET_REFRESH_CACHE
-#define PMIX_GET_REFRESH_CACHE "pmix.get.refresh"
-#endif
-
 namespace tca::ucx {
 
 struct PmixExchange::Api {
@@ -110,9 +105,6 @@ Result PmixExchange::put(const std::string &key, std::span<const std::byte> valu
     return api_->commit() == PMIX_SUCCESS ? tcaSuccess : tcaErrorSystem;
 }
 
-// With the cache refreshed: a node publishes its address when its device
-// starts, which on Open MPI 5 may be after MPI_Init's fence collected the
-// job's data; a lookup must not stop at what that fence brought.
 Result PmixExchange::get(int rank, const std::string &key, int timeout_s,
                          std::vector<std::byte> *out) {
     if (key.size() > PMIX_MAX_KEYLEN || rank < 0 || rank >= job_size_)
@@ -120,15 +112,12 @@ Result PmixExchange::get(int rank, const std::string &key, int timeout_s,
     pmix_proc_t proc{};
     std::memcpy(proc.nspace, api_->self.nspace, sizeof(proc.nspace));
     proc.rank = static_cast<pmix_rank_t>(rank);
-    pmix_info_t info[2]{};
-    std::strncpy(info[0].key, PMIX_TIMEOUT, PMIX_MAX_KEYLEN);
-    info[0].value.type = PMIX_INT;
-    info[0].value.data.integer = timeout_s;
-    std::strncpy(info[1].key, PMIX_GET_REFRESH_CACHE, PMIX_MAX_KEYLEN);
-    info[1].value.type = PMIX_BOOL;
-    info[1].value.data.flag = true;
+    pmix_info_t info{};
+    std::strncpy(info.key, PMIX_TIMEOUT, PMIX_MAX_KEYLEN);
+    info.value.type = PMIX_INT;
+    info.value.data.integer = timeout_s;
     pmix_value_t *v = nullptr;
-    const pmix_status_t s = api_->get(&proc, key.c_str(), info, 2, &v);
+    const pmix_status_t s = api_->get(&proc, key.c_str(), &info, 1, &v);
     if (s != PMIX_SUCCESS || v == nullptr || v->type != PMIX_BYTE_OBJECT) {
         free_value(v);
         return s == PMIX_ERR_TIMEOUT ? tcaErrorTimeout : tcaErrorPeerGone;
