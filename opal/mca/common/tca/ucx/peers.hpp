@@ -8,8 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "ucx/pmix_exchange.hpp"
