@@ -4,6 +4,7 @@
 
 #include <new>
 
+#include "base/build_info.hpp"
 #include "peer_area.hpp"
 #include "progress_client.hpp"
 #include "ring_poller.hpp"
@@ -34,6 +35,10 @@ extern "C" {
 
 size_t tca_btl_area_bytes(int nodes, uint32_t slots, uint32_t max_payload) {
     return AreaLayout(nodes, RingGeometry::for_payload(slots, max_payload)).bytes();
+}
+
+int tca_btl_core_optimized(void) {
+    return tca::kBuiltOptimized ? 1 : 0;
 }
 
 uint32_t tca_btl_slot_payload(uint32_t max_payload) {

@@ -21,6 +21,8 @@ extern "C" {
 TCA_BTL_CORE_HIDDEN size_t tca_btl_area_bytes(int nodes, uint32_t slots, uint32_t max_payload);
 /* Largest payload a slot holds for this max_payload (rounded up to the slot stride). */
 TCA_BTL_CORE_HIDDEN uint32_t tca_btl_slot_payload(uint32_t max_payload);
+/* 1: this core was compiled with optimization. */
+TCA_BTL_CORE_HIDDEN int tca_btl_core_optimized(void);
 
 /* ---- one peer: tx ring (in the peer's area) and rx ring (in ours) ---- */
 typedef struct tca_btl_peer tca_btl_peer_t;

@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "base/build_info.hpp"
 #include "bcast_engine.hpp"
 #include "device_area.hpp"
 #include "session/liveness.h"
@@ -45,6 +46,10 @@ struct tca_coll_bcast {
 };
 
 extern "C" {
+
+int tca_coll_core_optimized(void) {
+    return tca::kBuiltOptimized ? 1 : 0;
+}
 
 tca_coll_bcast_t *tca_coll_bcast_new(const tca_coll_bcast_params_t *p, tca_coll_peer_info_t *mine,
                                      tcaResult *err) {

@@ -56,6 +56,9 @@ typedef struct tca_coll_bcast_params {
     int detect_gpu;
 } tca_coll_bcast_params_t;
 
+/* 1: this core was compiled with optimization. */
+TCA_COLL_HIDDEN int tca_coll_core_optimized(void);
+
 /* Plans, registers the buffer, acquires counters (and staging memory); *mine is what to send
  * to the parent and children.  NULL on failure (*err says why: tcaErrorNoResource when the
  * device has no run of free counters left). */

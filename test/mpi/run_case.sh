@@ -37,14 +37,20 @@ if [ "$OMPI_INFO" = 1 ]; then
     done
     echo "$out" | grep -q 'btl_tca_progress_thread:enumerator:value:1:on' || { echo "FAIL: thread modes not listed"; status=1; }
     echo "$out" | grep -q 'btl_tca_get_emulation:enumerator:value:2:all' || { echo "FAIL: get emulation modes not listed"; status=1; }
+    # The C++ core was compiled with optimization (an in-tree build of Open
+    # MPI gives C++ no -O of its own: configure.m4 must).
+    echo "$out" | grep -q '^mca:btl:tca:param:btl_tca_build_optimized:value:true$' ||
+        { echo "FAIL: btl tca's core built without optimization: $(echo "$out" | grep build_optimized:value)"; status=1; }
     # And every coll tca parameter.
     out=$(ompi_info_here --parsable --param coll tca --level 9)
-    for p in priority engine segment_size gpu_segment_size ucx_segment_size chain_threshold staging_size min_bytes \
+    for p in build_optimized priority engine segment_size gpu_segment_size ucx_segment_size chain_threshold staging_size min_bytes \
         thread_takeover_us; do
         help=$(echo "$out" | sed -n "s/^mca:coll:tca:param:coll_tca_$p:help://p")
         if [ -z "$help" ]; then echo "FAIL: coll_tca_$p missing or without help"; status=1; else echo "ok coll_tca_$p"; fi
     done
     echo "$out" | grep -q 'coll_tca_engine:enumerator:value:.*:thread' || { echo "FAIL: engines not listed"; status=1; }
+    echo "$out" | grep -q '^mca:coll:tca:param:coll_tca_build_optimized:value:true$' ||
+        { echo "FAIL: coll tca's core built without optimization: $(echo "$out" | grep build_optimized:value)"; status=1; }
     exit $status
 fi
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common_tca_session.h"
+#include "session/session_core.h"
 #include "ompi/mca/coll/base/base.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
@@ -58,6 +59,14 @@ static int tca_register(void) {
     tca_mca_help_dirs("help-coll-tca.txt", "ompi/mca/coll/tca");
     if (!tca_cuda_abi_check("help-coll-tca.txt", "coll tca"))
         return OMPI_ERR_NOT_AVAILABLE;
+    mca_coll_tca_component.build_optimized = tca_coll_core_optimized() && tca_session_core_optimized();
+    (void) mca_base_component_var_register(
+        c, "build_optimized",
+        "Whether coll tca's C++ core and the TCA device layer (libtca) were compiled with "
+        "optimization (false: built without -O, broadcasts run several times slower; rebuild "
+        "with an -O level in CXXFLAGS)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &mca_coll_tca_component.build_optimized);
     mca_coll_tca_component.priority = 40;
     (void) mca_base_component_var_register(
         c, "priority",

@@ -83,6 +83,7 @@ typedef struct mca_btl_tca_component_t {
     tca_btl_gets_t *gets;         /* ours, waiting for GET_DONE (tca-btl core) */
     volatile int64_t gets_served; /* puts run for peers' gets (reported at finalize, verbose) */
     int gpu_initialized; /* tca_ompi_gpu_init started Open MPI's GPU support (and needs its fini) */
+    bool build_optimized; /* btl tca's C++ core and libtca's were compiled with optimization */
 } mca_btl_tca_component_t;
 
 TCA_OPAL_COMPONENT_DECLSPEC extern mca_btl_tca_component_t mca_btl_tca_component;

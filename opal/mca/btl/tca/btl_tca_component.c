@@ -17,6 +17,7 @@
 #include "opal/util/show_help.h"
 #include "common_tca_session.h"
 #include "session/liveness.h"
+#include "session/session_core.h"
 #include "tca_cuda_abi.h"
 #include "tca_error_text.h"
 #include "tca_mca_check.h"
@@ -153,6 +154,16 @@ static int tca_component_register(void) {
     for (size_t i = 0; i < count; ++i)
         if (NULL != params[i].help)
             register_param(c, &params[i], i);
+    /* Read-only, as Open MPI's own build facts in ompi_info: a core built
+     * without -O is several times slower and nothing else would say so. */
+    c->build_optimized = tca_btl_core_optimized() && tca_session_core_optimized();
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "build_optimized",
+        "Whether btl tca's C++ core and the TCA device layer (libtca) were compiled with "
+        "optimization (false: built without -O, the message path runs several times slower; "
+        "rebuild with an -O level in CXXFLAGS)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->build_optimized);
 
     /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
      * btl_put must be set before mca_btl_base_param_register or it strips PUT. */

@@ -23,7 +23,7 @@ AC_DEFUN([MCA_opal_common_tca_COMPILE_MODE], [
 # MCA_opal_common_tca_CONFIG([action-if-can-compile], [action-if-cant-compile])
 AC_DEFUN([MCA_opal_common_tca_CONFIG],[
     AC_CONFIG_FILES([opal/mca/common/tca/Makefile])
-    OPAL_VAR_SCOPE_PUSH([common_tca_save_CXXFLAGS common_tca_cuda_dir])
+    OPAL_VAR_SCOPE_PUSH([common_tca_save_CXXFLAGS common_tca_cuda_dir common_tca_cxx_opt common_tca_word])
 
     AC_ARG_WITH([tca],
         [AS_HELP_STRING([--with-tca],
@@ -64,9 +64,37 @@ AC_DEFUN([MCA_opal_common_tca_CONFIG],[
           [OMPI_CHECK_UCX([common_tca_ucx], [common_tca_ucx_happy=yes], [common_tca_ucx_happy=no])])
     AM_CONDITIONAL([MCA_common_tca_UCX_DEVICE], [test "$common_tca_ucx_happy" = "yes"])
 
+    # Optimization of the C++ core.  Open MPI's configure makes sure its C
+    # flags optimize (-O3 with GNU compilers, unless --enable-debug or the
+    # builder's CFLAGS chose) but leaves CXXFLAGS as given: without this the
+    # core (libtca, btl tca's and coll tca's C++) builds with no -O at all,
+    # and a message path of inlined templates runs several times slower.
+    # The C flags' -O level goes into common_tca_CXXFLAGS (-O2 where they
+    # have none, and none in a debug build); an -O in the builder's CXXFLAGS
+    # wins (automake puts CXXFLAGS after AM_CXXFLAGS).
+    common_tca_CXXFLAGS=
+    AS_IF([test "$opal_common_tca_happy" = "yes"],
+          [AC_MSG_CHECKING([for the TCA transport's C++ optimization flags])
+           common_tca_cxx_opt=
+           for common_tca_word in $CXXFLAGS; do
+               AS_CASE([$common_tca_word], [-O|-O@<:@0-9sgz@:>@|-Ofast], [common_tca_cxx_opt=$common_tca_word])
+           done
+           AS_IF([test -n "$common_tca_cxx_opt"],
+                 [AC_MSG_RESULT([$common_tca_cxx_opt (from CXXFLAGS)])],
+                 [for common_tca_word in $CFLAGS; do
+                      AS_CASE([$common_tca_word], [-O|-O@<:@0-9sgz@:>@|-Ofast], [common_tca_CXXFLAGS=$common_tca_word])
+                  done
+                  AS_IF([test -n "$common_tca_CXXFLAGS"],
+                        [AC_MSG_RESULT([$common_tca_CXXFLAGS (the C flags' level)])],
+                        [test "$WANT_DEBUG" = "1"],
+                        [AC_MSG_RESULT([none (debug build)])],
+                        [common_tca_CXXFLAGS=-O2
+                         AC_MSG_RESULT([$common_tca_CXXFLAGS (neither CFLAGS nor CXXFLAGS set a level)])])])])
+
     AS_IF([test "$opal_common_tca_happy" = "yes"], [$1], [$2])
 
     AC_SUBST([common_tca_CPPFLAGS])
+    AC_SUBST([common_tca_CXXFLAGS])
     AC_SUBST([common_tca_ucx_CPPFLAGS])
     AC_SUBST([common_tca_ucx_LDFLAGS])
     AC_SUBST([common_tca_ucx_LIBS])

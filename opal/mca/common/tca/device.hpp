@@ -25,6 +25,7 @@ struct DeviceInfo {
     // target's CPU (tcaBackendAttr::host_puts_by_target).
     bool host_puts_by_target = false;
     bool gpu_memory = true;  // tcaMemoryGPU is served (where CUDA is built in)
+    bool optimized = false;  // the backend's code was compiled with optimization (build_info.hpp)
     uint64_t internal_size = 0;
     uint64_t internal_used = 0;
     int64_t spin_ns = 0;

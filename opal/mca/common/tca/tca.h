@@ -386,7 +386,9 @@ typedef struct tcaBackendAttr {
     int takeover_us; /* the backend's own progress thread drives the device only this long after a
                                 client last did (TCA_TAKEOVER_US, tcaSetProgressTakeover); -1: it has none */
     int spans_hosts; /* 1: the nodes may sit on several hosts (the ucx device) */
-    int reserved[5]; /* zero */
+    int optimized;   /* 1: libtca and the backend were compiled with optimization (a build without
+                        -O runs the data path several times slower) */
+    int reserved[4]; /* zero */
 } tcaBackendAttr;
 TCA_API tcaResult tcaQueryBackend(tcaBackendAttr *attr);
 /* Which backend tcaInitWithParams(params) would start (params may be NULL:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api_guard.hpp"
+#include "base/build_info.hpp"
 #include "device.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "base/env_settings.hpp"
@@ -93,6 +94,7 @@ tcaResult tcaQueryBackend(tcaBackendAttr *attr) {
         a.timeout_ns = info.timeout_ns;
         a.takeover_us = info.takeover_ns < 0 ? -1 : static_cast<int>(info.takeover_ns / 1000);
         a.spans_hosts = tca::device_spans_hosts(info.backend.c_str()) ? 1 : 0;
+        a.optimized = tca::kBuiltOptimized && info.optimized ? 1 : 0;
         auto &cuda = tca::gpu::CudaRuntime::instance();
         a.gpu_built = cuda.compiled_in() && info.gpu_memory ? 1 : 0;
         a.gpu_devices = cuda.available() ? cuda.device_count() : -1;

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/build_info.hpp"
 #include "device.hpp"
 #include "gpu/cuda_runtime.hpp"
 #include "loopback/dma_engine.hpp"
@@ -95,6 +96,7 @@ public:
     DeviceInfo info() const override {
         DeviceInfo i;
         i.backend = "loopback";
+        i.optimized = kBuiltOptimized;
         i.job_key = nodes_.info().job_key;
         i.launch_source = nodes_.info().source;
         i.put_mechanism =

@@ -4,6 +4,8 @@
 
 #include "session/liveness.h"
 
+#include "base/build_info.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -106,6 +108,10 @@ int tca_session_core_leave(void) {
 
 int tca_session_core_clients(void) {
     return membership().clients();
+}
+
+int tca_session_core_optimized(void) {
+    return tca::kBuiltOptimized ? 1 : 0;
 }
 
 }  // extern "C"

@@ -51,6 +51,9 @@ TCA_SESSION_API int tca_session_core_join(int requested_size, int local_rank, in
 TCA_SESSION_API int tca_session_core_leave(void);
 /* Clients now. */
 TCA_SESSION_API int tca_session_core_clients(void);
+/* 1: the session's C++ (built with libtca, by the same rules) was compiled
+ * with optimization; answers without a device, for ompi_info. */
+TCA_SESSION_API int tca_session_core_optimized(void);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 #include <random>
 #include <system_error>
 
+#include "base/build_info.hpp"
+
 namespace tca::ucx {
 
 namespace {
@@ -113,6 +115,7 @@ Result UcxDevice::start(std::string *why) {
 DeviceInfo UcxDevice::info() const {
     DeviceInfo i;
     i.backend = "ucx";
+    i.optimized = kBuiltOptimized;
     i.job_key = pmix_->nspace();
     i.launch_source = "PMIx (rank " + std::to_string(first_rank_ + self_) + " of " +
                       std::to_string(pmix_->job_size()) + ")";
