@@ -3,6 +3,7 @@
 // model without one, hops, the backend, the timing model's parameters.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "harness.hpp"
@@ -141,13 +142,35 @@ TEST(Query, HostPutsGoByTheTargetWhereSingleCopyIsOffOrDear) {
                 NODE_CHECK(!off || bounced);
                 NODE_CHECK(a.host_puts_by_target == (off || (measured && bounced) ? 1 : 0));
                 if (measured)
-                    NODE_CHECK(std::strstr(a.put_mechanism, "(measured: ") != nullptr);
+                    NODE_CHECK(std::strstr(a.put_mechanism, "(measured on node 0: ") != nullptr);
                 b.barrier();
                 return 0;
             },
             opt))
             << env;
     }
+}
+
+// TCA_SINGLE_COPY=auto: node 0 measures and every node takes its answer, so
+// that ranks never put by different paths in one job (each measured for
+// itself, a measurement near the rule's limit split them).
+TEST(Query, EveryNodeTakesNodeZerosMeasuredPath) {
+    NodeOptions opt;
+    opt.env = "TCA_SINGLE_COPY=auto";
+    EXPECT_TRUE(run_nodes(
+        3,
+        [](int node, Board &b) {
+            tcaBackendAttr a{};
+            NODE_OK(tcaQueryBackend(&a));
+            NODE_CHECK(std::strstr(a.put_mechanism, "(measured on node 0: ") != nullptr);
+            // The whole text, numbers included, is node 0's on every node.
+            b.value[node].store(static_cast<int>(std::hash<std::string>{}(a.put_mechanism)));
+            b.barrier();
+            NODE_CHECK(b.value[node].load() == b.value[0].load());
+            b.barrier();
+            return 0;
+        },
+        opt));
 }
 
 }  // namespace

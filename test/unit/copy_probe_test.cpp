@@ -41,7 +41,7 @@ TEST(CopyProbe, SingleCopyPaysUpToTheRatio) {
     EXPECT_TRUE(single_copy_pays(p));
     p.single_copy_us = 2.0 * kSingleCopyMaxRatio + 0.1;
     EXPECT_FALSE(single_copy_pays(p));
-    p.single_copy_us = 15.0;  // a 2-core VM: 15 us against 2 us per 256 KiB
+    p.single_copy_us = 15.0;  // a host where pinning is dear: 15 us against 2 us per 256 KiB
     EXPECT_FALSE(single_copy_pays(p));
     p.single_copy_us = 1.0;
     p.error = EPERM;

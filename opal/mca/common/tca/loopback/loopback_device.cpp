@@ -82,11 +82,41 @@ public:
         arm_term_cleanup(nodes_.segment_name(nodes_.self()), nodes_.own().arenas());
         if (Result r = engine_.start_thread(); r != tcaSuccess)
             return r;
+        if (writer_.wants_measurement() && nodes_.self() == 0)
+            publish_copy_probe(probe_copies());
         nodes_.publish_ready();
         if (Result r = nodes_.attach_all(); r != tcaSuccess)
             return r;
+        if (writer_.wants_measurement())
+            settle_copy_path();
         started_ = true;
         return tcaSuccess;
+    }
+
+    // TCA_SINGLE_COPY=auto: node 0 measures for the sub-cluster (before its
+    // segment is Ready, so every node that attached it finds the answer).
+    void publish_copy_probe(const CopyProbe &p) {
+        SegmentHeader *h = nodes_.own().header();
+        h->copy_probe_error = p.error;
+        h->copy_probe_bytes = p.bytes;
+        h->copy_probe_single_us = p.single_copy_us;
+        h->copy_probe_memcpy_us = p.memcpy_us;
+        h->copy_probe_done = 1;
+    }
+    // Node 0's answer; where node 0 measured nothing (it was told its path:
+    // TCA_SINGLE_COPY differs between the ranks), our own measurement.
+    void settle_copy_path() {
+        const SegmentHeader *h = nodes_.view(0).header();
+        if (h->copy_probe_done == 0) {
+            writer_.settle(probe_copies(), nodes_.self());
+            return;
+        }
+        CopyProbe p;
+        p.error = h->copy_probe_error;
+        p.bytes = h->copy_probe_bytes;
+        p.single_copy_us = h->copy_probe_single_us;
+        p.memcpy_us = h->copy_probe_memcpy_us;
+        writer_.settle(p, 0);
     }
 
     int node_id() const noexcept override { return nodes_.self(); }

@@ -26,24 +26,26 @@ constexpr uint64_t kBouncePiece = 32 * 1024;  // the writer raises `filled` ever
 
 }  // namespace
 
-RemoteWriter::RemoteWriter(NodeSet &nodes, CopyPath path) : nodes_(nodes), arenas_(nodes) {
-    // Measured, the choice is the PIO writes': their thread waits for them
-    // anyway, and the target's copy-out overlaps the writer's copy-in.  DMA
-    // runs keep single copy, which needs nothing of the target (an offloaded
-    // broadcast's children forward or compute: 4 MiB at np 4 took 1880 us
-    // with its puts bounced, 858 us by single copy).  Where the kernel
-    // refuses single copy (the probe says so), everything bounces.
-    if (path == CopyPath::Auto) {
-        const CopyProbe p = probe_copies();
-        chosen_because_ = " (measured: " + describe(p) + ")";
-        if (p.error != 0)
-            path = CopyPath::Bounce;
-        else
-            pio_bounces_ = !single_copy_pays(p);
-        measured_dear_ = p.error != 0 || pio_bounces_;
-    }
+RemoteWriter::RemoteWriter(NodeSet &nodes, CopyPath path)
+    : nodes_(nodes), arenas_(nodes), measure_(path == CopyPath::Auto) {
     if (path == CopyPath::Bounce)
         cma_refused_ = true;  // also TCA_SINGLE_COPY=0 (tests, locked-down hosts)
+}
+
+// Measured, the choice is the PIO writes': their thread waits for them
+// anyway, and the target's copy-out overlaps the writer's copy-in.  DMA runs
+// keep single copy, which needs nothing of the target (an offloaded
+// broadcast's children forward or compute while their parent writes).
+// Where the kernel refuses single copy (the probe says so), everything
+// bounces.
+void RemoteWriter::settle(const CopyProbe &p, int measured_by) {
+    chosen_because_ = " (measured on node " + std::to_string(measured_by) + ": " + describe(p) + ")";
+    if (p.error != 0)
+        cma_refused_ = true;
+    else
+        pio_bounces_ = !single_copy_pays(p);
+    measured_dear_ = p.error != 0 || pio_bounces_;
+    measure_ = false;
 }
 
 RemoteWriter::~RemoteWriter() = default;

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "base/env_settings.hpp"
+#include "loopback/copy_probe.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/peer_arenas.hpp"
 #include "tca.h"
@@ -57,6 +58,12 @@ public:
         const std::atomic<uint64_t> *posted = nodes_.own_bounce_posted();
         return posted != nullptr && posted->load(std::memory_order_relaxed) != 0;
     }
+
+    // TCA_SINGLE_COPY=auto: the paths wait for a measurement (single copy
+    // until then), which one node makes for the whole sub-cluster so that
+    // every node puts the same way (LoopbackDevice::start); settle() takes it.
+    bool wants_measurement() const noexcept { return measure_; }
+    void settle(const CopyProbe &p, int measured_by);
 
     bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
     // TCA_SINGLE_COPY=auto found single copy dear (or refused): PIO writes bounce.
@@ -104,6 +111,7 @@ private:
     std::string chosen_because_;  // TCA_SINGLE_COPY=auto: " (measured: ...)"
     bool pio_bounces_ = false;    // TCA_SINGLE_COPY=auto found single copy dear: PIO writes bounce
     bool measured_dear_ = false;  // ... or the kernel refused it
+    bool measure_;                // TCA_SINGLE_COPY=auto and not settled yet
     std::mutex service_lock_;
     // The bounce request of a peer we are copying out (service_lock_): a
     // snapshot of its checked fields and how far we got.

@@ -22,8 +22,9 @@ namespace tca::loopback {
 // 5: notification counts per (source, slot, tag) instead of rings,
 // 6: shared-heap arena table, arena fields in registrations,
 // 9: one bounce mailbox per source node and the posted mask,
-// 10: the mailboxes after the internal memory
-inline constexpr uint32_t kLayoutVersion = 10;
+// 10: the mailboxes after the internal memory,
+// 11: node 0's copy-path measurement in the header
+inline constexpr uint32_t kLayoutVersion = 11;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
@@ -143,6 +144,13 @@ struct alignas(64) SegmentHeader {
     uint64_t internal_size;
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
     uint64_t arena_offset;  // kMaxArenas ArenaSlots
+    // TCA_SINGLE_COPY=auto: node 0's measurement of single copy against
+    // memcpy (copy_probe.hpp), which every node of the sub-cluster takes.
+    // Written before state becomes Ready; copy_probe_done 0: not measured.
+    uint32_t copy_probe_done;
+    int32_t copy_probe_error;
+    uint64_t copy_probe_bytes;
+    double copy_probe_single_us, copy_probe_memcpy_us;
     // Per notification slot of this node: its holder's token (tcaSlotAcquire),
     // 0 while nobody holds it.  Senders read it before they write, so a
     // notification naming a held slot without the holder's id is refused.
