@@ -37,8 +37,8 @@ typedef struct mca_coll_tca_component_t {
     opal_list_t active;
     opal_list_t freed; /* freed by the user; their resources go back once no late peer can write */
     int progress_registered;
-    int session_joined; /* this process's TCA session (common_tca_session.h) is ours to leave */
-    int test_fail;      /* TCA_COLL_FAIL_*: a step the tests make fail (TCA_COLL_TEST_FAIL) */
+    int session_joined;   /* this process's TCA session (common_tca_session.h) is ours to leave */
+    int test_fail;        /* TCA_COLL_FAIL_*: a step the tests make fail (TCA_COLL_TEST_FAIL) */
     bool build_optimized; /* coll tca's C++ core and libtca's were compiled with optimization */
 } mca_coll_tca_component_t;
 

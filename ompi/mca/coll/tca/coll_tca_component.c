@@ -59,7 +59,8 @@ static int tca_register(void) {
     tca_mca_help_dirs("help-coll-tca.txt", "ompi/mca/coll/tca");
     if (!tca_cuda_abi_check("help-coll-tca.txt", "coll tca"))
         return OMPI_ERR_NOT_AVAILABLE;
-    mca_coll_tca_component.build_optimized = tca_coll_core_optimized() && tca_session_core_optimized();
+    mca_coll_tca_component.build_optimized =
+        tca_coll_core_optimized() && tca_session_core_optimized();
     (void) mca_base_component_var_register(
         c, "build_optimized",
         "Whether coll tca's C++ core and the TCA device layer (libtca) were compiled with "

@@ -39,7 +39,8 @@ RemoteWriter::RemoteWriter(NodeSet &nodes, CopyPath path)
 // Where the kernel refuses single copy (the probe says so), everything
 // bounces.
 void RemoteWriter::settle(const CopyProbe &p, int measured_by) {
-    chosen_because_ = " (measured on node " + std::to_string(measured_by) + ": " + describe(p) + ")";
+    chosen_because_ =
+        " (measured on node " + std::to_string(measured_by) + ": " + describe(p) + ")";
     if (p.error != 0)
         cma_refused_ = true;
     else

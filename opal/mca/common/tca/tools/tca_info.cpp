@@ -213,8 +213,9 @@ int main(int argc, char **argv) {
     std::printf("# Backend\n");
     std::printf("#   device           : %s\n", b.backend);
     std::printf("#   built            : %s\n",
-                b.optimized ? "optimized"
-                            : "WITHOUT optimization (no -O: the data path runs several times slower)");
+                b.optimized
+                    ? "optimized"
+                    : "WITHOUT optimization (no -O: the data path runs several times slower)");
     std::printf("#   job key          : %s (from %s)\n", b.job_key, b.launch_source);
     std::printf("#   host-memory puts : %s\n", b.put_mechanism);
     std::printf("#   internal memory  : %llu KiB per node (TCA_INTERNAL_SIZE)\n",
