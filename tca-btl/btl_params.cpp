@@ -37,10 +37,10 @@ const tca_btl_param_t kParams[] = {
      "every process would be a sub-cluster of its own, with nobody to reach over tca",
      OWN(subcluster_size)},
     {"ring_slots",
-     "Eager ring slots per (sender, receiver) pair in the receiver's internal memory; each slot "
-     "holds one "
-     "message of up to the largest of btl_tca_eager_limit, btl_tca_rndv_eager_limit and "
-     "btl_tca_max_send_size. "
+     "Size of the eager ring per (sender, receiver) pair in the receiver's internal memory, in "
+     "messages of the largest size (the largest of btl_tca_eager_limit, btl_tca_rndv_eager_limit "
+     "and btl_tca_max_send_size); smaller messages take whole cache lines each, so more of them "
+     "fit. "
      "0 (default): 64, halved (down to 2) until the rings of all peers fit in the device's "
      "internal memory "
      "(TCA_INTERNAL_SIZE). Else a power of two, 2..4096. Must be the same on every process.",

@@ -98,7 +98,7 @@ public:
               ring_geometry(layout, peer_area)),
           rx_(own_area + layout.ring_offset(peer), peer_area,
               layout.words_offset(self) + offsetof(PeerWords, consumed),
-              ring_geometry(layout, peer_area), credit_batch(layout.geometry())),
+              ring_geometry(layout, peer_area)),
           peer_(peer_area), doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
           my_doorbell_at_peer_(layout.words_offset(self) + offsetof(PeerWords, doorbell)),
           my_mark_at_peer_(layout.traffic_offset() + offsetof(TrafficLine, from) +
@@ -147,11 +147,6 @@ public:
     void announce_sleep(bool sleeping) noexcept {
         if (peer_.is_mapped())
             (void) peer_.store<uint32_t>(my_doorbell_at_peer_, sleeping ? 1u : 0u);
-    }
-
-    // Half a ring: the sender keeps the other half while credits travel.
-    static uint32_t credit_batch(const RingGeometry &g) noexcept {
-        return g.slots > 1 ? g.slots / 2 : 1;
     }
 
 private:

@@ -26,8 +26,8 @@ public:
             marks_.emplace(own_area, AreaLayout(nodes, RingGeometry{}), nodes_);
     }
 
-    // Bit n: node n is not added, yet its first message is in its ring (slot
-    // 0's header holds sequence 1).  Open MPI adds a process on another host only when
+    // Bit n: node n is not added, yet its first message is in its ring (the
+    // header word at the ring's start: a record's, or slot 0's with sequence 1).  Open MPI adds a process on another host only when
     // it first talks to it, so a receiver may hear from a sender it was never
     // told about; the caller adds it, and the next pass drains its ring.
     // (Needs the geometry given at construction.)
@@ -41,7 +41,8 @@ public:
                 continue;
             const auto *first = reinterpret_cast<const HeaderWord *>(
                 own_area_ + layout_.ring_offset(n) + layout_.geometry().header_at());
-            if (static_cast<uint32_t>(first->load(std::memory_order_acquire)) == 1)
+            const uint64_t w = first->load(std::memory_order_acquire);
+            if (layout_.geometry().packed() ? w != 0 : static_cast<uint32_t>(w) == 1)
                 found |= uint64_t{1} << n;
         }
         return found;
@@ -90,7 +91,7 @@ private:
         const unsigned char *payload;
         while (got < batch_ && ch->rx().peek(&h, &payload)) {
             deliver(node, h, payload);
-            ch->rx().release();
+            ch->rx().release(h);
             ++got;
         }
         return got;

@@ -69,8 +69,8 @@ void tca_btl_peer_free(tca_btl_peer_t *p) {
     delete p;
 }
 
-void *tca_btl_tx_reserve(tca_btl_peer_t *p) {
-    return p->ch.tx().reserve();
+void *tca_btl_tx_reserve(tca_btl_peer_t *p, uint32_t max) {
+    return p->ch.tx().reserve(max);
 }
 
 int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *err) {
@@ -81,8 +81,8 @@ int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *
     return p->ch.wants_interrupt() ? 1 : 0;
 }
 
-void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index) {
-    return p->ch.tx().hold(index);
+void *tca_btl_tx_hold(tca_btl_peer_t *p, uint32_t max, uint64_t *index) {
+    return p->ch.tx().hold(max, index);
 }
 
 int tca_btl_tx_can_hold(const tca_btl_peer_t *p) {

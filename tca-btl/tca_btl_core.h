@@ -41,22 +41,24 @@ TCA_BTL_CORE_HIDDEN tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_
                                                      int peer_polls_by_traffic);
 TCA_BTL_CORE_HIDDEN void tca_btl_peer_free(tca_btl_peer_t *p);
 
-/* Payload area of the next slot in the peer's ring, or NULL while it is full. */
-TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p);
-/* Publish the reserved slot (header word last, then our traffic mark where
+/* Payload area for a message of up to `max` bytes in the peer's ring, or
+ * NULL while there is no room for it. */
+TCA_BTL_CORE_HIDDEN void *tca_btl_tx_reserve(tca_btl_peer_t *p, uint32_t max);
+/* Publish the reserved message, size <= max (header word last, then our traffic mark where
  * the peer reads them).  Returns 1 when the peer
  * asked for an interrupt after each message (its progress thread sleeps),
  * 0 when not, -1 when the device refused a PIO write (*err: why; the
  * message is not sent). */
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size,
                                           tcaResult *err);
-/* Take the next slot of a mapped ring for a message packed into it later
- * (no copy of the sender's own), or NULL (ring full, or written by PIO).
- * Messages committed meanwhile reach the peer after it: every held slot must
- * be published, with a tag the peer skips where the message is dropped.
- * publish returns as commit does (never -1: a mapped ring). */
-TCA_BTL_CORE_HIDDEN void *tca_btl_tx_hold(tca_btl_peer_t *p, uint64_t *index);
-/* 1 where slots can be held (a mapped ring): hold's NULL then means full. */
+/* Take room in a mapped ring for a message of up to `max` bytes packed into
+ * it later (no copy of the sender's own), or NULL (no room, or written by
+ * PIO).  Messages committed meanwhile reach the peer after it: every held
+ * message must be published (size <= max), with a tag the peer skips where
+ * the message is dropped.  publish returns as commit does (never -1: a
+ * mapped ring). */
+TCA_BTL_CORE_HIDDEN void *tca_btl_tx_hold(tca_btl_peer_t *p, uint32_t max, uint64_t *index);
+/* 1 where messages can be held (a mapped ring): hold's NULL then means no room. */
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_can_hold(const tca_btl_peer_t *p);
 TCA_BTL_CORE_HIDDEN int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag,
                                            uint32_t size);

@@ -49,7 +49,7 @@ int drain(PeerChannel &ch) {
     const unsigned char *data;
     int got = 0;
     while (ch.rx().peek(&h, &data)) {
-        ch.rx().release();
+        ch.rx().release(h);
         ++got;
     }
     return got;
@@ -76,7 +76,7 @@ double run(SubCluster &c, bool by_marks, bool send, long passes) {
     for (long i = 0; i < passes; ++i) {
         if (send) {
             PeerChannel &ch = c.to_receiver.back();
-            if (unsigned char *slot = ch.tx().reserve(); slot != nullptr) {
+            if (unsigned char *slot = ch.tx().reserve(sizeof(i)); slot != nullptr) {
                 std::memcpy(slot, &i, sizeof(i));
                 ch.commit(1, sizeof(i));
             }

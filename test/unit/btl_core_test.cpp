@@ -29,7 +29,7 @@ struct RingPair {
     explicit RingPair(uint32_t slots, uint32_t payload)
         : geo(RingGeometry::for_payload(slots, payload)), memory(geo.bytes()),
           writer(memory.data(), &credit.consumed, geo),
-          reader(memory.data(), &credit.consumed, geo, PeerChannel::credit_batch(geo)) {}
+          reader(memory.data(), &credit.consumed, geo) {}
     RingGeometry geo;
     std::vector<unsigned char> memory;
     Words credit;
@@ -37,15 +37,28 @@ struct RingPair {
     RingReader reader;
 };
 
+// Commits a message of `size` bytes, each byte `fill`; false: no room.
+bool put(RingWriter &w, uint8_t tag, uint32_t size, unsigned char fill) {
+    unsigned char *p = w.reserve(size);
+    if (p == nullptr)
+        return false;
+    std::memset(p, fill, size);
+    return w.commit(tag, size) == tcaSuccess;
+}
+
 }  // namespace
 
 TEST(EagerRing, HeaderRoundTrip) {
-    for (uint32_t seq : {1u, 2u, 0xffffffffu})
+    for (uint32_t low : {1u, 2u, 0xffffffffu})
         for (uint32_t size : {0u, 1u, 4096u, kMaxRingPayload}) {
-            const MessageHeader h = decode_header(encode_header(seq, 0x41, size));
-            EXPECT_EQ(h.seq, seq);
+            const MessageHeader h = decode_slot_header(encode_header(low, 0x41, size));
+            EXPECT_EQ(h.seq, low);
             EXPECT_EQ(h.tag, 0x41);
             EXPECT_EQ(h.size, size);
+            const MessageHeader r = decode_record_header(encode_header(low, 0x41, size));
+            EXPECT_EQ(r.length, low);
+            EXPECT_EQ(r.tag, 0x41);
+            EXPECT_EQ(r.size, size);
         }
 }
 
@@ -53,10 +66,16 @@ TEST(EagerRing, GeometryRoundsToCacheLines) {
     const RingGeometry g = RingGeometry::for_payload(64, 4096);
     EXPECT_EQ(g.stride % 64, 0u);
     EXPECT_GE(g.max_payload(), 4096u);
-    EXPECT_EQ(g.bytes(), size_t{64} * g.stride);
+    EXPECT_EQ(g.bytes(), size_t{64} * g.stride + 64);
+    EXPECT_TRUE(g.packed());
+    EXPECT_FALSE(RingGeometry::for_payload(64, 4096, true).packed());
+    EXPECT_EQ(RingGeometry::record_bytes(0), 64u);
+    EXPECT_EQ(RingGeometry::record_bytes(56), 64u);
+    EXPECT_EQ(RingGeometry::record_bytes(57), 128u);
+    EXPECT_EQ(RingGeometry::record_bytes(g.max_payload()), g.stride);
 }
 
-// Ring indices are masked, so a ring has a power of two of slots; a peer with
+// Slot indices are masked, so a ring has a power of two of slots; a peer with
 // any other count is refused, not built with a ring that would skip slots.
 TEST(EagerRing, SlotsAreAPowerOfTwo) {
     for (uint32_t s : {1u, 2u, 64u, 4096u})
@@ -80,90 +99,275 @@ TEST(EagerRing, EmptyRingHasNothing) {
     EXPECT_FALSE(p.reader.peek(&h, &data));
 }
 
-TEST(EagerRing, FullRingRefusesUntilCreditsReturn) {
-    RingPair p(8, 64);
-    for (int i = 0; i < 8; ++i) {
-        unsigned char *slot = p.writer.reserve();
-        ASSERT_NE(slot, nullptr) << i;
-        std::memset(slot, i, 10);
-        p.writer.commit(static_cast<uint8_t>(i), 10);
+// Messages lie one behind the other, each from a cache line's start
+// (records of header + payload rounded to a line): a stream of small ones
+// writes and reads consecutive lines, where slots one stride apart took a
+// page each.
+TEST(EagerRing, MessagesLieOneBehindTheOther) {
+    RingPair p(8, 4096);
+    unsigned char *first = p.writer.reserve(8);
+    ASSERT_NE(first, nullptr);
+    ASSERT_EQ(p.writer.commit(1, 8), tcaSuccess);
+    unsigned char *second = p.writer.reserve(100);  // reserved larger, used smaller
+    ASSERT_NE(second, nullptr);
+    EXPECT_EQ(second, first + 64);
+    ASSERT_EQ(p.writer.commit(2, 3), tcaSuccess);
+    unsigned char *third = p.writer.reserve(200);
+    EXPECT_EQ(third, second + 64) << "the unused part of a reservation is given back";
+    ASSERT_EQ(p.writer.commit(3, 200), tcaSuccess);
+    unsigned char *fourth = p.writer.reserve(8);
+    EXPECT_EQ(fourth, third + 256);
+    ASSERT_EQ(p.writer.commit(4, 8), tcaSuccess);
+    MessageHeader h;
+    const unsigned char *data;
+    for (uint8_t tag : {1, 2, 3, 4}) {
+        ASSERT_TRUE(p.reader.peek(&h, &data));
+        EXPECT_EQ(h.tag, tag);
+        p.reader.release(h);
     }
-    EXPECT_EQ(p.writer.reserve(), nullptr);  // 8 in flight, none consumed
+    EXPECT_FALSE(p.reader.peek(&h, &data));
+}
+
+TEST(EagerRing, FullRingRefusesUntilCreditsReturn) {
+    RingPair p(8, 64);  // 8 records of 64 bytes of payload and more of smaller ones
+    int sent = 0;
+    while (put(p.writer, static_cast<uint8_t>(sent), 64, static_cast<unsigned char>(sent)))
+        ++sent;
+    EXPECT_GE(sent, 8);                        // the largest messages: at least `slots`
+    EXPECT_EQ(p.writer.reserve(64), nullptr);  // full, nothing consumed
     MessageHeader h;
     const unsigned char *data;
     for (int i = 0; i < 3; ++i) {
         ASSERT_TRUE(p.reader.peek(&h, &data));
         EXPECT_EQ(h.tag, i);
-        EXPECT_EQ(data[9], i);
-        p.reader.release();
+        EXPECT_EQ(data[63], i);
+        p.reader.release(h);
     }
-    EXPECT_EQ(p.writer.reserve(), nullptr);  // credits travel in batches of half a ring
-    ASSERT_TRUE(p.reader.peek(&h, &data));
-    p.reader.release();  // the 4th: a batch
-    EXPECT_EQ(p.credit.consumed.load(), 4u);
-    EXPECT_NE(p.writer.reserve(), nullptr);
+    EXPECT_EQ(p.writer.reserve(64), nullptr);  // credits travel in batches of half a ring
+    while (p.credit.consumed.load() == 0) {
+        ASSERT_TRUE(p.reader.peek(&h, &data));
+        p.reader.release(h);
+    }
+    EXPECT_GE(p.credit.consumed.load(), p.geo.bytes() / 2);
+    EXPECT_NE(p.writer.reserve(64), nullptr);
 }
 
-TEST(EagerRing, ManyLapsKeepOrderAndNeverReadStaleSlots) {
-    RingPair p(4, 32);
+// Laps of messages of changing sizes (pads at the ring's end included), every
+// byte checked; from the second lap on the ring's old bytes are payloads of
+// 0x41 bytes, which would decode as a header of tag 0x41 where a reader
+// looked at stale memory.
+TEST(EagerRing, ManyLapsKeepOrderAndNeverReadStaleBytes) {
+    RingPair p(4, 256);
     MessageHeader h;
     const unsigned char *data;
-    for (uint32_t k = 0; k < 1000; ++k) {
-        unsigned char *slot = p.writer.reserve();
-        ASSERT_NE(slot, nullptr);
+    for (uint32_t k = 0; k < 5000; ++k) {
+        const uint32_t size = 4 + (k * 37) % 250;
+        unsigned char *slot = p.writer.reserve(size);
+        ASSERT_NE(slot, nullptr) << k;
+        std::memset(slot, 0x41, size);
         std::memcpy(slot, &k, sizeof k);
-        p.writer.commit(7, sizeof k);
-        ASSERT_TRUE(p.reader.peek(&h, &data));
+        ASSERT_EQ(p.writer.commit(7, size), tcaSuccess);
+        ASSERT_TRUE(p.reader.peek(&h, &data)) << k;
         uint32_t got;
         std::memcpy(&got, data, sizeof got);
         EXPECT_EQ(got, k);
-        EXPECT_EQ(h.seq, k + 1);
-        p.reader.release();
-        EXPECT_FALSE(p.reader.peek(&h, &data)) << "the previous lap's header must not match";
+        EXPECT_EQ(h.size, size);
+        p.reader.release(h);
+        EXPECT_FALSE(p.reader.peek(&h, &data)) << "nothing but what was sent, at " << k;
     }
+    EXPECT_GT(p.reader.consumed(), 4 * p.geo.bytes()) << "several laps";
 }
 
-// prepare_src packs into a held slot; messages committed meanwhile wait
-// behind it, in order, until it is published, and a held slot counts against
-// the credits like a sent one.
-TEST(EagerRing, HeldSlotKeepsItsPlaceInOrder) {
+// Held records published late, reservations used only in part, pads, laps:
+// whatever the order of operations, the receiver gets every message in the
+// order the ring space was taken, with its bytes, and never a stale header
+// (payloads are 0x41 bytes, a plausible header).
+TEST(EagerRing, RandomHoldsAndShrinkingCommitsLoseNothing) {
+    RingPair p(4, 300);
+    std::vector<std::pair<uint64_t, uint32_t>> held;  // (index, message number)
+    std::vector<uint32_t> held_size;
+    uint32_t taken = 0, next_expected = 0;
+    unsigned seed = 12345;
+    auto rnd = [&seed](unsigned n) {
+        seed = seed * 1103515245u + 12345u;
+        return (seed >> 16) % n;
+    };
+    auto fill = [](unsigned char *at, uint32_t number, uint32_t size) {
+        std::memset(at, 0x41, size);
+        std::memcpy(at, &number, sizeof number);
+    };
+    MessageHeader h;
+    const unsigned char *data;
+    for (int step = 0; step < 40000; ++step) {
+        const unsigned op = rnd(4);
+        if (op == 0 && held.size() < 3) {  // hold, publish later
+            const uint32_t max = 4 + rnd(290);
+            uint64_t index;
+            unsigned char *at = p.writer.hold(max, &index);
+            if (at == nullptr)
+                continue;
+            const uint32_t size = 4 + rnd(max - 3);
+            fill(at, taken, size);
+            held.emplace_back(index, taken++);
+            held_size.push_back(size);
+        } else if (op == 1) {  // reserve more than is sent
+            const uint32_t max = 4 + rnd(290), size = 4 + rnd(max - 3);
+            unsigned char *at = p.writer.reserve(max);
+            if (at == nullptr)
+                continue;
+            fill(at, taken++, size);
+            ASSERT_EQ(p.writer.commit(9, size), tcaSuccess);
+        } else if (op == 2 && !held.empty()) {  // publish a held one, any of them
+            const size_t k = rnd(static_cast<unsigned>(held.size()));
+            p.writer.publish(held[k].first, 9, held_size[k]);
+            held.erase(held.begin() + static_cast<long>(k));
+            held_size.erase(held_size.begin() + static_cast<long>(k));
+        } else {  // read what has arrived
+            while (p.reader.peek(&h, &data)) {
+                uint32_t number;
+                std::memcpy(&number, data, sizeof number);
+                ASSERT_EQ(number, next_expected) << "step " << step;
+                ASSERT_EQ(h.tag, 9);
+                for (uint32_t i = 4; i < h.size; ++i)
+                    ASSERT_EQ(data[i], 0x41);
+                ++next_expected;
+                p.reader.release(h);
+            }
+        }
+    }
+    for (size_t k = 0; k < held.size(); ++k)
+        p.writer.publish(held[k].first, 9, held_size[k]);
+    while (p.reader.peek(&h, &data)) {
+        uint32_t number;
+        std::memcpy(&number, data, sizeof number);
+        ASSERT_EQ(number, next_expected++);
+        p.reader.release(h);
+    }
+    EXPECT_EQ(next_expected, taken);
+    EXPECT_GT(p.reader.consumed(), 20 * p.geo.bytes()) << "many laps";
+}
+
+// prepare_src packs into a held record; messages committed meanwhile wait
+// behind it, in order, until it is published, and a held record takes ring
+// space like a sent one.
+TEST(EagerRing, HeldRecordKeepsItsPlaceInOrder) {
     RingPair p(4, 64);
-    uint64_t held = 99;
-    unsigned char *slot = p.writer.hold(&held);
+    uint64_t held = 0;
+    unsigned char *slot = p.writer.hold(64, &held);
     ASSERT_NE(slot, nullptr);
-    EXPECT_EQ(held, 0u);
-    unsigned char *next = p.writer.reserve();
+    unsigned char *next = p.writer.reserve(6);
     ASSERT_NE(next, nullptr);
-    EXPECT_NE(next, slot);
+    EXPECT_EQ(next, slot + 128) << "behind the whole held record (72 bytes: two lines)";
     std::memcpy(next, "second", 6);
     ASSERT_EQ(p.writer.commit(2, 6), tcaSuccess);
     MessageHeader h;
     const unsigned char *data;
-    EXPECT_FALSE(p.reader.peek(&h, &data)) << "the held slot comes first";
+    EXPECT_FALSE(p.reader.peek(&h, &data)) << "the held record comes first";
     std::memcpy(slot, "first", 5);
     p.writer.publish(held, 1, 5);
     EXPECT_EQ(p.writer.published(), 2u);
+    EXPECT_EQ(p.writer.sent(), 2u);
     ASSERT_TRUE(p.reader.peek(&h, &data));
     EXPECT_EQ(h.tag, 1);
+    EXPECT_EQ(h.size, 5u);
     EXPECT_EQ(std::memcmp(data, "first", 5), 0);
-    p.reader.release();
+    p.reader.release(h);
     ASSERT_TRUE(p.reader.peek(&h, &data));
     EXPECT_EQ(h.tag, 2);
     EXPECT_EQ(std::memcmp(data, "second", 6), 0);
-    p.reader.release();
-    // Both consumed (a credit batch: half the ring): four slots free, and
-    // held ones take them as sent ones do.
-    EXPECT_EQ(p.credit.consumed.load(), 2u);
-    uint64_t a = 0, b = 0;
-    ASSERT_NE(p.writer.hold(&a), nullptr);
-    ASSERT_NE(p.writer.hold(&b), nullptr);
-    EXPECT_EQ(a, 2u);
-    EXPECT_EQ(b, 3u);
-    ASSERT_NE(p.writer.reserve(), nullptr);
-    ASSERT_EQ(p.writer.commit(3, 0), tcaSuccess);
-    ASSERT_NE(p.writer.hold(&b), nullptr);
-    EXPECT_EQ(p.writer.hold(&b), nullptr);
-    EXPECT_EQ(p.writer.reserve(), nullptr);
+    p.reader.release(h);
+    EXPECT_FALSE(p.reader.peek(&h, &data));
+    // Held records take space: the ring (4 x 128 bytes and a line) holds
+    // four of 64 bytes (two lines each) while nothing is consumed, and eight
+    // of up to 56.
+    RingPair q(4, 64);
+    uint64_t index = 0;
+    int held_count = 0;
+    while (q.writer.hold(64, &index) != nullptr)
+        ++held_count;
+    EXPECT_EQ(held_count, 4);
+    EXPECT_EQ(q.writer.reserve(0), nullptr);
+    RingPair r(4, 64);
+    held_count = 0;
+    while (r.writer.hold(56, &index) != nullptr)
+        ++held_count;
+    EXPECT_EQ(held_count, 8);
+}
+
+// A record that does not fit before the ring's end leaves a pad there and
+// starts the ring again; the reader skips the pad.
+TEST(EagerRing, ARecordThatDoesNotFitBeforeTheEndStartsTheRingAgain) {
+    RingPair p(2, 120);                        // 2 x 128 bytes and a line: 320
+    ASSERT_TRUE(put(p.writer, 1, 100, 0xa1));  // 128 bytes
+    ASSERT_TRUE(put(p.writer, 2, 100, 0xa2));  // up to 256, a line before the end
+    MessageHeader h;
+    const unsigned char *data;
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(p.reader.peek(&h, &data));
+        p.reader.release(h);
+    }
+    p.reader.return_credits();
+    unsigned char *third = p.writer.reserve(100);  // 128 bytes: a pad of 64, then at the start
+    ASSERT_EQ(third, p.memory.data() + 8);
+    std::memset(third, 0xa3, 100);
+    ASSERT_EQ(p.writer.commit(3, 100), tcaSuccess);
+    ASSERT_TRUE(p.reader.peek(&h, &data));
+    EXPECT_EQ(h.tag, 3);
+    EXPECT_EQ(data, third);
+    EXPECT_EQ(data[99], 0xa3);
+    p.reader.release(h);
+    EXPECT_EQ(p.reader.consumed(), 256u + 64u + 128u);
+}
+
+// Whatever the sizes, a sender whose messages were all consumed finds room
+// for the next one, even before the receiver returned credits (it does so
+// every half ring): a record that must go to the ring's start leaves its pad
+// first, on its own (waiting for room for both, a 2-slot ring hung).
+TEST(EagerRing, ASenderWhoseMessagesWereConsumedAlwaysFindsRoom) {
+    for (uint32_t slots : {2u, 4u, 8u}) {
+        RingPair p(slots, 248);
+        unsigned seed = 7;
+        MessageHeader h;
+        const unsigned char *data;
+        for (int k = 0; k < 20000; ++k) {
+            seed = seed * 1103515245u + 12345u;
+            const uint32_t size = (seed >> 16) % 249;
+            unsigned char *at = p.writer.reserve(size);
+            if (at == nullptr) {  // a pad went out alone: the record follows at the start
+                EXPECT_FALSE(p.reader.peek(&h, &data)) << "nothing but the pad";
+                at = p.writer.reserve(size);
+            }
+            ASSERT_NE(at, nullptr)
+                << slots << " slots, message " << k << " of " << size << " bytes";
+            std::memset(at, 0x41, size);
+            ASSERT_EQ(p.writer.commit(3, size), tcaSuccess);
+            ASSERT_TRUE(p.reader.peek(&h, &data));
+            ASSERT_EQ(h.size, size);
+            p.reader.release(h);
+        }
+    }
+}
+
+// Light traffic keeps to the ring's first lines: a sender that finds every
+// message consumed past 64 KiB starts the ring again (the lines stay in both
+// cores' caches); credits come back every 32 messages, or half a ring.
+TEST(EagerRing, AnEmptyRingStartsAgainPastItsFirstLines) {
+    RingPair p(64, 32 * 1024);  // 2 MiB and a bit
+    MessageHeader h;
+    const unsigned char *data;
+    unsigned char *lowest = nullptr, *highest = nullptr;
+    for (int k = 0; k < 20000; ++k) {  // a ping-pong: each message consumed before the next
+        unsigned char *at = p.writer.reserve(8);
+        ASSERT_NE(at, nullptr);
+        lowest = lowest == nullptr || at < lowest ? at : lowest;
+        highest = highest == nullptr || at > highest ? at : highest;
+        ASSERT_EQ(p.writer.commit(1, 8), tcaSuccess);
+        ASSERT_TRUE(p.reader.peek(&h, &data));
+        p.reader.release(h);
+    }
+    EXPECT_EQ(lowest, p.memory.data() + 8);
+    EXPECT_LT(highest - lowest, 64 * 1024 + 32 * 64) << "20000 lines would have taken 1.2 MiB";
+    EXPECT_GE(p.credit.consumed.load(), (20000u - 32u) * 64u) << "credits came back as it went";
 }
 
 // A ring written by PIO has one local copy of its slot: nothing is held there.
@@ -173,8 +377,8 @@ TEST(EagerRing, NoHeldSlotsWherePioWritesTheRing) {
     tcaHandle nowhere{};
     PeerChannel ch(own.data(), RemoteArea::by_pio(nowhere), layout, 0, 1, false);
     uint64_t index = 0;
-    EXPECT_EQ(ch.tx().hold(&index), nullptr);
-    EXPECT_NE(ch.tx().reserve(), nullptr);
+    EXPECT_EQ(ch.tx().hold(8, &index), nullptr);
+    EXPECT_NE(ch.tx().reserve(8), nullptr);
 }
 
 // The traffic mark counts published messages, so a held slot published after
@@ -185,8 +389,8 @@ TEST(PeerArea, PublishingAHeldSlotMarksTheRingAgain) {
     PeerChannel a_to_b(a.data(), b.data(), layout, 0, 1, false, true);
     TrafficMarks marks(b.data(), layout, 2);
     uint64_t held = 0;
-    ASSERT_NE(a_to_b.tx().hold(&held), nullptr);
-    ASSERT_NE(a_to_b.tx().reserve(), nullptr);
+    ASSERT_NE(a_to_b.tx().hold(1, &held), nullptr);
+    ASSERT_NE(a_to_b.tx().reserve(1), nullptr);
     ASSERT_EQ(a_to_b.commit(0x41, 1), tcaSuccess);
     EXPECT_EQ(marks.take(), 1u);
     EXPECT_EQ(marks.take(), 0u);
@@ -220,7 +424,7 @@ TEST(PeerArea, ChannelsOfTwoNodesMeet) {
     std::vector<unsigned char> a(layout.bytes()), b(layout.bytes());
     PeerChannel a_to_b(a.data(), b.data(), layout, 0, 2, true);
     PeerChannel b_to_a(b.data(), a.data(), layout, 2, 0, false);
-    unsigned char *slot = a_to_b.tx().reserve();
+    unsigned char *slot = a_to_b.tx().reserve(5);
     ASSERT_NE(slot, nullptr);
     std::memcpy(slot, "hello", 5);
     a_to_b.tx().commit(0x41, 5);
@@ -262,18 +466,18 @@ TEST(PeerArea, AMarkIsTakenOnceAndOnlyWhereAsked) {
     PeerChannel n3_to_0(area[3].data(), area[0].data(), layout, 3, 0, false, false);
     TrafficMarks at3(area[3].data(), layout, nodes), at0(area[0].data(), layout, nodes);
     EXPECT_EQ(at3.take(), 0u);
-    ASSERT_NE(n1_to_3.tx().reserve(), nullptr);
+    ASSERT_NE(n1_to_3.tx().reserve(0), nullptr);
     n1_to_3.commit(1, 0);
-    ASSERT_NE(n0_to_3.tx().reserve(), nullptr);
+    ASSERT_NE(n0_to_3.tx().reserve(0), nullptr);
     n0_to_3.commit(1, 0);
-    ASSERT_NE(n0_to_3.tx().reserve(), nullptr);
+    ASSERT_NE(n0_to_3.tx().reserve(0), nullptr);
     n0_to_3.commit(1, 0);
     EXPECT_EQ(at3.take(), 0b11u);
     EXPECT_EQ(at3.take(), 0u) << "a mark is taken once";
-    ASSERT_NE(n1_to_3.tx().reserve(), nullptr);
+    ASSERT_NE(n1_to_3.tx().reserve(0), nullptr);
     n1_to_3.commit(1, 0);
     EXPECT_EQ(at3.take(), 0b10u);
-    ASSERT_NE(n3_to_0.tx().reserve(), nullptr);
+    ASSERT_NE(n3_to_0.tx().reserve(0), nullptr);
     n3_to_0.commit(1, 0);
     EXPECT_EQ(at0.take(), 0u) << "node 0 polls every ring: no marks";
 }
@@ -295,7 +499,7 @@ struct Areas {
 // False (nothing sent) once *stop is set while the ring is full.
 bool send(PeerChannel &ch, uint32_t value, const std::atomic<bool> *stop = nullptr) {
     unsigned char *slot;
-    while ((slot = ch.tx().reserve()) == nullptr) {
+    while ((slot = ch.tx().reserve(4)) == nullptr) {
         if (stop != nullptr && stop->load(std::memory_order_relaxed))
             return false;
         std::this_thread::yield();
@@ -450,13 +654,13 @@ TEST(EagerRing, TwoThreadStress) {
     std::thread producer([&] {
         for (uint32_t k = 0; k < kMessages; ++k) {
             unsigned char *slot;
-            while ((slot = p.writer.reserve()) == nullptr)
-                std::this_thread::yield();
             const uint32_t size = 4 + k % 500;
+            while ((slot = p.writer.reserve(size)) == nullptr)
+                std::this_thread::yield();
             std::memcpy(slot, &k, 4);
             for (uint32_t i = 4; i < size; ++i)
                 slot[i] = static_cast<unsigned char>(k + i);
-            p.writer.commit(static_cast<uint8_t>(k), size);
+            p.writer.commit(static_cast<uint8_t>(k % 255), size);  // 255: the pad's tag
         }
     });
     uint64_t bad = 0;
@@ -467,10 +671,10 @@ TEST(EagerRing, TwoThreadStress) {
             std::this_thread::yield();
         uint32_t got;
         std::memcpy(&got, data, 4);
-        bad += got != k || h.size != 4 + k % 500 || h.tag != static_cast<uint8_t>(k);
+        bad += got != k || h.size != 4 + k % 500 || h.tag != static_cast<uint8_t>(k % 255);
         for (uint32_t i = 4; i < h.size; ++i)
             bad += data[i] != static_cast<unsigned char>(k + i);
-        p.reader.release();
+        p.reader.release(h);
     }
     producer.join();
     EXPECT_EQ(bad, 0u);
@@ -565,8 +769,8 @@ TEST(PioPeer, RingsOverPioWritesDeliverInOrderAndReturnCredits) {
     int sent = 0, received = 0, bad = 0;
     while (received < messages) {
         if (sent < messages) {
-            if (unsigned char *slot = a_to_b.tx().reserve()) {
-                const uint32_t size = 8 + static_cast<uint32_t>(sent) * 4;
+            const uint32_t size = 8 + static_cast<uint32_t>(sent) * 4;
+            if (unsigned char *slot = a_to_b.tx().reserve(size)) {
                 for (uint32_t i = 0; i < size; ++i)
                     slot[i] = static_cast<unsigned char>(sent + i);
                 ASSERT_EQ(a_to_b.commit(static_cast<uint8_t>(sent), size), tcaSuccess);
@@ -584,14 +788,14 @@ TEST(PioPeer, RingsOverPioWritesDeliverInOrderAndReturnCredits) {
                h.size != 8 + static_cast<uint32_t>(received) * 4;
         for (uint32_t i = 0; i < h.size; ++i)
             bad += data[i] != static_cast<unsigned char>(received + i);
-        b_to_a.rx().release();
+        b_to_a.rx().release(h);
         ++received;
     }
     EXPECT_EQ(bad, 0);
     EXPECT_FALSE(b_to_a.wants_interrupt()) << "a peer without a thread is never rung";
     // A write the device refuses is reported and the message is not sent.
     ASSERT_EQ(tcaDestroyHandle(&handle[1]), tcaSuccess);
-    ASSERT_NE(a_to_b.tx().reserve(), nullptr);
+    ASSERT_NE(a_to_b.tx().reserve(0), nullptr);
     const uint64_t before = a_to_b.tx().sent();
     EXPECT_NE(a_to_b.commit(1, 8), tcaSuccess);
     EXPECT_EQ(a_to_b.tx().sent(), before);

@@ -51,7 +51,7 @@ int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_
     return OPAL_SUCCESS;
 }
 
-/* Where ob1 packs: the next slot of the peer's ring, taken now and published
+/* Where ob1 packs: room in the peer's ring for `max` bytes, taken now and published
  * by btl_send (no copy of our own: vader's fragments live in shared memory
  * for the same reason), else our own buffer, which the queue copies into the
  * ring once there is room (the ring is full, messages wait in the queue
@@ -66,11 +66,13 @@ int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_
  * failed (PENDING_START), the retry that lost messages of restarted
  * persistent requests when sendi gave no descriptor (btl_tca_send.c). */
 static unsigned char *pack_target(mca_btl_tca_frag_t *frag,
-                                  struct mca_btl_base_endpoint_t *endpoint, uint32_t flags) {
+                                  struct mca_btl_base_endpoint_t *endpoint, uint32_t flags,
+                                  size_t max) {
     OPAL_THREAD_LOCK(&endpoint->lock);
-    unsigned char *slot = 0 == endpoint->pending_count
-                              ? (unsigned char *) tca_btl_tx_hold(endpoint->peer, &frag->slot)
-                              : NULL;
+    unsigned char *slot =
+        0 == endpoint->pending_count
+            ? (unsigned char *) tca_btl_tx_hold(endpoint->peer, (uint32_t) max, &frag->slot)
+            : NULL;
     OPAL_THREAD_UNLOCK(&endpoint->lock);
     if (NULL != slot) {
         frag->held = true;
@@ -96,7 +98,7 @@ struct mca_btl_base_descriptor_t *mca_btl_tca_prepare_src(struct mca_btl_base_mo
         return NULL;
     if (reserve + *size > room)
         *size = room - reserve;
-    unsigned char *target = pack_target(frag, endpoint, flags);
+    unsigned char *target = pack_target(frag, endpoint, flags, reserve + *size);
     if (NULL == target) {
         opal_free_list_return(&mca_btl_tca_component.frags, (opal_free_list_item_t *) frag);
         return NULL;

@@ -17,7 +17,7 @@
  * counts as done: the caller reports it once unlocked. */
 static inline bool ring_write_locked(mca_btl_tca_endpoint_t *ep, const mca_btl_tca_frag_t *frag,
                                      mca_btl_base_tag_t tag, bool *doorbell, tcaResult *failed) {
-    void *slot = tca_btl_tx_reserve(ep->peer);
+    void *slot = tca_btl_tx_reserve(ep->peer, (uint32_t) frag->segment.seg_len);
     if (NULL == slot)
         return false;
     memcpy(slot, frag->segment.seg_addr.pval, frag->segment.seg_len);
@@ -122,8 +122,10 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       mca_btl_base_descriptor_t **descriptor) {
     if (OPAL_LIKELY(header_size + payload_size <= mca_btl_tca_component.slot_payload)) {
         OPAL_THREAD_LOCK(&ep->lock);
-        unsigned char *slot =
-            0 == ep->pending_count ? (unsigned char *) tca_btl_tx_reserve(ep->peer) : NULL;
+        unsigned char *slot = 0 == ep->pending_count
+                                  ? (unsigned char *) tca_btl_tx_reserve(
+                                        ep->peer, (uint32_t) (header_size + payload_size))
+                                  : NULL;
         if (OPAL_LIKELY(NULL != slot)) {
             size_t length = header_size;
             memcpy(slot, header, header_size);
