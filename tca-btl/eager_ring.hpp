@@ -155,9 +155,19 @@ private:
     // made zero now (before the record is published) if it may not be.
     void lay_out(size_t at, size_t length) noexcept {
         set_dirty(at, false);
-        for (size_t line = at + kRecordAlign; line < at + length; line += kRecordAlign)
-            set_dirty(line, true);
+        mark_dirty(at / kRecordAlign + 1, (at + length) / kRecordAlign);
         make_clean(at + length == ring_bytes_ ? 0 : at + length);
+    }
+    // Lines [first, end) dirty, a word of the bitmap at a time (a 32 KiB
+    // record has 512 lines: one at a time, its bits cost 10 % of the message).
+    void mark_dirty(size_t first, size_t end) noexcept {
+        while (first < end) {
+            const size_t word = first / 64, bit = first % 64;
+            const size_t n = end - first < 64 - bit ? end - first : 64 - bit;
+            const uint64_t mask = (n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1)) << bit;
+            dirty_[word] |= mask;
+            first += n;
+        }
     }
     void make_clean(size_t at) noexcept {
         if (!dirty(at))
