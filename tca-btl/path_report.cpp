@@ -21,16 +21,20 @@ std::string bytes_text(uint64_t b) {
 }
 
 std::string describe(const tca_btl_path_t &p) {
-    std::string s =
-        "sends up to " + bytes_text(p.eager_limit) +
-        " through the rings (copied in by the sender, out by the receiver); larger ones by ob1's "
-        "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) ";
-    if (p.copy_max == UINT64_MAX) {
-        s += "at every size (measured: a copy into another process is dear here)";
+    const char *rendezvous = p.get_for_host ? "RGET rendezvous (emulated get: the data owner puts)"
+                                            : "rendezvous (RDMA put)";
+    std::string s = "sends up to " + bytes_text(p.eager_limit) +
+                    " through the rings (copied in by the sender, out by the receiver); larger "
+                    "ones by ob1's ";
+    if (p.copy_max <= p.eager_limit) {
+        s += std::string(rendezvous) + " (btl_tca_min_rdma_pipeline_size " +
+             bytes_text(p.copy_max) + ": no copy protocol)";
     } else {
-        s += "up to " + bytes_text(p.copy_max) + ", larger ones by its ";
-        s += p.get_for_host ? "RGET rendezvous (emulated get: the data owner puts)"
-                            : "rendezvous (RDMA put)";
+        s += "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) ";
+        if (p.copy_max == UINT64_MAX)
+            s += "at every size (measured: a copy into another process is dear here)";
+        else
+            s += "up to " + bytes_text(p.copy_max) + ", larger ones by its " + rendezvous;
     }
     s += "; puts (" + std::string(p.put_mechanism[0] != '\0' ? p.put_mechanism : "device puts") +
          "): ";

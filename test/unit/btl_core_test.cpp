@@ -412,6 +412,13 @@ TEST(PathReport, SaysUpToWhereOb1CopiesThroughTheRings) {
                   "larger ones by its rendezvous (RDMA put)"),
               nullptr)
         << text;
+    path.copy_max = path.eager_limit;  // single copy pays: no copy protocol
+    ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
+    EXPECT_NE(std::strstr(text, "larger ones by ob1's rendezvous (RDMA put) "
+                                "(btl_tca_min_rdma_pipeline_size 32 KiB: no copy protocol)"),
+              nullptr)
+        << text;
+    EXPECT_EQ(std::strstr(text, "copy protocol through"), nullptr) << text;
     path.copy_max = UINT64_MAX;
     ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
     EXPECT_NE(std::strstr(text, "at every size (measured"), nullptr) << text;
