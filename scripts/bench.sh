@@ -1,20 +1,36 @@
 #!/bin/sh
 # bench.sh - btl tca against Open MPI's own shared-memory transports, in one run.
-# Interleaved rounds of: tca, tca with its progress thread, tca on each path
-# into private memory (bounce, single copy), vader (CMA single copy), vader
-# without single copy and pml ucx on UCX's shared-memory
-# transports (where Debian's UCX runs); plus the raw device (tca_device_bench)
-# for the MPI-over-device overhead.  Prints min/median tables with, per size,
-# the best reference (the better median of vader(cma), vader(copy) and ucx),
-# tca's ratio to it and the goal next to it; if gnuplot is present, writes PNG
-# plots.  Usage: scripts/bench.sh [repeats] (default 3).  Expects a build
+# Rounds (12 by default) of: tca, tca with its progress thread, tca on each
+# path into private memory (bounce, single copy), vader/sm (CMA single copy),
+# vader/sm without single copy and pml ucx on UCX's shared-memory transports
+# (where it starts), tca's configurations alternating with the references and
+# in reverse order every other round; each round starts with a cache-line
+# probe (tca_cacheline_probe: what moving a line between the ranks' cores
+# costs now), printed with the round.  The tables (scripts/bench_report.py)
+# give per size tca's median, each round's best reference, and tca's ratio to
+# it: the median and the worst round, all rounds and grouped by the probe's
+# mode (fast / slow line transfers), goals marked; plus the raw device
+# (tca_device_bench) for the MPI-over-device overhead.  If gnuplot is present,
+# PNG plots.  Usage: scripts/bench.sh [--in-tree] [rounds].  Expects a build
 # (scripts/build.sh); results go to bench-results/.
+#
+# --in-tree: on Open MPI 5.0 built with the components in its tree (what a
+# site or a distribution builds: TCA_OMPI_IN_TREE=1 scripts/build-ompi.sh 5.0,
+# cached) against this clone built out of tree against that same Open MPI
+# (build/ompi-in-tree): the rows tca (out of tree) and tca-intree, and their
+# ratio per size.
 #
 # scripts/bench.sh -d cuda [repeats]: the same benchmarks with cudaMalloc'd
 # buffers, btl tca against Open MPI's own CUDA path (smcuda), interleaved in
 # one run, with ratios, the issue's goals and PNG plots (gpu-*.png).  Needs a
 # GPU and a build against a CUDA-aware Open MPI (scripts/build-ompi-cuda.sh,
 # ./configure --with-ompi=...); otherwise it says why and measures nothing.
+in_tree=0
+if [ "${1:-}" = "--in-tree" ]; then
+    in_tree=1
+    shift
+fi
+BENCH_REPEATS=${BENCH_REPEATS:-12}
 . "$(dirname "$0")/bench-common.sh"
 common="--bind-to core -np 2"
 
@@ -101,101 +117,104 @@ fi
 
 raw="$out/raw.txt"
 : >"$raw"
-built tca_mpi_bench tca_device_bench
+built tca_mpi_bench tca_device_bench tca_cacheline_probe
+mpi_bench=./tca_mpi_bench
+oot_dir=$TCA_COMPONENT_DIR
+if [ "$in_tree" = 1 ]; then
+    # Open MPI 5.0 with the components in its tree (built once, cached; its
+    # components rebuilt from this clone's sources), and this clone built
+    # against it out of tree: the same commit both ways, one Open MPI.
+    prefix=$(TCA_OMPI_IN_TREE=1 sh scripts/build-ompi.sh 5.0 | tail -1)
+    dest=$(sh scripts/tree-copy.sh build/ompi-in-tree --with-ompi="$prefix")
+    make -s -C "$dest" tca_mpi_bench >/dev/null
+    mpi_bench=$dest/tca_mpi_bench
+    oot_dir=$dest/.libs
+    PATH="$prefix/bin:$PATH"
+    OMPI_MAJOR=5
+    . test/ompi_env.sh
+    sm_name=$SM_NAME sm_btl=$SM_BTL sm_nocopy=$SM_NOCOPY
+fi
+
+# btl tca of this build (out of tree): its components on Open MPI's path
+# (tca-mpirun); in-tree mode, this build's alone beside Open MPI's built-in
+# ones (its own directory holds the in-tree btl tca of the same name).
+tca_run() {
+    if [ "$in_tree" = 1 ]; then
+        env OMPI_MCA_mca_base_component_path="$oot_dir" OMPI_MCA_pml=ob1 OMPI_MCA_btl=tca,self mpirun "$@"
+    else
+        scripts/tca-mpirun "$@"
+    fi
+}
+intree_run() { env OMPI_MCA_pml=ob1 OMPI_MCA_btl=tca,self mpirun "$@"; }
 
 # pml ucx on shared memory: Open MPI 4.1 selects it only for listed devices,
 # so name them all; UCX_TLS keeps it on this host's memory transports.
 ucx="mpirun --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self"
 # shellcheck disable=SC2086
-if ! timeout 60 $ucx $common ./tca_mpi_bench latency8 2>/dev/null | grep -q '^RESULT'; then
-    echo "pml ucx does not run here: the reference is $sm_name alone" >&2
+if ! timeout 60 $ucx $common "$mpi_bench" latency8 2>/dev/null | grep -q '^RESULT'; then
+    echo "pml ucx does not run here: the references are $sm_name alone" >&2
     ucx=
 fi
 
-for r in $(seq 1 "$repeats"); do
-    echo "round $r of $repeats ..." >&2
+run() { # config command...: appends "R round config bench size value"
+    name=$1
+    shift
+    "$@" 2>&1 | awk -v c="$name" -v r="$round" '$1 == "RESULT" { print "R", r, c, $2, $3, $4 }' >>"$raw"
+}
+# One round: btl tca's configurations alternate with the references, in
+# reverse order every other round (no configuration always runs first).
+configs="tca vader tca-thread vader-nocopy tca-bounce ucx tca-single"
+[ "$in_tree" = 1 ] && configs="tca vader tca-intree vader-nocopy tca-thread ucx tca-bounce tca-single"
+run_config() {
     # shellcheck disable=SC2086
-    run tca scripts/tca-mpirun $common ./tca_mpi_bench latency bw bibw plat overlap
-    # shellcheck disable=SC2086
-    run vader mpirun --mca pml ob1 $sm_btl $common ./tca_mpi_bench latency bw bibw plat
-    # shellcheck disable=SC2086
-    run vader-nocopy mpirun --mca pml ob1 $sm_btl $sm_nocopy $common ./tca_mpi_bench latency bw bibw plat
-    run tca-thread scripts/tca-mpirun --mca btl_tca_progress_thread on $common ./tca_mpi_bench latency overlap
+    case $1 in
+    tca) run tca tca_run $common "$mpi_bench" latency bw bibw plat ;;
+    tca-intree) run tca-intree intree_run $common "$mpi_bench" latency bw bibw plat ;;
+    tca-thread) run tca-thread tca_run --mca btl_tca_progress_thread on $common "$mpi_bench" latency overlap ;;
     # Both paths into private memory, whichever libtca measured at start-up
-    # for "tca" (tca_info says which): the bounce path, whose reference is
-    # vader without single copy (goal: <= 1.5x it at every size), and single copy.
-    run tca-bounce env TCA_SINGLE_COPY=0 scripts/tca-mpirun $common ./tca_mpi_bench latency bw
-    run tca-single env TCA_SINGLE_COPY=1 scripts/tca-mpirun $common ./tca_mpi_bench latency bw
-    # shellcheck disable=SC2086
-    [ -z "$ucx" ] || run ucx $ucx $common ./tca_mpi_bench latency bw bibw plat
-    ./tca_device_bench -r 1 2>&1 | awk '$1 == "RESULT" && $2 == "pio_put_notify_8B_us" { print "device pio 8", $3 }' >>"$raw"
+    # for "tca" (tca_info says which).
+    tca-bounce) (export TCA_SINGLE_COPY=0; run tca-bounce tca_run $common "$mpi_bench" latency bw) ;;
+    tca-single) (export TCA_SINGLE_COPY=1; run tca-single tca_run $common "$mpi_bench" latency bw) ;;
+    vader) run vader mpirun --mca pml ob1 $sm_btl $common "$mpi_bench" latency bw bibw plat ;;
+    vader-nocopy) run vader-nocopy mpirun --mca pml ob1 $sm_btl $sm_nocopy $common "$mpi_bench" latency bw bibw plat ;;
+    ucx) [ -z "$ucx" ] || run ucx $ucx $common "$mpi_bench" latency bw bibw plat ;;
+    esac
+}
+for round in $(seq 1 "$repeats"); do
+    # The machine first: how dear a cache line between the ranks' cores is now.
+    probe=$(./tca_cacheline_probe)
+    echo "$probe" | awk -v r="$round" '$1 == "PROBE" { print "P", r, $3, $5 }' >>"$raw"
+    echo "round $round of $repeats: $probe" >&2
+    order=$configs
+    [ $((round % 2)) = 0 ] && order=$(echo "$configs" | tr ' ' '\n' | sed '1!G;h;$!d' | tr '\n' ' ')
+    for c in $order; do
+        run_config "$c"
+    done
+    ./tca_device_bench -r 1 2>&1 | awk -v r="$round" '$1 == "RESULT" && $2 == "pio_put_notify_8B_us" { print "R", r, "device", "pio", 8, $3 }' >>"$raw"
 done
 
-# min, median and best (max for bandwidths) per (config, bench, size)
-stats="$out/stats.txt"
-summarize 3 "-k1,1 -k2,2 -k3,3n" "$raw" >"$stats"   # config bench size min median max count
-
-# The goals, tca / best reference (the same bars on Open MPI 4.1 and 5.0):
-# latency 8 B <= 1.0 and 16 KiB-4 MiB <= 1.0; persistent latency <= 0.9 at
-# every size; bandwidth and bidirectional bandwidth >= 1.0 from 512 B to 4 MiB.
-table() { # bench title unit better(lo|hi)
-    awk -v b="$1" -v title="$2" -v unit="$3" -v better="$4" -v smname="$sm_name" '
-        function goal(x) {
-            if (b == "latency") return x == 8 ? 1.0 : (x >= 16384 && x <= 4194304) ? 1.0 : 0
-            if (b == "plat") return 0.9
-            if (b == "bw" || b == "bibw") return (x >= 512 && x <= 4194304) ? 1.0 : 0
-            return 0
-        }
-        $2 == b { s[$3] = 1; best[$1, $3] = (better == "lo") ? $4 : $6; med[$1, $3] = $5 }
-        END {
-            printf "\n%s (%s; best / median of the rounds; ref: the better median of %s(cma), %s(copy), ucx(sm))\n", title, unit, smname, smname
-            printf "%9s %19s %19s %19s %19s %19s %19s %19s %12s %8s %12s %12s\n", "bytes", "tca", "tca+thread", "tca(bounce)", "tca(single)", smname "(cma)", smname "(copy)", "ucx(sm)", "ref", "tca/ref", "goal", "bounce/copy"
-            n = 0; for (x in s) sz[++n] = x + 0
-            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
-            split("tca tca-thread tca-bounce tca-single vader vader-nocopy ucx", cfg, " ")
-            split("vader vader-nocopy ucx", refs, " ")
-            split(smname "(cma) " smname "(copy) ucx(sm)", refname, " ")
-            for (i = 1; i <= n; i++) {
-                x = sz[i]; printf "%9d", x
-                for (c = 1; c <= 7; c++)
-                    if ((cfg[c], x) in med) printf " %9.3f/%9.3f", best[cfg[c], x], med[cfg[c], x]; else printf " %19s", "-"
-                r = 0; rv = 0
-                for (c = 1; c <= 3; c++) if ((refs[c], x) in med) {
-                    v = med[refs[c], x]
-                    if (r == 0 || (better == "lo" && v < rv) || (better == "hi" && v > rv)) { r = c; rv = v }
-                }
-                printf " %12s", r ? refname[r] : "-"
-                if (r && ("tca", x) in med && rv > 0) {
-                    q = med["tca", x] / rv; printf " %8.2f", q
-                    g = goal(x)
-                    if (g == 0) printf " %12s", "-"
-                    else {
-                        ok = (better == "lo") ? (q <= g) : (q >= g)
-                        printf " %5s %6s", ((better == "lo") ? "<=" : ">=") g, ok ? "met" : "MISSED"
-                        if (ok) met++; else missed++
-                    }
-                } else printf " %8s %12s", "-", "-"
-                if (("vader-nocopy", x) in med && ("tca-bounce", x) in med) printf " %12.2f", med["tca-bounce", x] / med["vader-nocopy", x]; else printf " %12s", "-"
-                printf "\n"
-            }
-            if (met + missed) printf "goals: %d met, %d missed\n", met, missed
-        }' "$stats"
-}
 {
-    echo "btl tca vs $sm_name and pml ucx (Open MPI $(ompi_info --version | sed -n 's/^Open MPI v//p')), same run, $repeats interleaved rounds, 2 ranks bound to cores"
-    table latency "one-way latency (ping-pong / 2)" "us, lower is better" lo
-    table plat "persistent one-way latency (Send_init/Recv_init + Start)" "us, lower is better" lo
-    table bw "bandwidth, window of 64" "MB/s, higher is better" hi
-    table bibw "bidirectional bandwidth, window of 64 each way" "MB/s, higher is better" hi
-    echo "goal: bounce/copy <= 1.5 (latency), >= 0.67 (bandwidth) at every size"
-    table overlap "receiver-side overlap (Irecv, compute >= max(t_pure, 3 ms), Wait)" "percent, higher is better" hi
-    awk '$1 == "tca-thread" && $2 == "overlap" && $3 >= 65536 { n++; if ($5 >= 85) ok++; else bad = bad " " $3 }
-         END { if (n) printf "goal: overlap >= 85%% from 64 KiB with the progress thread: %s\n", (ok == n) ? "met" : "MISSED at" bad }' "$stats"
-    awk '$1 == "device" { d = $5 } $1 == "tca" && $2 == "latency" && $3 == 8 { m = $5 }
-         $1 == "tca-thread" && $2 == "latency" && $3 == 8 { t = $5 }
-         END { printf "\ndevice PIO put+notify 8 B one-way (tca_device_bench, median): %.3f us\n", d
-               printf "MPI-over-device overhead, 8 B: %.3f / %.3f = %.2fx\n", m, d, m / d
-               printf "progress thread cost, 8 B latency: thread on %.3f us / off %.3f us = %.2fx\n", t, m, t / m }' "$stats"
+    echo "btl tca vs $sm_name and pml ucx (Open MPI $(ompi_info --version | sed -n 's/^Open MPI v//p')$([ "$in_tree" = 1 ] && echo ", components in its tree and this build out of tree")), same run, $repeats rounds, 2 ranks bound to cores"
+    echo "ratio: tca / the best of $sm_name(cma), $sm_name(copy) and ucx(sm) in the same round; median and worst round"
+    show="tca-thread,tca-bounce,tca-single"
+    pair=""
+    if [ "$in_tree" = 1 ]; then
+        show="tca-intree,$show"
+        pair="--pair tca-intree:tca"
+    fi
+    # shellcheck disable=SC2086
+    python3 scripts/bench_report.py "$raw" --refs vader,vader-nocopy,ucx --show "$show,vader,vader-nocopy,ucx" $pair
+    # Overlap with the progress thread: median and worst round per size (goal >= 85 % from 64 KiB).
+    awk '$1 == "R" && $3 == "tca-thread" && $4 == "overlap" { v[$5] = v[$5] " " $6 }
+         END { print "\nreceiver-side overlap with the progress thread (Irecv, compute >= max(t_pure, 3 ms), Wait), percent: median / worst round"
+               for (s in v) { n = split(v[s], a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                              m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+                              printf "%9d %6.1f / %5.1f %s\n", s, m, a[1], (m >= 85) ? "met (>= 85)" : "MISSED (>= 85)" } }' "$raw" | sort -n -k1,1
+    awk '$1 == "R" && $3 == "device" { d[++nd] = $6 } $1 == "R" && $3 == "tca" && $4 == "latency" && $5 == 8 { m[++nm] = $6 }
+         function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                                         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+         END { if (nd && nm) { x = med(d, nd); y = med(m, nm)
+               printf "\ndevice PIO put+notify 8 B one-way (tca_device_bench, median): %.3f us; MPI over the device, 8 B: %.3f us = %.2fx\n", x, y, y / x } }' "$raw"
 } | tee "$out/table.txt"
 
 if ! command -v gnuplot >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -204,7 +223,9 @@ fi
 if command -v gnuplot >/dev/null 2>&1; then
     for b in latency bw; do
         for c in tca vader vader-nocopy; do
-            awk -v b=$b -v c=$c '$1 == c && $2 == b { print $3, $5 }' "$stats" >"$out/$b-$c.dat"
+            awk -v b=$b -v c=$c '$1 == "R" && $3 == c && $4 == b { print $5, $6 }' "$raw" | sort -n -k1,1 -k2,2g |
+                awk '{ v[$1] = v[$1] " " $2; n[$1]++ } END { for (s in v) { split(v[s], a, " "); print s, a[int((n[s] + 1) / 2)] } }' |
+                sort -n >"$out/$b-$c.dat"
         done
     done
     gnuplot <<GP
