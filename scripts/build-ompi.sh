@@ -165,6 +165,9 @@ cd "$work/build"
 make -j"$jobs" >"$work/make.log" 2>&1 || { tail -60 "$work/make.log" >&2; say "make failed"; exit 1; }
 make install >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; exit 1; }
 printf '%s' "$stamp_text" >"$prefix/.tca-build-stamp"
+# Where the in-tree build's Makefiles are (scripts/test-in-tree.sh reads the
+# flags the components were compiled with there).
+[ "$in_tree" = 0 ] || echo "$buildtree/build" >"$prefix/.tca-build-tree"
 
 if ! "$prefix/bin/ompi_info" --parsable --all 2>/dev/null | grep -q 'mpi_built_with_cuda_support:value:true'; then
     say "the result is not CUDA-aware (ompi_info)"

@@ -26,7 +26,7 @@ prefix=$(TCA_OMPI_IN_TREE=1 sh scripts/build-ompi.sh 5.0 | tail -1)
 t1=$(date +%s)
 dest=$(sh scripts/tree-copy.sh build/ompi-in-tree --with-ompi="$prefix")
 cd "$dest"
-make -j"$(nproc)" tca_p2p_test tca_bcast_test tca_params_test tca_btl_param_names >make-tests.out 2>&1 || { tail -30 make-tests.out; exit 1; }
+make -j"$(nproc)" tca_p2p_test tca_bcast_test tca_params_test tca_btl_param_names tca_mpi_bench >make-tests.out 2>&1 || { tail -30 make-tests.out; exit 1; }
 t2=$(date +%s)
 export PATH="$prefix/bin:$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MAJOR=5
@@ -35,13 +35,14 @@ export OMPI_MAJOR=5
 # path libtca would measure at start-up.
 export TCA_SINGLE_COPY="${TCA_SINGLE_COPY-1}" srcdir=.
 unset OMPI_MCA_mca_base_component_path
-passed=0 failed=0
+passed=0 failed=0 say=0
 check() { # NAME COMMAND...: PASS on 0
     name=$1
     shift
     if out=$("$@" 2>&1); then
         passed=$((passed + 1))
         echo "PASS: in-tree: $name"
+        [ "$say" != 1 ] || echo "$out" | sed 's/^/    /'
     else
         failed=$((failed + 1))
         echo "FAIL: in-tree: $name"
@@ -75,6 +76,42 @@ plain_bcast() {
     echo "$o" | grep -q 'coll:tca: persistent broadcast on .*: tca,' || { echo "$o" | tail -20; echo "coll tca took no broadcast"; return 1; }
 }
 check "plain mpirun, persistent broadcast over coll tca" plain_bcast
+
+# The C++ core compiled with optimization: Open MPI's configure gives C an
+# -O and C++ none, so configure.m4 must (the generated Makefiles say what the
+# compiler got: CXXFLAGS, then common_tca_CXXFLAGS).
+optimized_flags() {
+    tree=$(cat "$prefix/.tca-build-tree" 2>/dev/null) ||
+        tree="$(dirname "$prefix")/build/$(basename "$prefix")/build"
+    for d in opal/mca/common/tca opal/mca/btl/tca ompi/mca/coll/tca; do
+        mk="$tree/$d/Makefile"
+        [ -f "$mk" ] || { echo "no $mk"; return 1; }
+        flags=$(sed -n -e 's/^CXXFLAGS = //p' -e 's/^common_tca_CXXFLAGS = //p' "$mk" | tr '\n' ' ')
+        echo "$d: C++ flags: $flags"
+        echo " $flags " | grep -Eq ' -O([1-3sz]|fast)? ' || { echo "$d: its C++ is compiled without optimization"; return 1; }
+    done
+}
+say=1
+check "the C++ core is compiled with optimization (the build's flags)" optimized_flags
+# And it runs as fast as this clone built out of tree against the same Open
+# MPI (build/ompi-in-tree's .libs alone on the component path): 8 B latency,
+# best of 7 runs each, alternated.  An unoptimized core took 1.3-1.45x.
+same_speed() {
+    best_in="" best_out=""
+    for i in 1 2 3 4 5 6 7; do
+        a=$(timeout 60 mpirun --bind-to core -np 2 --mca pml ob1 --mca btl tca,self ./tca_mpi_bench latency8 2>&1 |
+            awk '$1 == "RESULT" { print $4 }')
+        b=$(OMPI_MCA_mca_base_component_path="$(pwd)/.libs" timeout 60 mpirun --bind-to core -np 2 --mca pml ob1 \
+            --mca btl tca,self ./tca_mpi_bench latency8 2>&1 | awk '$1 == "RESULT" { print $4 }')
+        [ -n "$a" ] && [ -n "$b" ] || { echo "a run failed (in tree '$a', out of tree '$b')"; return 1; }
+        best_in=$(echo "$best_in $a" | tr ' ' '\n' | sed '/^$/d' | sort -g | head -1)
+        best_out=$(echo "$best_out $b" | tr ' ' '\n' | sed '/^$/d' | sort -g | head -1)
+    done
+    echo "8 B latency, best of 7: in tree $best_in us, out of tree $best_out us"
+    awk -v a="$best_in" -v b="$best_out" 'BEGIN { r = a / b; printf "in tree / out of tree: %.2f (limit 1.2)\n", r; exit !(r <= 1.2) }'
+}
+check "in tree as fast as out of tree (8 B latency within 1.2x)" same_speed
+say=0
 
 # MPI cases over Open MPI's own copy of the components.
 IN_TREE_CASES=${IN_TREE_CASES:-"pingpong pingpong_copy_protocol persistent flood threads get_pingpong

@@ -14,6 +14,9 @@ git ls-files -co --exclude-standard -z | xargs -0 tar -cf - | (cd "$dest" && tar
 cd "$dest"
 [ -x configure ] || ./autogen.sh >autogen.out 2>&1 || { tail -30 autogen.out >&2; exit 1; }
 if [ ! -f config.status ] || [ "$(cat .configured-with 2>/dev/null)" != "$*" ]; then
+    # Objects built against another Open MPI are not newer than their
+    # sources (tar keeps the sources' times): they must go.
+    [ ! -f Makefile ] || make clean >/dev/null 2>&1 || true
     ./configure "$@" >configure.out 2>&1 || { tail -30 configure.out >&2; exit 1; }
     echo "$*" >.configured-with
 fi
