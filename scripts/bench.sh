@@ -14,6 +14,10 @@
 # PNG plots.  Usage: scripts/bench.sh [--in-tree] [rounds].  Expects a build
 # (scripts/build.sh); results go to bench-results/.
 #
+# TCA_BENCH_BASE=DIR: also the build of another commit in DIR (its components
+# and its tca_mpi_bench, against the same Open MPI), as "tca-base" in every
+# round, and tca's ratio to it per size ("nothing slower than before").
+#
 # --in-tree: on Open MPI 5.0 built with the components in its tree (what a
 # site or a distribution builds: TCA_OMPI_IN_TREE=1 scripts/build-ompi.sh 5.0,
 # cached) against this clone built out of tree against that same Open MPI
@@ -165,6 +169,17 @@ run() { # config command...: appends "R round config bench size value"
 # reverse order every other round (no configuration always runs first).
 configs="tca vader tca-thread vader-nocopy tca-bounce ucx tca-single"
 [ "$in_tree" = 1 ] && configs="tca vader tca-intree vader-nocopy tca-thread ucx tca-bounce tca-single"
+base_dir=${TCA_BENCH_BASE:-}
+if [ -n "$base_dir" ] && [ "$in_tree" = 1 ]; then
+    echo "TCA_BENCH_BASE is for builds against the build's own Open MPI: not with --in-tree" >&2
+    base_dir=
+fi
+if [ -n "$base_dir" ]; then
+    base_dir=$(cd "$base_dir" && pwd)
+    [ -f "$base_dir/.libs/mca_btl_tca.so" ] && [ -x "$base_dir/tca_mpi_bench" ] ||
+        { echo "TCA_BENCH_BASE: no built components and tca_mpi_bench in $base_dir" >&2; exit 1; }
+    configs="$configs tca-base"
+fi
 run_config() {
     # shellcheck disable=SC2086
     case $1 in
@@ -178,6 +193,7 @@ run_config() {
     vader) run vader mpirun --mca pml ob1 $sm_btl $common "$mpi_bench" latency bw bibw plat ;;
     vader-nocopy) run vader-nocopy mpirun --mca pml ob1 $sm_btl $sm_nocopy $common "$mpi_bench" latency bw bibw plat ;;
     ucx) [ -z "$ucx" ] || run ucx $ucx $common "$mpi_bench" latency bw bibw plat ;;
+    tca-base) (export TCA_COMPONENT_DIR="$base_dir"/.libs; run tca-base scripts/tca-mpirun $common "$base_dir"/tca_mpi_bench latency bw bibw plat) ;;
     esac
 }
 for round in $(seq 1 "$repeats"); do
@@ -201,6 +217,10 @@ done
     if [ "$in_tree" = 1 ]; then
         show="tca-intree,$show"
         pair="--pair tca-intree:tca"
+    fi
+    if [ -n "$base_dir" ]; then
+        show="tca-base,$show"
+        pair="$pair --pair tca:tca-base"
     fi
     # shellcheck disable=SC2086
     python3 scripts/bench_report.py "$raw" --refs vader,vader-nocopy,ucx --show "$show,vader,vader-nocopy,ucx" $pair
