@@ -433,19 +433,20 @@ static void report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_modu
 /* Up to which size ob1 sends by copy through the rings (tca_register_mem
  * refuses registrations of messages up to btl_min_rdma_pipeline_size),
  * unless the user set it.  The copy protocol moves every byte twice, each
- * time from one core's cache to the other's; a single-copy put moves it
- * once, but costs a rendezvous (three messages) and, on the loopback,
- * pinning the target's pages.  So:
- * - where a put into another process is itself a copy by the target's CPU
+ * time from one core's cache to the other's, with both cores copying at
+ * once; a single-copy put moves it once, on the sender's core alone, behind
+ * a rendezvous of three messages.
+ * - Where a put into another process is itself a copy by the target's CPU
  *   (the device measured single copy as dear, or it is off), and across
  *   hosts (the ucx device: ob1's put rendezvous is three messages and a put,
  *   each end of each waiting for the other to progress UCX, where the copy
- *   protocol streams ring slots behind one handshake): every size by copy;
- * - elsewhere (single copy pays): every message beyond the eager limit by
- *   the put rendezvous (a copy protocol of one full fragment and a few bytes
- *   more cost a round trip for those bytes).  By copy up to Open MPI's default (eager limit +
- *   btl_rdma_pipeline_send_length), mid-size latency depended on what a line
- *   transfer between the two cores cost at the time (docs/results.md). */
+ *   protocol streams ring slots behind one handshake): every size by copy.
+ * - Elsewhere Open MPI's default stands (eager limit +
+ *   btl_rdma_pipeline_send_length: 96 KiB).  Puts from the eager limit on
+ *   (btl_tca_min_rdma_pipeline_size 16K) halve one-way latency at 33-96 KiB
+ *   but cost streams of such messages a fifth of their bandwidth and a
+ *   computing receiver its overlap at 64 KiB (docs/results.md, issue 50):
+ *   not the default. */
 static void choose_copy_limit(mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
     if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size"))
@@ -453,8 +454,6 @@ static void choose_copy_limit(mca_btl_tca_module_t *m) {
     if (mca_common_tca_session_across_hosts() ||
         (tcaSuccess == tcaQueryBackend(&backend) && backend.host_puts_by_target))
         m->super.btl_min_rdma_pipeline_size = SIZE_MAX;
-    else /* below the eager limit: a message just over it (ob1's header counts) is one too */
-        m->super.btl_min_rdma_pipeline_size = m->super.btl_eager_limit / 2;
 }
 
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
