@@ -167,8 +167,10 @@ run() { # config command...: appends "R round config bench size value"
 }
 # One round: btl tca's configurations alternate with the references, in
 # reverse order every other round (no configuration always runs first).
-configs="tca vader tca-thread vader-nocopy tca-bounce ucx tca-single"
-[ "$in_tree" = 1 ] && configs="tca vader tca-intree vader-nocopy tca-thread ucx tca-bounce tca-single"
+# The shared-memory BTL is vader in Open MPI 4.1, sm in 5.0: its rows are named so.
+sm_copy="$sm_name-nocopy"
+configs="tca $sm_name tca-thread $sm_copy tca-bounce ucx tca-single"
+[ "$in_tree" = 1 ] && configs="tca $sm_name tca-intree $sm_copy tca-thread ucx tca-bounce tca-single"
 base_dir=${TCA_BENCH_BASE:-}
 if [ -n "$base_dir" ] && [ "$in_tree" = 1 ]; then
     echo "TCA_BENCH_BASE is for builds against the build's own Open MPI: not with --in-tree" >&2
@@ -190,8 +192,8 @@ run_config() {
     # for "tca" (tca_info says which).
     tca-bounce) (export TCA_SINGLE_COPY=0; run tca-bounce tca_run $common "$mpi_bench" latency bw) ;;
     tca-single) (export TCA_SINGLE_COPY=1; run tca-single tca_run $common "$mpi_bench" latency bw) ;;
-    vader) run vader mpirun --mca pml ob1 $sm_btl $common "$mpi_bench" latency bw bibw plat ;;
-    vader-nocopy) run vader-nocopy mpirun --mca pml ob1 $sm_btl $sm_nocopy $common "$mpi_bench" latency bw bibw plat ;;
+    "$sm_name") run "$sm_name" mpirun --mca pml ob1 $sm_btl $common "$mpi_bench" latency bw bibw plat ;;
+    "$sm_copy") run "$sm_copy" mpirun --mca pml ob1 $sm_btl $sm_nocopy $common "$mpi_bench" latency bw bibw plat ;;
     ucx) [ -z "$ucx" ] || run ucx $ucx $common "$mpi_bench" latency bw bibw plat ;;
     tca-base) (export TCA_COMPONENT_DIR="$base_dir"/.libs; run tca-base scripts/tca-mpirun $common "$base_dir"/tca_mpi_bench latency bw bibw plat) ;;
     esac
@@ -223,7 +225,7 @@ done
         pair="$pair --pair tca:tca-base"
     fi
     # shellcheck disable=SC2086
-    python3 scripts/bench_report.py "$raw" --refs vader,vader-nocopy,ucx --show "$show,vader,vader-nocopy,ucx" $pair
+    python3 scripts/bench_report.py "$raw" --refs "$sm_name,$sm_copy,ucx" --show "$show,$sm_name,$sm_copy,ucx" $pair
     # Overlap with the progress thread: median and worst round per size (goal >= 85 % from 64 KiB).
     awk '$1 == "R" && $3 == "tca-thread" && $4 == "overlap" { v[$5] = v[$5] " " $6 }
          END { print "\nreceiver-side overlap with the progress thread (Irecv, compute >= max(t_pure, 3 ms), Wait), percent: median / worst round"
@@ -242,7 +244,7 @@ if ! command -v gnuplot >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-
 fi
 if command -v gnuplot >/dev/null 2>&1; then
     for b in latency bw; do
-        for c in tca vader vader-nocopy; do
+        for c in tca "$sm_name" "$sm_copy"; do
             awk -v b=$b -v c=$c '$1 == "R" && $3 == c && $4 == b { print $5, $6 }' "$raw" | sort -n -k1,1 -k2,2g |
                 awk '{ v[$1] = v[$1] " " $2; n[$1]++ } END { for (s in v) { split(v[s], a, " "); print s, a[int((n[s] + 1) / 2)] } }' |
                 sort -n >"$out/$b-$c.dat"
@@ -255,10 +257,10 @@ set xlabel "message size (bytes)"
 set key left top
 set output "$out/latency.png"
 set ylabel "one-way latency (us, median)"
-plot "$out/latency-tca.dat" w lp t "tca", "$out/latency-vader.dat" w lp t "vader (cma)", "$out/latency-vader-nocopy.dat" w lp t "vader (no single copy)"
+plot "$out/latency-tca.dat" w lp t "tca", "$out/latency-$sm_name.dat" w lp t "$sm_name (cma)", "$out/latency-$sm_copy.dat" w lp t "$sm_name (no single copy)"
 set output "$out/bandwidth.png"
 set ylabel "bandwidth (MB/s, median)"
-plot "$out/bw-tca.dat" w lp t "tca", "$out/bw-vader.dat" w lp t "vader (cma)", "$out/bw-vader-nocopy.dat" w lp t "vader (no single copy)"
+plot "$out/bw-tca.dat" w lp t "tca", "$out/bw-$sm_name.dat" w lp t "$sm_name (cma)", "$out/bw-$sm_copy.dat" w lp t "$sm_name (no single copy)"
 GP
     echo "plots: $out/latency.png $out/bandwidth.png"
 else
