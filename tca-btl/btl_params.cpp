@@ -111,17 +111,17 @@ const tca_btl_param_t kParams[] = {
      OWN(poll_all_max_peers)},
     {"get_emulation",
      "RDMA get on the put-only device: the requester sends a put request to the data owner, whose "
-     "side runs "
-     "the put (DMA for GPU memory: CUDA IPC on the loopback, GPUDirect on PEACH2) and answers once "
-     "the data is "
-     "visible. 'gpu' (default): only for ob1's zero-copy protocol of GPU buffers (CUDA_GET, in a "
-     "CUDA-aware "
-     "Open MPI; no effect in others); 'all': host buffers too (ob1's RGET protocol replaces its "
-     "PUT rendezvous "
-     "for contiguous messages); 'off': no get (GPU buffers are copied through the rings). Must be "
-     "the same on "
-     "every process.",
-     5, TCA_BTL_PARAM_INT, kGetModes, 3, TCA_BTL_GET_GPU, 0, 2, TCA_BTL_PARAM_ALL_EQ,
+     "side runs the put (DMA for GPU memory: CUDA IPC on the loopback, GPUDirect on PEACH2) and "
+     "answers once the data is visible. 'all' (default): host and GPU buffers (ob1's RGET protocol "
+     "replaces its PUT rendezvous for contiguous messages beyond btl_tca_min_rdma_pipeline_size, "
+     "as "
+     "a CUDA-aware Open MPI does over any BTL with a GPU get; MPI one-sided communication (osc "
+     "rdma) needs a BTL with get in Open MPI 4.1); 'gpu': only for ob1's zero-copy protocol of GPU "
+     "buffers (CUDA_GET; host buffers keep the PUT rendezvous where Open MPI is not CUDA-aware, "
+     "and "
+     "4.1's osc rdma does not use btl tca); 'off': no get (GPU buffers are copied through the "
+     "rings). Must be the same on every process.",
+     5, TCA_BTL_PARAM_INT, kGetModes, 3, TCA_BTL_GET_ALL, 0, 2, TCA_BTL_PARAM_ALL_EQ,
      "off, gpu or all", nullptr, nullptr, OWN(get_emulation)},
 
     // The common BTL parameters (Open MPI's BTL base registers them).

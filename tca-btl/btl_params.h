@@ -31,7 +31,7 @@ enum {
 enum {
     TCA_BTL_GET_OFF = 0, /* no btl_get: ob1 uses its PUT rendezvous (and copies GPU buffers) */
     TCA_BTL_GET_GPU = 1, /* only ob1's GPU zero copy (MCA_BTL_FLAGS_CUDA_GET; CUDA-aware builds) */
-    TCA_BTL_GET_ALL = 2  /* also host buffers: MCA_BTL_FLAGS_GET, ob1's RGET protocol */
+    TCA_BTL_GET_ALL = 2  /* default; also host buffers: MCA_BTL_FLAGS_GET (ob1 RGET, osc rdma) */
 };
 
 /* btl tca's own parameters, as Open MPI stores them. */

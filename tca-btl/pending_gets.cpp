@@ -1,17 +1,11 @@
 // pending_gets.cpp - see pending_gets.hpp; the owner's check of a request too.
 #include "pending_gets.hpp"
 
-#include <cstring>
 #include <new>
 
 namespace tca::btl {
 
-bool inside(const tcaHandle &h, uint64_t addr, uint64_t size) noexcept {
-    return addr >= h.addr && size <= h.size && addr - h.addr <= h.size - size;
-}
-
-PendingGets::PendingGets(uint32_t capacity)
-    : table_(capacity), records_(new Record[table_.capacity()]) {}
+PendingGets::PendingGets(uint32_t capacity) : ops_(capacity) {}
 
 int PendingGets::begin(int peer_node, const void *owner, size_t len, const tcaHandle &src,
                        uint64_t src_addr, const tcaHandle &dst, uint64_t dst_addr, uint64_t size,
@@ -21,32 +15,22 @@ int PendingGets::begin(int peer_node, const void *owner, size_t len, const tcaHa
         !inside(src, src_addr, size) || !inside(dst, dst_addr, size))
         return TCA_BTL_GET_BAD;
     *req = tca_btl_get_request_t{0, src_addr, dst_addr, size, src, dst};
-    const bool ok = table_.claim(&req->cookie, [&](uint32_t i) {
-        records_[i].node = peer_node;
-        std::memcpy(records_[i].owner, owner, len);
-    });
-    if (!ok)
-        return TCA_BTL_GET_FULL;
-    pending_.fetch_add(1, std::memory_order_relaxed);
-    return TCA_BTL_GET_OK;
+    return ops_.begin(peer_node, owner, len, &req->cookie) ? TCA_BTL_GET_OK : TCA_BTL_GET_FULL;
 }
 
 void PendingGets::cancel(uint64_t cookie) noexcept {
-    if (table_.release(cookie, [](uint32_t) {}))
-        pending_.fetch_sub(1, std::memory_order_relaxed);
+    ops_.cancel(cookie);
 }
 
 int PendingGets::finish(const tca_btl_get_done_t &done, int from_node, void *owner) noexcept {
-    int asked = -1;
-    const bool known = table_.release(done.cookie, [&](uint32_t i) {
-        asked = records_[i].node;
-        std::memcpy(owner, records_[i].owner, TCA_BTL_OWNER_BYTES);
-    });
-    if (!known)
+    switch (ops_.finish(done.cookie, from_node, owner)) {
+    case PendingOps::Answer::kOk:
+        return TCA_BTL_GET_OK;
+    case PendingOps::Answer::kWrongPeer:
+        return TCA_BTL_GET_WRONG_PEER;  // the data cannot be trusted
+    default:
         return TCA_BTL_GET_UNKNOWN;
-    pending_.fetch_sub(1, std::memory_order_relaxed);
-    // Asked of one peer, answered by another: the data cannot be trusted.
-    return asked == from_node ? TCA_BTL_GET_OK : TCA_BTL_GET_WRONG_PEER;
+    }
 }
 
 }  // namespace tca::btl

@@ -1,15 +1,10 @@
-// pending_gets.hpp - the requester's side of emulated gets: each get in
-// flight keeps its owner record (what the glue needs to complete it) beside a
-// CookieTable entry, so the answer's cookie, a value from a peer, is only ever
-// checked against the table, never turned into a pointer.  Lock-free and
-// allocation free once built.
+// pending_gets.hpp - the requester's side of emulated gets: the checks of a
+// get before it goes out, and its record until the answer (PendingOps).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <memory>
 
-#include "cookie_table.hpp"
+#include "pending_ops.hpp"
 #include "tca_btl_core.h"
 
 namespace tca::btl {
@@ -25,19 +20,10 @@ public:
     void cancel(uint64_t cookie) noexcept;
     // TCA_BTL_GET_OK or _WRONG_PEER (owner copied out), or _UNKNOWN.
     int finish(const tca_btl_get_done_t &done, int from_node, void *owner) noexcept;
-    int pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+    int pending() const noexcept { return ops_.pending(); }
 
 private:
-    struct Record {
-        int node;  // the peer asked
-        unsigned char owner[TCA_BTL_OWNER_BYTES];
-    };
-    CookieTable table_;
-    std::unique_ptr<Record[]> records_;  // by table index
-    std::atomic<int> pending_{0};
+    PendingOps ops_;
 };
-
-// An [addr, addr + size) inside the registration h.
-bool inside(const tcaHandle &h, uint64_t addr, uint64_t size) noexcept;
 
 }  // namespace tca::btl

@@ -169,6 +169,60 @@ TCA_BTL_CORE_HIDDEN int tca_btl_gets_pending(const tca_btl_gets_t *g);
 TCA_BTL_CORE_HIDDEN int tca_btl_get_request_servable(const tca_btl_get_request_t *req,
                                                      int self_node, int peer_node);
 
+/* ---- remote atomics on a put-only device, as a request and an answer ----
+ * The origin sends a request naming the target's registration and a cookie;
+ * the target's progress checks it, runs it with the CPU's atomics on its own
+ * memory (so it is atomic with the target's own CPU atomics too) and answers
+ * with the old value.  Same wire rules as the emulated get. */
+enum { /* the operation (Open MPI's btl.h codes are mapped by the glue) */
+       TCA_BTL_ATOMIC_ADD = 1,
+       TCA_BTL_ATOMIC_AND,
+       TCA_BTL_ATOMIC_OR,
+       TCA_BTL_ATOMIC_XOR,
+       TCA_BTL_ATOMIC_SWAP,
+       TCA_BTL_ATOMIC_MIN, /* signed */
+       TCA_BTL_ATOMIC_MAX, /* signed */
+       TCA_BTL_ATOMIC_CSWAP,
+       TCA_BTL_ATOMIC_OPS_END
+};
+enum { TCA_BTL_ATOMIC_32BIT = 1 }; /* 32-bit operands (else 64-bit) */
+typedef struct tca_btl_atomic_request {
+    uint64_t cookie;  /* the origin's pending atomic */
+    uint64_t addr;    /* in the target's address space, aligned to the operand */
+    uint64_t operand; /* the value (CSWAP: the new value) */
+    uint64_t compare; /* CSWAP only */
+    uint32_t op;      /* TCA_BTL_ATOMIC_* */
+    uint32_t flags;   /* TCA_BTL_ATOMIC_32BIT */
+    tcaHandle target; /* the target's registration */
+} tca_btl_atomic_request_t;
+typedef struct tca_btl_atomic_done {
+    uint64_t cookie;
+    uint64_t old;   /* the value before the operation (32-bit: in the low half) */
+    int32_t status; /* 0, or an (Open MPI) error code from the target */
+    int32_t reserved;
+} tca_btl_atomic_done_t;
+typedef struct tca_btl_atomics tca_btl_atomics_t;
+TCA_BTL_CORE_HIDDEN tca_btl_atomics_t *tca_btl_atomics_new(uint32_t capacity);
+TCA_BTL_CORE_HIDDEN void tca_btl_atomics_free(tca_btl_atomics_t *a);
+/* Checks the operation (the target's node, the range, the alignment), records
+ * owner (len <= TCA_BTL_OWNER_BYTES) and fills req: TCA_BTL_GET_OK, _BAD or _FULL. */
+TCA_BTL_CORE_HIDDEN int tca_btl_atomic_begin(tca_btl_atomics_t *a, int peer_node, const void *owner,
+                                             size_t len, const tcaHandle *target, uint64_t addr,
+                                             uint32_t op, uint32_t flags, uint64_t operand,
+                                             uint64_t compare, tca_btl_atomic_request_t *req);
+TCA_BTL_CORE_HIDDEN void tca_btl_atomic_cancel(tca_btl_atomics_t *a, uint64_t cookie);
+/* An answer from from_node: TCA_BTL_GET_OK or _WRONG_PEER with the owner
+ * record copied out (TCA_BTL_OWNER_BYTES), or _UNKNOWN with nothing. */
+TCA_BTL_CORE_HIDDEN int tca_btl_atomic_finish(tca_btl_atomics_t *a,
+                                              const tca_btl_atomic_done_t *done, int from_node,
+                                              void *owner);
+TCA_BTL_CORE_HIDDEN int tca_btl_atomics_pending(const tca_btl_atomics_t *a);
+/* The target: a peer's request on our own host memory (self_node's CPU
+ * registrations only, inside them, aligned, a known operation) is run and
+ * *old set: TCA_BTL_GET_OK; anything else is refused untouched: TCA_BTL_GET_BAD. */
+TCA_BTL_CORE_HIDDEN int tca_btl_atomic_run(const tca_btl_atomic_request_t *req, int self_node,
+                                           uint64_t *old);
+
 /* ---- the data path by size, as one line for the verbose output ---- */
 typedef struct tca_btl_path {
     uint64_t eager_limit; /* up to here: the rings */

@@ -112,5 +112,5 @@ TEST(BtlParams, SettingsAreReadWhereTheTableSays) {
     EXPECT_EQ(tca_btl_setting_get(&s, &param("progress_thread")),
               static_cast<uint64_t>(TCA_BTL_THREAD_AUTO));
     EXPECT_EQ(tca_btl_setting_get(&s, &param("get_emulation")),
-              static_cast<uint64_t>(TCA_BTL_GET_GPU));
+              static_cast<uint64_t>(TCA_BTL_GET_ALL));
 }

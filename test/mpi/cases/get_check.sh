@@ -2,18 +2,10 @@
 # at finalize (btl_base_verbose 5) how many emulated gets it served and how
 # many of its own were never answered.  GET_EXPECT=some (default): all ranks
 # report, none has an unanswered get, and gets were served; none: no get ran.
-# host-default: what the default (get_emulation=gpu) does for host buffers:
-# none in an Open MPI without CUDA support; with it, ob1 runs its RGET
-# protocol for host buffers too over a BTL that has CUDA_GET (it does not
-# tell the two apart), so gets are served there.
 # The cases set btl_tca_min_rdma_pipeline_size to Open MPI's default (98304):
 # where single copy is off (their .bounce runs) btl tca would otherwise send
 # every host message by copy through its rings, and no get would run.
 GET_EXPECT=${GET_EXPECT:-some}
-if [ "$GET_EXPECT" = host-default ]; then
-    GET_EXPECT=none
-    ompi_info --parsable --all 2>/dev/null | grep -q 'mpi_built_with_cuda_support:value:true' && GET_EXPECT=some
-fi
 check_output() {
     awk -v np="$NP" -v expect="$GET_EXPECT" '
         /btl:tca: node [0-9]+ served [0-9]+ emulated gets/ {

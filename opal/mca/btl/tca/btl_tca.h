@@ -31,6 +31,8 @@ BEGIN_C_DECLS
 #define MCA_BTL_TCA_TAG_GET_DONE (MCA_BTL_TAG_BTL + 0x11)
 /* A slot a descriptor held (prepare_src) and ob1 freed unsent: skipped. */
 #define MCA_BTL_TCA_TAG_NOTHING (MCA_BTL_TAG_BTL + 0x12)
+#define MCA_BTL_TCA_TAG_ATOMIC_REQ (MCA_BTL_TAG_BTL + 0x13)
+#define MCA_BTL_TCA_TAG_ATOMIC_DONE (MCA_BTL_TAG_BTL + 0x14)
 
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key). */
@@ -58,9 +60,10 @@ typedef struct mca_btl_tca_component_t {
     size_t area_bytes;
     tcaHandle area_handle;
     struct mca_btl_base_endpoint_t
-        *endpoints[TCA_MAX_NODES]; /* by node id; published with release */
-    int poll_by_traffic;           /* we read our traffic line (published in the modex) */
-    int across_hosts; /* the device connects hosts (ucx): peers' areas are written by PIO */
+        *endpoints[TCA_MAX_NODES];                 /* by node id; published with release */
+    struct mca_btl_base_endpoint_t *self_endpoint; /* our own process: RMA only (module.c) */
+    int poll_by_traffic; /* we read our traffic line (published in the modex) */
+    int across_hosts;    /* the device connects hosts (ucx): peers' areas are written by PIO */
     opal_mutex_t
         endpoints_lock; /* add_procs: from MPI, and from progress for a sender MPI has not added */
     uint64_t senders_tried;   /* nodes progress tried to add (progress lock held) */
@@ -82,6 +85,9 @@ typedef struct mca_btl_tca_component_t {
     /* emulated gets */
     tca_btl_gets_t *gets;         /* ours, waiting for GET_DONE (tca-btl core) */
     volatile int64_t gets_served; /* puts run for peers' gets (reported at finalize, verbose) */
+    /* atomics */
+    tca_btl_atomics_t *atomics;      /* ours, waiting for ATOMIC_DONE (tca-btl core) */
+    volatile int64_t atomics_served; /* peers' atomics run on our memory (verbose at finalize) */
     int gpu_initialized; /* tca_ompi_gpu_init started Open MPI's GPU support (and needs its fini) */
     bool build_optimized; /* btl tca's C++ core and libtca's were compiled with optimization */
 } mca_btl_tca_component_t;
@@ -113,6 +119,8 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                       mca_btl_base_descriptor_t **descriptor);
 int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *endpoint);
+int mca_btl_tca_send_control(struct mca_btl_base_endpoint_t *endpoint, mca_btl_base_tag_t tag,
+                             const void *msg, size_t len);
 
 /* How an RDMA operation completes: ob1's callback and its arguments, or
  * (cbfunc NULL) the answer to a peer's get, named by its cookie.  The core
@@ -125,6 +133,7 @@ typedef struct mca_btl_tca_rdma_done_t {
     struct mca_btl_base_registration_handle_t *local_handle;
     void *cbcontext, *cbdata;
     uint64_t cookie;
+    uint32_t result_bytes; /* atomics: the old value's bytes written to local_address (0, 4, 8) */
 } mca_btl_tca_rdma_done_t;
 _Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES,
                "the core carries TCA_BTL_OWNER_BYTES per put and get");
@@ -157,6 +166,31 @@ size_t mca_btl_tca_get_request_bytes(void);
 /* The emulated get's state (tca-btl core): set up in component init, torn down at shutdown. */
 int mca_btl_tca_get_init(void);
 void mca_btl_tca_get_fini(void);
+
+/* atomic.c: atomics run by the target's progress (tca-btl/remote_atomics.hpp) */
+int mca_btl_tca_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                    uint64_t remote_address,
+                    struct mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_tca_afop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                     void *local_address, uint64_t remote_address,
+                     struct mca_btl_base_registration_handle_t *local_handle,
+                     struct mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_tca_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       struct mca_btl_base_registration_handle_t *local_handle,
+                       struct mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+void mca_btl_tca_atomic_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag,
+                                const void *payload, size_t size);
+/* What osc may ask (btl_flags, btl_atomic_flags), at init: none where a request does not fit a slot. */
+void mca_btl_tca_atomic_set_flags(mca_btl_tca_module_t *module, uint32_t slot_payload);
+int mca_btl_tca_atomic_init(void);
+void mca_btl_tca_atomic_fini(void);
 
 #if OPAL_CUDA_SUPPORT
 /* cuda.c: the application's CUDA context for the progress thread */

@@ -53,6 +53,23 @@ static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     c->set.get_emulation = mode;
 }
 
+/* What osc rdma (MPI one-sided) relies on besides put and get. */
+static void set_rma_flags(const mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
+    mca_btl_tca_atomic_set_flags(m, c->slot_payload);
+#ifdef MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
+    /* A put calls back once its data is visible at the target (PIO returns
+     * after it, a DMA put completes behind its data), as ob1's FIN and the
+     * emulated get already rely on.  (Open MPI 5; 4.1's osc rdma assumes it.) */
+    m->super.btl_flags |= MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION;
+#endif
+    /* The emulated get needs our registration of its destination: osc rdma
+     * then registers (or uses its registered buffer) for every get.  A put
+     * below put_dma_min is a PIO write, which reads its source without one. */
+    m->super.btl_get_local_registration_threshold = 0;
+    m->super.btl_put_local_registration_threshold =
+        0 == c->set.put_dma_min ? SIZE_MAX : (size_t) c->set.put_dma_min - 1;
+}
+
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads);
 static int tca_component_progress(void);
@@ -212,6 +229,7 @@ static int tca_component_open(void) {
     c->thread = NULL;
     c->progress_lock = 0;
     memset(c->endpoints, 0, sizeof(c->endpoints));
+    c->self_endpoint = NULL;
     c->dma_puts = NULL;
     c->gets = NULL;
     c->gets_served = 0;
@@ -482,6 +500,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     c->slot_payload = tca_btl_slot_payload((uint32_t) max_payload);
 
     set_get_flags(c, m);
+    set_rma_flags(c, m);
 
     if (OPAL_SUCCESS != start_device(c)) {
         stop_device(c);
@@ -504,7 +523,9 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         stop_device(c);
         return NULL;
     }
-    if (OPAL_SUCCESS != mca_btl_tca_get_init() || OPAL_SUCCESS != mca_btl_tca_put_init()) {
+    if (OPAL_SUCCESS != mca_btl_tca_get_init() || OPAL_SUCCESS != mca_btl_tca_put_init() ||
+        OPAL_SUCCESS != mca_btl_tca_atomic_init()) {
+        mca_btl_tca_atomic_fini();
         mca_btl_tca_put_fini();
         mca_btl_tca_get_fini();
         stop_device(c);
@@ -532,6 +553,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         if (c->thread)
             tca_btl_progress_thread_stop(c->thread);
         c->thread = NULL;
+        mca_btl_tca_atomic_fini();
         mca_btl_tca_put_fini();
         mca_btl_tca_get_fini();
         stop_device(c);
@@ -557,6 +579,9 @@ static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint3
     (void) ctx;
     if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag)) {
         mca_btl_tca_get_control(ep, tag, payload, size);
+    } else if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_ATOMIC_REQ == tag ||
+                             MCA_BTL_TCA_TAG_ATOMIC_DONE == tag)) {
+        mca_btl_tca_atomic_control(ep, tag, payload, size);
     } else if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_NOTHING == tag)) {
         return;
     } else if (OPAL_LIKELY(NULL != reg->cbfunc)) {
@@ -677,6 +702,11 @@ void mca_btl_tca_component_shutdown(void) {
                         "btl:tca: node %d served %lld emulated gets, %d of its own unanswered",
                         c->node, (long long) c->gets_served,
                         NULL == c->gets ? 0 : tca_btl_gets_pending(c->gets));
+    opal_output_verbose(5, opal_btl_base_framework.framework_output,
+                        "btl:tca: node %d ran %lld atomics for peers, %d of its own unanswered",
+                        c->node, (long long) c->atomics_served,
+                        NULL == c->atomics ? 0 : tca_btl_atomics_pending(c->atomics));
+    mca_btl_tca_atomic_fini();
     mca_btl_tca_put_fini();
     mca_btl_tca_get_fini();
     for (int n = 0; n < TCA_MAX_NODES; ++n) {
@@ -684,6 +714,9 @@ void mca_btl_tca_component_shutdown(void) {
             OBJ_RELEASE(c->endpoints[n]);
         c->endpoints[n] = NULL;
     }
+    if (NULL != c->self_endpoint)
+        OBJ_RELEASE(c->self_endpoint);
+    c->self_endpoint = NULL;
     stop_device(c);
 }
 

@@ -8,7 +8,7 @@ struct mca_btl_base_endpoint_t {
     opal_list_item_t super;
     struct opal_proc_t *proc;
     int node;             /* peer's node id in the sub-cluster */
-    tca_btl_peer_t *peer; /* rings and credits (tca-btl core) */
+    tca_btl_peer_t *peer; /* rings and credits (tca-btl core); NULL: our own process (RMA only) */
     opal_mutex_t lock;    /* the tx ring and the pending list */
     opal_list_t pending;  /* descriptors waiting for ring credits, in order */
     volatile int32_t pending_count;

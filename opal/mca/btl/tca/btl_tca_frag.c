@@ -33,7 +33,9 @@ mca_btl_base_descriptor_t *mca_btl_tca_alloc(struct mca_btl_base_module_t *btl,
                                              struct mca_btl_base_endpoint_t *endpoint,
                                              uint8_t order, size_t size, uint32_t flags) {
     (void) btl;
-    if (OPAL_UNLIKELY(size > mca_btl_tca_component.slot_payload))
+    /* Our own process (RMA only) has no ring; nor does a too large message. */
+    if (OPAL_UNLIKELY(size > mca_btl_tca_component.slot_payload ||
+                      (NULL != endpoint && NULL == endpoint->peer)))
         return NULL;
     mca_btl_tca_frag_t *frag = frag_get(endpoint, order, flags);
     if (OPAL_UNLIKELY(NULL == frag))
@@ -91,7 +93,7 @@ struct mca_btl_base_descriptor_t *mca_btl_tca_prepare_src(struct mca_btl_base_mo
                                                           uint8_t order, size_t reserve,
                                                           size_t *size, uint32_t flags) {
     const size_t room = mca_btl_tca_component.slot_payload;
-    if (OPAL_UNLIKELY(reserve > room))
+    if (OPAL_UNLIKELY(reserve > room || NULL == endpoint->peer))
         return NULL;
     mca_btl_tca_frag_t *frag = frag_get(endpoint, order, flags);
     if (OPAL_UNLIKELY(NULL == frag))

@@ -51,23 +51,35 @@ size_t mca_btl_tca_get_request_bytes(void) {
     return sizeof(tca_btl_get_request_t);
 }
 
-/* A control message through the ring; send never fails, it queues. */
-static int send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag, const void *msg,
-                        size_t len) {
-    mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
-        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (OPAL_UNLIKELY(NULL == des))
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    memcpy(des->des_segments[0].seg_addr.pval, msg, len);
-    (void) mca_btl_tca_send(&mca_btl_tca_module.super, ep, des, tag);
-    return OPAL_SUCCESS;
-}
-
 static void answer(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
     const tca_btl_get_done_t done = {.cookie = cookie, .status = status};
     if (OPAL_UNLIKELY(OPAL_SUCCESS !=
-                      send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
+                      mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
         mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
+}
+
+/* A get from our own registration: the owner is ourselves, so its put is
+ * ours to run, at once (the device writes into our own memory too). */
+static int get_own(const mca_btl_tca_rdma_done_t *d, const tcaHandle *src, uint64_t src_addr,
+                   const tcaHandle *dst, size_t size) {
+    tca_btl_get_request_t req = {.src_addr = src_addr,
+                                 .dst_addr = (uint64_t) (uintptr_t) d->local_address,
+                                 .size = size,
+                                 .src = *src,
+                                 .dst = *dst};
+    const int node = mca_btl_tca_component.node;
+    if (OPAL_UNLIKELY(tcaMemoryCPU != src->region || tcaMemoryCPU != dst->region))
+        return OPAL_ERR_NOT_AVAILABLE; /* the source is read with CPU loads */
+    if (OPAL_UNLIKELY(!tca_btl_get_request_servable(&req, node, node)))
+        return OPAL_ERR_BAD_PARAM;
+    tcaHandle target = *dst;
+    const tcaResult r = tcaPioWrite(&target, (off_t) (req.dst_addr - dst->addr),
+                                    (const void *) (uintptr_t) src_addr, size, 0, 0, 0);
+    if (OPAL_UNLIKELY(tcaSuccess != r))
+        return OPAL_ERR_BAD_PARAM; /* GPU memory, or a stale registration */
+    d->cbfunc(&mca_btl_tca_module.super, d->endpoint, d->local_address, d->local_handle,
+              d->cbcontext, d->cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
 }
 
 int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -88,6 +100,8 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .local_handle = local_handle,
                                           .cbcontext = cbcontext,
                                           .cbdata = cbdata};
+    if (NULL == ep->peer) /* from our own memory (osc rdma on itself) */
+        return get_own(&done, &remote_handle->h, remote_address, &local_handle->h, size);
     tca_btl_get_request_t req;
     switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
                               &remote_handle->h, remote_address, &local_handle->h,
@@ -99,7 +113,7 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     default:
         return OPAL_ERR_BAD_PARAM;
     }
-    const int rc = send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req));
+    const int rc = mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req));
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
         tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
     return rc;

@@ -37,6 +37,9 @@ mca_btl_tca_module_t mca_btl_tca_module = {
             .btl_sendi = mca_btl_tca_sendi,
             .btl_put = mca_btl_tca_put,
             .btl_get = mca_btl_tca_get,
+            .btl_atomic_op = mca_btl_tca_aop,
+            .btl_atomic_fop = mca_btl_tca_afop,
+            .btl_atomic_cswap = mca_btl_tca_acswap,
             .btl_dump = mca_btl_base_dump,
             .btl_register_error = tca_register_error,
             .btl_register_mem = tca_register_mem,
@@ -211,6 +214,32 @@ static mca_btl_tca_endpoint_t *create_endpoint(struct opal_proc_t *proc,
     return ep;
 }
 
+/* Our own process, for one-sided communication only: Open MPI 5's osc rdma
+ * takes a BTL for its native path only if the BTL reaches every rank of the
+ * window, itself included, and bml lists a BTL with full RDMA and fetching
+ * atomics among a process's RDMA BTLs even where another BTL (btl self) won
+ * its sends; ob1 skips such RMA-only BTLs.  No ring: put, get and atomics on
+ * our own memory run at once (put.c, get.c, atomic.c).  Not offered where our
+ * exclusivity would win the sends to ourselves from btl self. */
+static mca_btl_tca_endpoint_t *self_endpoint(struct opal_proc_t *proc) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    const mca_btl_base_module_t *m = &mca_btl_tca_module.super;
+    if (m->btl_exclusivity >= MCA_BTL_EXCLUSIVITY_HIGH ||
+        !(m->btl_flags & MCA_BTL_FLAGS_ATOMIC_FOPS) || !(m->btl_flags & MCA_BTL_FLAGS_GET))
+        return NULL;
+    opal_mutex_lock(&c->endpoints_lock);
+    if (NULL == c->self_endpoint) {
+        mca_btl_tca_endpoint_t *ep = OBJ_NEW(mca_btl_tca_endpoint_t);
+        if (NULL != ep) {
+            ep->proc = proc;
+            ep->node = c->node; /* peer stays NULL: no ring */
+        }
+        c->self_endpoint = ep;
+    }
+    opal_mutex_unlock(&c->endpoints_lock);
+    return c->self_endpoint;
+}
+
 int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
                           struct opal_bitmap_t *reachable) {
@@ -224,7 +253,13 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         size_t msize = 0;
         int rc;
         peers[i] = NULL;
-        if (proc == self || proc->proc_name.jobid != self->proc_name.jobid ||
+        if (proc == self) {
+            peers[i] = self_endpoint(proc);
+            if (NULL != peers[i] && NULL != reachable)
+                opal_bitmap_set_bit(reachable, (int) i);
+            continue;
+        }
+        if (proc->proc_name.jobid != self->proc_name.jobid ||
             (!c->across_hosts && !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)))
             continue; /* another job or host: not in our sub-cluster */
         OPAL_MODEX_RECV(rc, &c->super.btl_version, &proc->proc_name, (void **) &modex, &msize);

@@ -120,6 +120,10 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       struct opal_convertor_t *convertor, void *header, size_t header_size,
                       size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
                       mca_btl_base_descriptor_t **descriptor) {
+    if (OPAL_UNLIKELY(NULL == ep->peer)) { /* our own process: RMA only */
+        *descriptor = NULL;
+        return OPAL_ERR_UNREACH;
+    }
     if (OPAL_LIKELY(header_size + payload_size <= mca_btl_tca_component.slot_payload)) {
         OPAL_THREAD_LOCK(&ep->lock);
         unsigned char *slot = 0 == ep->pending_count
@@ -153,4 +157,17 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
         *descriptor = mca_btl_tca_alloc(btl, ep, order, header_size + payload_size,
                                         flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+/* One of the btl's own messages (get, atomics) through the ring: never
+ * fails once a descriptor was had, it queues behind a full ring. */
+int mca_btl_tca_send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag,
+                             const void *msg, size_t len) {
+    mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
+        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (OPAL_UNLIKELY(NULL == des))
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    memcpy(des->des_segments[0].seg_addr.pval, msg, len);
+    (void) mca_btl_tca_send(&mca_btl_tca_module.super, ep, des, tag);
+    return OPAL_SUCCESS;
 }
