@@ -43,6 +43,7 @@ typedef struct tca_btl_settings {
     int thread_check_max_us; /* thread: the interval doubles up to this while the application is in MPI */
     int thread_sleep_us;    /* thread: longest sleep on the device interrupt */
     size_t put_dma_min;     /* puts of at least this size go through the DMA engine (0: none) */
+    size_t get_inline_max;  /* gets up to this size come back in the answer (0: never) */
     int dma_channels;       /* at most this many DMA channels for puts */
     int poll_batch;         /* messages taken from one peer per progress pass */
     int poll_all_max_peers; /* with more peers, poll only the rings marked in our traffic line */

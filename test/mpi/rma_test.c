@@ -3,7 +3,9 @@
  * puts, emulated gets and atomics), one sub-test per invocation:
  * rma_test <name>.  Every test checks the data it moved and aborts with a
  * message naming the first wrong value.  Runs under test/mpi/run_case.sh.
- *   sync   every window kind (MPI_Win_create, MPI_Win_allocate, dynamic) under
+ *   sync   every window kind (MPI_Win_create, MPI_Win_allocate, dynamic; "sync
+ *          nodynamic": not dynamic, for Open MPI 4.1.4 across hosts, whose osc rdma
+ *          deadlocks in its own lookup of a dynamic window's regions there) under
  *          every synchronisation (fence, post-start-complete-wait, lock, lock_all
  *          with flush): put, get, accumulate, fetch-and-op, compare-and-swap,
  *          from 8 B to 1 MiB, each rank on its right neighbour
@@ -216,10 +218,12 @@ static void sync_round(window_t *w, int mode, size_t n, unsigned seed) {
     free(in);
 }
 
+static int no_dynamic; /* "sync nodynamic" */
+
 static void test_sync(void) {
     static const size_t sizes[] = {8, 4096, 100000, 1 << 20};
     const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
-    for (int kind = 0; kind < KINDS; kind++) {
+    for (int kind = 0; kind < (no_dynamic ? KIND_DYNAMIC : KINDS); kind++) {
         window_t w;
         window_open(&w, kind, sizes[nsizes - 1]);
         for (int mode = 0; mode < SYNCS; mode++)
@@ -401,6 +405,7 @@ static void test_errors(void) {
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "";
     int provided;
+    no_dynamic = argc > 2 && !strcmp(argv[2], "nodynamic");
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -33,6 +33,8 @@ BEGIN_C_DECLS
 #define MCA_BTL_TCA_TAG_NOTHING (MCA_BTL_TAG_BTL + 0x12)
 #define MCA_BTL_TCA_TAG_ATOMIC_REQ (MCA_BTL_TAG_BTL + 0x13)
 #define MCA_BTL_TCA_TAG_ATOMIC_DONE (MCA_BTL_TAG_BTL + 0x14)
+/* GET_DONE with the data behind it (a small get of host memory) */
+#define MCA_BTL_TCA_TAG_GET_DATA (MCA_BTL_TAG_BTL + 0x15)
 
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key). */
@@ -133,7 +135,8 @@ typedef struct mca_btl_tca_rdma_done_t {
     struct mca_btl_base_registration_handle_t *local_handle;
     void *cbcontext, *cbdata;
     uint64_t cookie;
-    uint32_t result_bytes; /* atomics: the old value's bytes written to local_address (0, 4, 8) */
+    uint32_t result_bytes; /* bytes an answer may write to local_address: an atomic's old value
+                              (0, 4, 8), a get's data (inline answers; 0: too large) */
 } mca_btl_tca_rdma_done_t;
 _Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES,
                "the core carries TCA_BTL_OWNER_BYTES per put and get");
@@ -148,6 +151,9 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 int mca_btl_tca_put_ex(const mca_btl_tca_rdma_done_t *done, const tcaHandle *src, tcaHandle *dst,
                        uint64_t remote_address, size_t size, int need_dma);
 int mca_btl_tca_put_progress(void);
+/* put and get on our own process (the endpoint without a ring): a checked copy, completed at once */
+int mca_btl_tca_copy_own(const mca_btl_tca_rdma_done_t *done, const tcaHandle *dst,
+                         uint64_t dst_addr, const tcaHandle *src, uint64_t src_addr, size_t size);
 int mca_btl_tca_put_init(void);
 void mca_btl_tca_put_fini(void);
 

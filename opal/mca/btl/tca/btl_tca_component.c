@@ -51,6 +51,10 @@ static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
         m->super.btl_flags |= TCA_BTL_FLAGS_GPU_GET;
 #endif
     c->set.get_emulation = mode;
+    /* An inline answer is GET_DONE and the data in one eager slot. */
+    const size_t inline_room = c->slot_payload - sizeof(tca_btl_get_done_t);
+    if (c->set.get_inline_max > inline_room)
+        c->set.get_inline_max = inline_room;
 }
 
 /* What osc rdma (MPI one-sided) relies on besides put and get. */
@@ -577,7 +581,8 @@ static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint3
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
     (void) ctx;
-    if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag)) {
+    if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag ||
+                      MCA_BTL_TCA_TAG_GET_DATA == tag)) {
         mca_btl_tca_get_control(ep, tag, payload, size);
     } else if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_ATOMIC_REQ == tag ||
                              MCA_BTL_TCA_TAG_ATOMIC_DONE == tag)) {

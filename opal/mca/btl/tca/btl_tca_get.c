@@ -14,6 +14,10 @@
  *      requester's memory - sends GET_DONE {cookie, status} back;
  *   3. the requester's progress sees GET_DONE behind the data and completes
  *      the get (ob1 then sends its FIN).
+ * A get of host memory up to btl_tca_get_inline_max comes back inside the
+ * answer instead (GET_DATA: the answer and the data in one ring message,
+ * copied out by the requester): one message where the put and GET_DONE are
+ * two, and no single-copy call for a few bytes.
  * Ring messages of one peer are delivered in order and published after
  * their payload, so GET_DONE is never seen before the data it announces.
  * The wire format, the checks and the pending gets are the core's
@@ -51,35 +55,28 @@ size_t mca_btl_tca_get_request_bytes(void) {
     return sizeof(tca_btl_get_request_t);
 }
 
+/* Owner: the answer with the data behind it, in one message. */
+static void answer_with_data(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_request_t *req) {
+    const tca_btl_get_done_t done = {.cookie = req->cookie, .status = OPAL_SUCCESS};
+    const size_t len = sizeof(done) + (size_t) req->size;
+    mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
+        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
+        return;
+    }
+    unsigned char *p = des->des_segments[0].seg_addr.pval;
+    memcpy(p, &done, sizeof(done));
+    memcpy(p + sizeof(done), (const void *) (uintptr_t) req->src_addr, (size_t) req->size);
+    OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.gets_served, 1);
+    (void) mca_btl_tca_send(&mca_btl_tca_module.super, ep, des, MCA_BTL_TCA_TAG_GET_DATA);
+}
+
 static void answer(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
     const tca_btl_get_done_t done = {.cookie = cookie, .status = status};
     if (OPAL_UNLIKELY(OPAL_SUCCESS !=
                       mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
         mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
-}
-
-/* A get from our own registration: the owner is ourselves, so its put is
- * ours to run, at once (the device writes into our own memory too). */
-static int get_own(const mca_btl_tca_rdma_done_t *d, const tcaHandle *src, uint64_t src_addr,
-                   const tcaHandle *dst, size_t size) {
-    tca_btl_get_request_t req = {.src_addr = src_addr,
-                                 .dst_addr = (uint64_t) (uintptr_t) d->local_address,
-                                 .size = size,
-                                 .src = *src,
-                                 .dst = *dst};
-    const int node = mca_btl_tca_component.node;
-    if (OPAL_UNLIKELY(tcaMemoryCPU != src->region || tcaMemoryCPU != dst->region))
-        return OPAL_ERR_NOT_AVAILABLE; /* the source is read with CPU loads */
-    if (OPAL_UNLIKELY(!tca_btl_get_request_servable(&req, node, node)))
-        return OPAL_ERR_BAD_PARAM;
-    tcaHandle target = *dst;
-    const tcaResult r = tcaPioWrite(&target, (off_t) (req.dst_addr - dst->addr),
-                                    (const void *) (uintptr_t) src_addr, size, 0, 0, 0);
-    if (OPAL_UNLIKELY(tcaSuccess != r))
-        return OPAL_ERR_BAD_PARAM; /* GPU memory, or a stale registration */
-    d->cbfunc(&mca_btl_tca_module.super, d->endpoint, d->local_address, d->local_handle,
-              d->cbcontext, d->cbdata, OPAL_SUCCESS);
-    return OPAL_SUCCESS;
 }
 
 int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -99,9 +96,11 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .local_address = local_address,
                                           .local_handle = local_handle,
                                           .cbcontext = cbcontext,
-                                          .cbdata = cbdata};
+                                          .cbdata = cbdata,
+                                          .result_bytes = size <= UINT32_MAX ? (uint32_t) size : 0};
     if (NULL == ep->peer) /* from our own memory (osc rdma on itself) */
-        return get_own(&done, &remote_handle->h, remote_address, &local_handle->h, size);
+        return mca_btl_tca_copy_own(&done, &local_handle->h, (uint64_t) (uintptr_t) local_address,
+                                    &remote_handle->h, remote_address, size);
     tca_btl_get_request_t req;
     switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
                               &remote_handle->h, remote_address, &local_handle->h,
@@ -133,6 +132,11 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_reques
         answer(ep, req->cookie, OPAL_ERR_BAD_PARAM);
         return;
     }
+    if (req->size <= mca_btl_tca_component.set.get_inline_max && tcaMemoryCPU == req->src.region &&
+        tcaMemoryCPU == req->dst.region) {
+        answer_with_data(ep, req);
+        return;
+    }
     const mca_btl_tca_rdma_done_t done = {
         .endpoint = ep, .local_address = (void *) (uintptr_t) req->src_addr, .cookie = req->cookie};
     /* PIO reads the source with CPU loads: GPU memory on either side goes by DMA. */
@@ -143,8 +147,10 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_reques
         answer(ep, req->cookie, rc); /* it did not start: no callback */
 }
 
-/* The cookie came from the peer: the core looks it up, never dereferences it. */
-static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_done_t *answer_msg) {
+/* The cookie came from the peer: the core looks it up, never dereferences it.
+ * data: an inline answer's bytes (len of them), NULL after the owner's put. */
+static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_done_t *answer_msg,
+                       const void *data, size_t len) {
     mca_btl_tca_rdma_done_t d;
     unsigned char owner[TCA_BTL_OWNER_BYTES];
     const int how = tca_btl_get_finish(mca_btl_tca_component.gets, answer_msg, ep->node, owner);
@@ -155,7 +161,13 @@ static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_don
         return;
     memcpy(&d, owner, sizeof(d));
     /* Answered by another peer than the one asked: the data cannot be trusted. */
-    const int status = TCA_BTL_GET_OK == how ? answer_msg->status : OPAL_ERROR;
+    int status = TCA_BTL_GET_OK == how ? answer_msg->status : OPAL_ERROR;
+    if (NULL != data && OPAL_SUCCESS == status) {
+        if (OPAL_LIKELY(len == d.result_bytes))
+            memcpy(d.local_address, data, len);
+        else
+            status = OPAL_ERROR; /* not the size asked for */
+    }
     d.cbfunc(&mca_btl_tca_module.super, d.endpoint, d.local_address, d.local_handle, d.cbcontext,
              d.cbdata, status);
 }
@@ -171,7 +183,11 @@ void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *ep, uint8_t tag, co
     } else if (MCA_BTL_TCA_TAG_GET_DONE == tag && size == sizeof(tca_btl_get_done_t)) {
         tca_btl_get_done_t done;
         memcpy(&done, payload, sizeof(done));
-        finish_get(ep, &done);
+        finish_get(ep, &done, NULL, 0);
+    } else if (MCA_BTL_TCA_TAG_GET_DATA == tag && size >= sizeof(tca_btl_get_done_t)) {
+        tca_btl_get_done_t done;
+        memcpy(&done, payload, sizeof(done));
+        finish_get(ep, &done, (const unsigned char *) payload + sizeof(done), size - sizeof(done));
     } else {
         tca_show_help(HELP_FILE, "dropped-message", tag, ep->node);
     }

@@ -38,6 +38,24 @@ static int pio_put(const mca_btl_tca_rdma_done_t *d, tcaHandle *dst, uint64_t ds
     return OPAL_SUCCESS;
 }
 
+/* Between two host registrations of our own process (osc rdma on itself, through
+ * the endpoint without a ring): a plain copy, checked like a peer's request,
+ * never through the device (the ucx device would send it to itself). */
+int mca_btl_tca_copy_own(const mca_btl_tca_rdma_done_t *d, const tcaHandle *dst, uint64_t dst_addr,
+                         const tcaHandle *src, uint64_t src_addr, size_t size) {
+    const tca_btl_get_request_t req = {
+        .src_addr = src_addr, .dst_addr = dst_addr, .size = size, .src = *src, .dst = *dst};
+    const int node = mca_btl_tca_component.node;
+    if (OPAL_UNLIKELY(tcaMemoryCPU != src->region || tcaMemoryCPU != dst->region))
+        return OPAL_ERR_NOT_AVAILABLE; /* GPU memory: not by CPU loads and stores */
+    if (OPAL_UNLIKELY(!tca_btl_get_request_servable(&req, node, node)))
+        return OPAL_ERR_BAD_PARAM;
+    memmove((void *) (uintptr_t) dst_addr, (const void *) (uintptr_t) src_addr, size);
+    d->cbfunc(&mca_btl_tca_module.super, d->endpoint, d->local_address, d->local_handle,
+              d->cbcontext, d->cbdata, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
+}
+
 int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
@@ -53,6 +71,17 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .local_handle = local_handle,
                                           .cbcontext = cbcontext,
                                           .cbdata = cbdata};
+    if (NULL == ep->peer) { /* into our own memory (osc rdma on itself) */
+        /* Without a registration the source is host memory (osc passes none for small puts). */
+        tcaHandle src = {.region = tcaMemoryCPU,
+                         .node = (uint16_t) mca_btl_tca_component.node,
+                         .addr = (uint64_t) (uintptr_t) local_address,
+                         .size = size};
+        if (NULL != local_handle)
+            src = local_handle->h;
+        return mca_btl_tca_copy_own(&done, &remote_handle->h, remote_address, &src,
+                                    (uint64_t) (uintptr_t) local_address, size);
+    }
     /* A PIO write reads its source with CPU loads: GPU memory goes by DMA
      * (ob1 puts from GPU buffers when an emulated get failed and it falls
      * back to its PUT protocol). */
