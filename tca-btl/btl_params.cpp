@@ -92,7 +92,7 @@ const tca_btl_param_t kParams[] = {
      "(copied into and out of the ring: one message instead of a put and an answer; a win for "
      "small gets, such as MPI_Get and osc rdma's reads of lock and accumulate state); larger ones, "
      "and GPU memory, are put by the owner. 0: always a put. Capped at what fits an eager slot.",
-     6, TCA_BTL_PARAM_SIZE, nullptr, 0, 4096, 0, kMaxBytes, 0,
+     6, TCA_BTL_PARAM_SIZE, nullptr, 0, 8192, 0, kMaxBytes, 0,
      "0 (never) .. 1T bytes (k, M, G suffixes allowed)", nullptr, nullptr, OWN(get_inline_max)},
     {"dma_channels",
      "DMA channels btl tca acquires from the device for DMA puts (1-4), as the first DMA puts need "
