@@ -94,6 +94,14 @@ const tca_btl_param_t kParams[] = {
      "and GPU memory, are put by the owner. 0: always a put. Capped at what fits an eager slot.",
      6, TCA_BTL_PARAM_SIZE, nullptr, 0, 8192, 0, kMaxBytes, 0,
      "0 (never) .. 1T bytes (k, M, G suffixes allowed)", nullptr, nullptr, OWN(get_inline_max)},
+    {"put_inline_max",
+     "Puts of host memory up to this many bytes go to the target as a ring message its progress "
+     "copies in and answers (like the inline get; many small puts stream through the ring where "
+     "each single-copy write is a system call); larger ones, and GPU memory, are written directly. "
+     "Such a put completes when the answer is back, so the target must progress (it does in MPI "
+     "calls or with the progress thread). 0: never. Capped at what fits an eager slot.",
+     6, TCA_BTL_PARAM_SIZE, nullptr, 0, 256, 0, kMaxBytes, 0,
+     "0 (never) .. 1T bytes (k, M, G suffixes allowed)", nullptr, nullptr, OWN(put_inline_max)},
     {"dma_channels",
      "DMA channels btl tca acquires from the device for DMA puts (1-4), as the first DMA puts need "
      "them. "

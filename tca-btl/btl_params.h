@@ -44,6 +44,7 @@ typedef struct tca_btl_settings {
     int thread_sleep_us;    /* thread: longest sleep on the device interrupt */
     size_t put_dma_min;     /* puts of at least this size go through the DMA engine (0: none) */
     size_t get_inline_max;  /* gets up to this size come back in the answer (0: never) */
+    size_t put_inline_max;  /* puts up to this size go as a message the target copies (0: never) */
     int dma_channels;       /* at most this many DMA channels for puts */
     int poll_batch;         /* messages taken from one peer per progress pass */
     int poll_all_max_peers; /* with more peers, poll only the rings marked in our traffic line */

@@ -17,6 +17,10 @@ public:
     int begin(int peer_node, const void *owner, size_t len, const tcaHandle &src, uint64_t src_addr,
               const tcaHandle &dst, uint64_t dst_addr, uint64_t size,
               tca_btl_get_request_t *req) noexcept;
+    // A small get of host memory (tca_btl_get_small_t); the same codes.
+    int begin_small(int peer_node, const void *owner, size_t len, const tcaHandle &src,
+                    uint64_t src_addr, const tcaHandle &dst, uint64_t dst_addr, uint64_t size,
+                    tca_btl_get_small_t *req) noexcept;
     void cancel(uint64_t cookie) noexcept;
     // TCA_BTL_GET_OK or _WRONG_PEER (owner copied out), or _UNKNOWN.
     int finish(const tca_btl_get_done_t &done, int from_node, void *owner) noexcept;

@@ -13,11 +13,14 @@ uint64_t operand_bytes(uint32_t flags) {
     return (flags & TCA_BTL_ATOMIC_32BIT) != 0 ? 4 : 8;
 }
 
-bool well_formed(const tcaHandle &target, uint64_t addr, uint32_t op, uint32_t flags) {
-    const uint64_t bytes = operand_bytes(flags);
-    return op >= TCA_BTL_ATOMIC_ADD && op < TCA_BTL_ATOMIC_OPS_END &&
-           (flags & ~uint32_t{TCA_BTL_ATOMIC_32BIT}) == 0 && addr % bytes == 0 &&
-           target.region == tcaMemoryCPU && inside(target, addr, bytes);
+bool well_formed(const tca_btl_atomic_request_t &r) {
+    const uint64_t bytes = operand_bytes(r.flags);
+    tcaHandle reg{};
+    reg.addr = r.reg_addr;
+    reg.size = r.reg_size;
+    return r.op >= TCA_BTL_ATOMIC_ADD && r.op < TCA_BTL_ATOMIC_OPS_END &&
+           (r.flags & ~uint32_t{TCA_BTL_ATOMIC_32BIT}) == 0 && r.addr % bytes == 0 &&
+           r.reg_region == tcaMemoryCPU && inside(reg, r.addr, bytes);
 }
 
 // min/max have no fetch_ form before C++26: a compare-exchange loop.
@@ -66,8 +69,7 @@ T run_on(T *p, uint32_t op, T v, T compare) {
 }  // namespace
 
 bool run_atomic(const tca_btl_atomic_request_t &req, int self_node, uint64_t *old) noexcept {
-    if (req.target.node != static_cast<uint16_t>(self_node) ||
-        !well_formed(req.target, req.addr, req.op, req.flags))
+    if (req.reg_node != static_cast<uint16_t>(self_node) || !well_formed(req))
         return false;
     if ((req.flags & TCA_BTL_ATOMIC_32BIT) != 0) {
         const int32_t r =
@@ -86,10 +88,19 @@ bool run_atomic(const tca_btl_atomic_request_t &req, int self_node, uint64_t *ol
 int PendingAtomics::begin(int peer_node, const void *owner, size_t len, const tcaHandle &target,
                           uint64_t addr, uint32_t op, uint32_t flags, uint64_t operand,
                           uint64_t compare, tca_btl_atomic_request_t *req) noexcept {
+    *req = tca_btl_atomic_request_t{};
+    req->addr = addr;
+    req->operand = operand;
+    req->compare = compare;
+    req->reg_addr = target.addr;
+    req->reg_size = target.size;
+    req->reg_node = target.node;
+    req->reg_region = target.region;
+    req->flags = static_cast<uint8_t>(flags);
+    req->op = op;
     if (len > TCA_BTL_OWNER_BYTES || target.node != static_cast<uint16_t>(peer_node) ||
-        !well_formed(target, addr, op, flags))
+        flags > UINT8_MAX || !well_formed(*req))
         return TCA_BTL_GET_BAD;
-    *req = tca_btl_atomic_request_t{0, addr, operand, compare, op, flags, target};
     return ops_.begin(peer_node, owner, len, &req->cookie) ? TCA_BTL_GET_OK : TCA_BTL_GET_FULL;
 }
 

@@ -141,6 +141,19 @@ typedef struct tca_btl_get_done {
     int32_t status; /* the owner's result: 0 for success, else an (Open MPI) error code */
     int32_t reserved;
 } tca_btl_get_done_t;
+/* A small get of host memory, answered with the data inside the answer
+ * (GET_DATA): only the owner's registration travels, one cache line with the
+ * ring's header word. */
+typedef struct tca_btl_get_small {
+    uint64_t cookie;
+    uint64_t src_addr; /* in the owner's address space */
+    uint64_t size;
+    uint64_t reg_addr; /* the owner's registration it names: base, length, node, type */
+    uint64_t reg_size;
+    uint16_t reg_node;
+    uint8_t reg_region;
+    uint8_t reserved[5];
+} tca_btl_get_small_t;
 /* The requester's gets in flight: owner records beside a cookie table. */
 typedef struct tca_btl_gets tca_btl_gets_t;
 enum {
@@ -157,6 +170,13 @@ TCA_BTL_CORE_HIDDEN int tca_btl_get_begin(tca_btl_gets_t *g, int peer_node, cons
                                           size_t len, const tcaHandle *src, uint64_t src_addr,
                                           const tcaHandle *dst, uint64_t dst_addr, uint64_t size,
                                           tca_btl_get_request_t *req);
+/* The same for a small get of host memory (both registrations tcaMemoryCPU). */
+TCA_BTL_CORE_HIDDEN int tca_btl_get_begin_small(tca_btl_gets_t *g, int peer_node, const void *owner,
+                                                size_t len, const tcaHandle *src, uint64_t src_addr,
+                                                const tcaHandle *dst, uint64_t dst_addr,
+                                                uint64_t size, tca_btl_get_small_t *req);
+/* The owner's check of a small get: its own host registration, inside it. */
+TCA_BTL_CORE_HIDDEN int tca_btl_get_small_servable(const tca_btl_get_small_t *req, int self_node);
 /* The request could not be sent: forget it. */
 TCA_BTL_CORE_HIDDEN void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie);
 /* An answer from from_node: OK or WRONG_PEER with the owner record copied
@@ -185,15 +205,18 @@ enum { /* the operation (Open MPI's btl.h codes are mapped by the glue) */
        TCA_BTL_ATOMIC_CSWAP,
        TCA_BTL_ATOMIC_OPS_END
 };
-enum { TCA_BTL_ATOMIC_32BIT = 1 }; /* 32-bit operands (else 64-bit) */
-typedef struct tca_btl_atomic_request {
-    uint64_t cookie;  /* the origin's pending atomic */
-    uint64_t addr;    /* in the target's address space, aligned to the operand */
-    uint64_t operand; /* the value (CSWAP: the new value) */
-    uint64_t compare; /* CSWAP only */
-    uint32_t op;      /* TCA_BTL_ATOMIC_* */
-    uint32_t flags;   /* TCA_BTL_ATOMIC_32BIT */
-    tcaHandle target; /* the target's registration */
+enum { TCA_BTL_ATOMIC_32BIT = 1 };      /* 32-bit operands (else 64-bit) */
+typedef struct tca_btl_atomic_request { /* one cache line with the ring's header word */
+    uint64_t cookie;                    /* the origin's pending atomic */
+    uint64_t addr;                      /* in the target's address space, aligned to the operand */
+    uint64_t operand;                   /* the value (CSWAP: the new value) */
+    uint64_t compare;                   /* CSWAP only */
+    uint64_t reg_addr;                  /* the target's registration it names: base, length, */
+    uint64_t reg_size;
+    uint16_t reg_node; /* node and memory type */
+    uint8_t reg_region;
+    uint8_t flags; /* TCA_BTL_ATOMIC_32BIT */
+    uint32_t op;   /* TCA_BTL_ATOMIC_* */
 } tca_btl_atomic_request_t;
 typedef struct tca_btl_atomic_done {
     uint64_t cookie;

@@ -33,8 +33,22 @@ tcaHandle handle_of(const void *p, size_t size, int node = kSelf) {
 
 tca_btl_atomic_request_t request(const tcaHandle &h, const void *at, uint32_t op, uint32_t flags,
                                  uint64_t operand, uint64_t compare = 0) {
-    return tca_btl_atomic_request_t{7, reinterpret_cast<uint64_t>(at), operand, compare, op, flags,
-                                    h};
+    tca_btl_atomic_request_t r{};
+    r.cookie = 7;
+    r.addr = reinterpret_cast<uint64_t>(at);
+    r.operand = operand;
+    r.compare = compare;
+    r.reg_addr = h.addr;
+    r.reg_size = h.size;
+    r.reg_node = h.node;
+    r.reg_region = h.region;
+    r.flags = static_cast<uint8_t>(flags);
+    r.op = op;
+    return r;
+}
+
+TEST(RemoteAtomics, ARequestIsOneCacheLineWithTheRingsHeaderWord) {
+    EXPECT_LE(sizeof(tca_btl_atomic_request_t) + 8, 64u);
 }
 
 struct Case {
@@ -186,7 +200,7 @@ TEST(PendingAtomics, AnAnswerCompletesItsOperationOnceFromThePeerAsked) {
               TCA_BTL_GET_OK);
     EXPECT_EQ(req.addr, h.addr);
     EXPECT_EQ(req.operand, 5u);
-    EXPECT_EQ(req.target.node, 1);
+    EXPECT_EQ(req.reg_node, 1);
     EXPECT_EQ(a.pending(), 1);
     unsigned char owner[TCA_BTL_OWNER_BYTES];
     tca_btl_atomic_done_t done{req.cookie, 9, 0, 0};

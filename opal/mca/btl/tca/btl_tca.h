@@ -35,6 +35,10 @@ BEGIN_C_DECLS
 #define MCA_BTL_TCA_TAG_ATOMIC_DONE (MCA_BTL_TAG_BTL + 0x14)
 /* GET_DONE with the data behind it (a small get of host memory) */
 #define MCA_BTL_TCA_TAG_GET_DATA (MCA_BTL_TAG_BTL + 0x15)
+/* a small get of host memory: answered with GET_DATA */
+#define MCA_BTL_TCA_TAG_GET_SMALL (MCA_BTL_TAG_BTL + 0x16)
+/* a small put of host memory: the data behind the request, answered with GET_DONE */
+#define MCA_BTL_TCA_TAG_PUT_SMALL (MCA_BTL_TAG_BTL + 0x17)
 
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key). */
@@ -122,7 +126,7 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
                       mca_btl_base_descriptor_t **descriptor);
 int mca_btl_tca_send_pending(struct mca_btl_base_endpoint_t *endpoint);
 int mca_btl_tca_send_control(struct mca_btl_base_endpoint_t *endpoint, mca_btl_base_tag_t tag,
-                             const void *msg, size_t len);
+                             const void *msg, size_t len, const void *data, size_t data_len);
 
 /* How an RDMA operation completes: ob1's callback and its arguments, or
  * (cbfunc NULL) the answer to a peer's get, named by its cookie.  The core
@@ -166,6 +170,11 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     void *cbdata);
 void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag,
                              const void *payload, size_t size);
+/* The answer to a peer's get or small put: GET_DONE {cookie, status}. */
+void mca_btl_tca_send_done(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
+/* put.c: a peer's small put (PUT_SMALL) */
+void mca_btl_tca_put_control(struct mca_btl_base_endpoint_t *endpoint, const void *payload,
+                             size_t size);
 /* The put run for a peer's get finished (or failed): answer it. */
 void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
 size_t mca_btl_tca_get_request_bytes(void);

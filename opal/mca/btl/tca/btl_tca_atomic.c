@@ -103,9 +103,12 @@ static int run_own(const mca_btl_tca_rdma_done_t *d,
     const tca_btl_atomic_request_t req = {.addr = remote_address,
                                           .operand = operand,
                                           .compare = compare,
-                                          .op = op,
-                                          .flags = core_flags,
-                                          .target = remote_handle->h};
+                                          .reg_addr = remote_handle->h.addr,
+                                          .reg_size = remote_handle->h.size,
+                                          .reg_node = remote_handle->h.node,
+                                          .reg_region = remote_handle->h.region,
+                                          .flags = (uint8_t) core_flags,
+                                          .op = op};
     uint64_t old = 0;
     if (OPAL_UNLIKELY(TCA_BTL_GET_OK != tca_btl_atomic_run(&req, mca_btl_tca_component.node, &old)))
         return OPAL_ERR_BAD_PARAM;
@@ -145,7 +148,8 @@ static int start(struct mca_btl_base_endpoint_t *ep, void *local_address,
         /* Outside the registration or misaligned: nothing is sent. */
         return OPAL_ERR_BAD_PARAM;
     }
-    const int rc = mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_ATOMIC_REQ, &req, sizeof(req));
+    const int rc =
+        mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_ATOMIC_REQ, &req, sizeof(req), NULL, 0);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
         tca_btl_atomic_cancel(mca_btl_tca_component.atomics, req.cookie);
     return rc;
@@ -199,7 +203,7 @@ static void serve(struct mca_btl_base_endpoint_t *ep, const tca_btl_atomic_reque
     }
     OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.atomics_served, 1);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_ATOMIC_DONE,
-                                                               &done, sizeof(done))))
+                                                               &done, sizeof(done), NULL, 0)))
         mca_btl_tca_fatal(ep, "answering an atomic (no descriptor)", tcaErrorNoMemory);
 }
 

@@ -55,6 +55,9 @@ static void set_get_flags(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     const size_t inline_room = c->slot_payload - sizeof(tca_btl_get_done_t);
     if (c->set.get_inline_max > inline_room)
         c->set.get_inline_max = inline_room;
+    const size_t put_room = c->slot_payload - sizeof(tca_btl_get_small_t);
+    if (c->set.put_inline_max > put_room)
+        c->set.put_inline_max = put_room;
 }
 
 /* What osc rdma (MPI one-sided) relies on besides put and get. */
@@ -66,10 +69,11 @@ static void set_rma_flags(const mca_btl_tca_component_t *c, mca_btl_tca_module_t
      * emulated get already rely on.  (Open MPI 5; 4.1's osc rdma assumes it.) */
     m->super.btl_flags |= MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION;
 #endif
-    /* The emulated get needs our registration of its destination: osc rdma
-     * then registers (or uses its registered buffer) for every get.  A put
-     * below put_dma_min is a PIO write, which reads its source without one. */
-    m->super.btl_get_local_registration_threshold = 0;
+    /* The emulated get needs our registration of its destination beyond
+     * get_inline_max (the owner puts into it); smaller ones come back in the
+     * answer and are copied out here.  A put below put_dma_min is a PIO
+     * write, which reads its source without one. */
+    m->super.btl_get_local_registration_threshold = c->set.get_inline_max;
     m->super.btl_put_local_registration_threshold =
         0 == c->set.put_dma_min ? SIZE_MAX : (size_t) c->set.put_dma_min - 1;
 }
@@ -582,8 +586,10 @@ static void deliver(void *ctx, int node, uint8_t tag, const void *payload, uint3
     mca_btl_base_segment_t segment = {.seg_addr.pval = (void *) payload, .seg_len = size};
     (void) ctx;
     if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_GET_REQ == tag || MCA_BTL_TCA_TAG_GET_DONE == tag ||
-                      MCA_BTL_TCA_TAG_GET_DATA == tag)) {
+                      MCA_BTL_TCA_TAG_GET_DATA == tag || MCA_BTL_TCA_TAG_GET_SMALL == tag)) {
         mca_btl_tca_get_control(ep, tag, payload, size);
+    } else if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_PUT_SMALL == tag)) {
+        mca_btl_tca_put_control(ep, payload, size);
     } else if (OPAL_UNLIKELY(MCA_BTL_TCA_TAG_ATOMIC_REQ == tag ||
                              MCA_BTL_TCA_TAG_ATOMIC_DONE == tag)) {
         mca_btl_tca_atomic_control(ep, tag, payload, size);

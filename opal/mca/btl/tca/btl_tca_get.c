@@ -14,10 +14,11 @@
  *      requester's memory - sends GET_DONE {cookie, status} back;
  *   3. the requester's progress sees GET_DONE behind the data and completes
  *      the get (ob1 then sends its FIN).
- * A get of host memory up to btl_tca_get_inline_max comes back inside the
- * answer instead (GET_DATA: the answer and the data in one ring message,
- * copied out by the requester): one message where the put and GET_DONE are
- * two, and no single-copy call for a few bytes.
+ * A get of host memory up to btl_tca_get_inline_max asks with a short
+ * request (GET_SMALL: one cache line) and comes back inside the answer
+ * (GET_DATA: the answer and the data in one ring message, copied out by the
+ * requester): one message where the put and GET_DONE are two, and no
+ * single-copy call for a few bytes.
  * Ring messages of one peer are delivered in order and published after
  * their payload, so GET_DONE is never seen before the data it announces.
  * The wire format, the checks and the pending gets are the core's
@@ -56,26 +57,20 @@ size_t mca_btl_tca_get_request_bytes(void) {
 }
 
 /* Owner: the answer with the data behind it, in one message. */
-static void answer_with_data(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_request_t *req) {
-    const tca_btl_get_done_t done = {.cookie = req->cookie, .status = OPAL_SUCCESS};
-    const size_t len = sizeof(done) + (size_t) req->size;
-    mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
-        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (OPAL_UNLIKELY(NULL == des)) {
-        mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
-        return;
-    }
-    unsigned char *p = des->des_segments[0].seg_addr.pval;
-    memcpy(p, &done, sizeof(done));
-    memcpy(p + sizeof(done), (const void *) (uintptr_t) req->src_addr, (size_t) req->size);
+static void answer_with_data(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, uint64_t src_addr,
+                             size_t size) {
+    const tca_btl_get_done_t done = {.cookie = cookie, .status = OPAL_SUCCESS};
     OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.gets_served, 1);
-    (void) mca_btl_tca_send(&mca_btl_tca_module.super, ep, des, MCA_BTL_TCA_TAG_GET_DATA);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS !=
+                      mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_DATA, &done, sizeof(done),
+                                               (const void *) (uintptr_t) src_addr, size)))
+        mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
 }
 
-static void answer(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
+void mca_btl_tca_send_done(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
     const tca_btl_get_done_t done = {.cookie = cookie, .status = status};
-    if (OPAL_UNLIKELY(OPAL_SUCCESS !=
-                      mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done, sizeof(done))))
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done,
+                                                               sizeof(done), NULL, 0)))
         mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
 }
 
@@ -88,9 +83,18 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     (void) btl;
     (void) flags;
     (void) order;
-    /* The owner writes into our registration: without one there is nothing it could name. */
-    if (OPAL_UNLIKELY(NULL == local_handle || NULL == remote_handle))
+    /* The owner writes into our registration: without one there is nothing it
+     * could name, but a small get's data comes back in the answer and we copy
+     * it out ourselves (osc rdma registers nothing up to
+     * btl_get_local_registration_threshold, which is get_inline_max). */
+    const size_t inline_max = mca_btl_tca_component.set.get_inline_max;
+    if (OPAL_UNLIKELY(NULL == remote_handle || (NULL == local_handle && size > inline_max)))
         return OPAL_ERR_BAD_PARAM;
+    tcaHandle host_dst = {.region = tcaMemoryCPU,
+                          .node = (uint16_t) mca_btl_tca_component.node,
+                          .addr = (uint64_t) (uintptr_t) local_address,
+                          .size = size};
+    const tcaHandle *dst = NULL == local_handle ? &host_dst : &local_handle->h;
     const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc,
                                           .endpoint = ep,
                                           .local_address = local_address,
@@ -99,8 +103,23 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .cbdata = cbdata,
                                           .result_bytes = size <= UINT32_MAX ? (uint32_t) size : 0};
     if (NULL == ep->peer) /* from our own memory (osc rdma on itself) */
-        return mca_btl_tca_copy_own(&done, &local_handle->h, (uint64_t) (uintptr_t) local_address,
+        return mca_btl_tca_copy_own(&done, dst, (uint64_t) (uintptr_t) local_address,
                                     &remote_handle->h, remote_address, size);
+    /* Small and host memory on both sides: the short request, answered inline. */
+    if (size <= inline_max && tcaMemoryCPU == remote_handle->h.region &&
+        tcaMemoryCPU == dst->region) {
+        tca_btl_get_small_t small;
+        const int how = tca_btl_get_begin_small(
+            mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
+            remote_address, dst, (uint64_t) (uintptr_t) local_address, size, &small);
+        if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
+            return TCA_BTL_GET_FULL == how ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERR_BAD_PARAM;
+        const int rc =
+            mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_SMALL, &small, sizeof(small), NULL, 0);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
+            tca_btl_get_cancel(mca_btl_tca_component.gets, small.cookie);
+        return rc;
+    }
     tca_btl_get_request_t req;
     switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
                               &remote_handle->h, remote_address, &local_handle->h,
@@ -112,7 +131,8 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     default:
         return OPAL_ERR_BAD_PARAM;
     }
-    const int rc = mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req));
+    const int rc =
+        mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req), NULL, 0);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
         tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
     return rc;
@@ -121,7 +141,7 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 /* Owner: the put for a peer finished (the data is visible there) or failed. */
 void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
     OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.gets_served, 1);
-    answer(ep, cookie, status);
+    mca_btl_tca_send_done(ep, cookie, status);
 }
 
 static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_request_t *req) {
@@ -129,12 +149,7 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_reques
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
                             "btl:tca: get request from node %d outside our registration: refused",
                             ep->node);
-        answer(ep, req->cookie, OPAL_ERR_BAD_PARAM);
-        return;
-    }
-    if (req->size <= mca_btl_tca_component.set.get_inline_max && tcaMemoryCPU == req->src.region &&
-        tcaMemoryCPU == req->dst.region) {
-        answer_with_data(ep, req);
+        mca_btl_tca_send_done(ep, req->cookie, OPAL_ERR_BAD_PARAM);
         return;
     }
     const mca_btl_tca_rdma_done_t done = {
@@ -144,7 +159,7 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_reques
     const int rc = mca_btl_tca_put_ex(&done, &req->src, &req->dst, req->dst_addr,
                                       (size_t) req->size, need_dma);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
-        answer(ep, req->cookie, rc); /* it did not start: no callback */
+        mca_btl_tca_send_done(ep, req->cookie, rc); /* it did not start: no callback */
 }
 
 /* The cookie came from the peer: the core looks it up, never dereferences it.
@@ -184,6 +199,15 @@ void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *ep, uint8_t tag, co
         tca_btl_get_done_t done;
         memcpy(&done, payload, sizeof(done));
         finish_get(ep, &done, NULL, 0);
+    } else if (MCA_BTL_TCA_TAG_GET_SMALL == tag && size == sizeof(tca_btl_get_small_t)) {
+        tca_btl_get_small_t req;
+        memcpy(&req, payload, sizeof(req));
+        if (OPAL_LIKELY(tca_btl_get_small_servable(&req, mca_btl_tca_component.node) &&
+                        req.size <=
+                            mca_btl_tca_component.slot_payload - sizeof(tca_btl_get_done_t)))
+            answer_with_data(ep, req.cookie, req.src_addr, (size_t) req.size);
+        else
+            mca_btl_tca_send_done(ep, req.cookie, OPAL_ERR_BAD_PARAM);
     } else if (MCA_BTL_TCA_TAG_GET_DATA == tag && size >= sizeof(tca_btl_get_done_t)) {
         tca_btl_get_done_t done;
         memcpy(&done, payload, sizeof(done));

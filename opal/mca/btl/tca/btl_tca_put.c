@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "opal/mca/btl/base/base.h"
+#include "opal/util/output.h"
+#include "tca_mca_check.h"
 
 /* The completion of a DMA put rides through the core's queue as bytes. */
 
@@ -81,6 +83,27 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
             src = local_handle->h;
         return mca_btl_tca_copy_own(&done, &remote_handle->h, remote_address, &src,
                                     (uint64_t) (uintptr_t) local_address, size);
+    }
+    /* Small, from and into host memory: a message the target copies in and
+     * answers (GET_DONE completes it like a get). */
+    if (size <= mca_btl_tca_component.set.put_inline_max &&
+        tcaMemoryCPU == remote_handle->h.region &&
+        (NULL == local_handle || tcaMemoryCPU == local_handle->h.region)) {
+        const tcaHandle src = {.region = tcaMemoryCPU,
+                               .node = (uint16_t) mca_btl_tca_component.node,
+                               .addr = (uint64_t) (uintptr_t) local_address,
+                               .size = size};
+        tca_btl_get_small_t req;
+        const int how =
+            tca_btl_get_begin_small(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
+                                    &remote_handle->h, remote_address, &src, src.addr, size, &req);
+        if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
+            return TCA_BTL_GET_FULL == how ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERR_BAD_PARAM;
+        const int rc = mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_PUT_SMALL, &req, sizeof(req),
+                                                local_address, size);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
+            tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
+        return rc;
     }
     /* A PIO write reads its source with CPU loads: GPU memory goes by DMA
      * (ob1 puts from GPU buffers when an emulated get failed and it falls
@@ -157,4 +180,26 @@ int mca_btl_tca_put_init(void) {
 void mca_btl_tca_put_fini(void) {
     tca_btl_dma_puts_free(mca_btl_tca_component.dma_puts);
     mca_btl_tca_component.dma_puts = NULL;
+}
+
+/* Target: a peer's small put, the data behind the request; the same checks as
+ * a small get of that range, then a copy and the answer. */
+void mca_btl_tca_put_control(struct mca_btl_base_endpoint_t *ep, const void *payload, size_t size) {
+    tca_btl_get_small_t req;
+    if (OPAL_UNLIKELY(size < sizeof(req))) {
+        tca_show_help("help-btl-tca.txt", "dropped-message", MCA_BTL_TCA_TAG_PUT_SMALL, ep->node);
+        return;
+    }
+    memcpy(&req, payload, sizeof(req));
+    if (OPAL_UNLIKELY(req.size != size - sizeof(req) ||
+                      !tca_btl_get_small_servable(&req, mca_btl_tca_component.node))) {
+        opal_output_verbose(
+            1, opal_btl_base_framework.framework_output,
+            "btl:tca: small put from node %d outside our host registrations: refused", ep->node);
+        mca_btl_tca_send_done(ep, req.cookie, OPAL_ERR_BAD_PARAM);
+        return;
+    }
+    memcpy((void *) (uintptr_t) req.src_addr, (const unsigned char *) payload + sizeof(req),
+           (size_t) req.size);
+    mca_btl_tca_send_done(ep, req.cookie, OPAL_SUCCESS);
 }

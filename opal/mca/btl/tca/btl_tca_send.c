@@ -159,15 +159,40 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     return OPAL_ERR_OUT_OF_RESOURCE;
 }
 
-/* One of the btl's own messages (get, atomics) through the ring: never
- * fails once a descriptor was had, it queues behind a full ring. */
+/* One of the btl's own messages (get, atomics): msg, then data (may be
+ * empty), straight into the ring like sendi where it has room and nothing is
+ * queued, else a descriptor queued in order.  Never fails once a descriptor
+ * was had. */
 int mca_btl_tca_send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag,
-                             const void *msg, size_t len) {
+                             const void *msg, size_t len, const void *data, size_t data_len) {
+    const size_t total = len + data_len;
+    if (OPAL_LIKELY(total <= mca_btl_tca_component.slot_payload)) {
+        OPAL_THREAD_LOCK(&ep->lock);
+        unsigned char *slot = 0 == ep->pending_count
+                                  ? (unsigned char *) tca_btl_tx_reserve(ep->peer, (uint32_t) total)
+                                  : NULL;
+        if (OPAL_LIKELY(NULL != slot)) {
+            memcpy(slot, msg, len);
+            if (data_len > 0)
+                memcpy(slot + len, data, data_len);
+            tcaResult failed = tcaSuccess;
+            const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) total, &failed);
+            OPAL_THREAD_UNLOCK(&ep->lock);
+            ring_write_failed(ep, failed);
+            if (doorbell > 0)
+                ring_doorbell(ep);
+            return OPAL_SUCCESS;
+        }
+        OPAL_THREAD_UNLOCK(&ep->lock);
+    }
     mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
-        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, len, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, total, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (OPAL_UNLIKELY(NULL == des))
         return OPAL_ERR_OUT_OF_RESOURCE;
-    memcpy(des->des_segments[0].seg_addr.pval, msg, len);
+    unsigned char *p = des->des_segments[0].seg_addr.pval;
+    memcpy(p, msg, len);
+    if (data_len > 0)
+        memcpy(p + len, data, data_len);
     (void) mca_btl_tca_send(&mca_btl_tca_module.super, ep, des, tag);
     return OPAL_SUCCESS;
 }
