@@ -12,6 +12,9 @@
 # tca's median, the same round's osc rdma over vader/sm, the ratio's median
 # and worst round; osc sm and osc ucx beside.  Usage: scripts/bench-rma.sh
 # [rounds].  Expects a build (scripts/build.sh); results in bench-results/.
+# TCA_BENCH_BASE=DIR: also the components of another commit's build in DIR
+# (against the same Open MPI) as "tca-base" in every round, and tca's ratio to
+# it per size (Open MPI 4.1 ran no window over btl tca before its atomics).
 BENCH_REPEATS=${BENCH_REPEATS:-12}
 . "$(dirname "$0")/bench-common.sh"
 common="--bind-to core -np 2"
@@ -34,6 +37,12 @@ run() { # config command...: appends "R round config bench size value"
     "$@" 2>&1 | awk -v c="$name" -v r="$round" '$1 == "RESULT" { print "R", r, c, $2, $3, $4 }' >>"$raw"
 }
 configs="tca $sm_name-osc-rdma osc-sm ucx"
+base_dir=${TCA_BENCH_BASE:-}
+if [ -n "$base_dir" ]; then
+    base_dir=$(cd "$base_dir" && pwd)
+    [ -f "$base_dir/.libs/mca_btl_tca.so" ] || { echo "TCA_BENCH_BASE: no built components in $base_dir" >&2; exit 1; }
+    configs="$configs tca-base"
+fi
 run_config() {
     # shellcheck disable=SC2086
     case $1 in
@@ -41,6 +50,7 @@ run_config() {
     "$sm_name-osc-rdma") run "$1" mpirun --mca pml ob1 $sm_btl --mca osc rdma $common ./tca_rma_bench $tests ;;
     osc-sm) run osc-sm mpirun --mca pml ob1 $sm_btl --mca osc sm $common ./tca_rma_bench -w allocate $tests ;;
     ucx) [ -z "$ucx" ] || run ucx $ucx $common ./tca_rma_bench $tests ;;
+    tca-base) (export TCA_COMPONENT_DIR="$base_dir"/.libs; run tca-base scripts/tca-mpirun $common ./tca_rma_bench $tests) ;;
     esac
 }
 for round in $(seq 1 "$repeats"); do
@@ -57,6 +67,9 @@ done
 {
     echo "MPI one-sided: osc rdma over btl tca vs osc rdma over $sm_name, osc sm and osc ucx (Open MPI $(ompi_info --version | sed -n 's/^Open MPI v//p')), same run, $repeats rounds, 2 ranks bound to cores"
     echo "ratio: tca / osc rdma over $sm_name in the same round; median and worst round (RMA goals judged on the median)"
-    python3 scripts/bench_report.py "$raw" --refs "$sm_name-osc-rdma" --show "osc-sm,ucx" \
+    show="osc-sm,ucx" pair=""
+    [ -z "$base_dir" ] || { show="tca-base,$show"; pair="--pair tca:tca-base"; }
+    # shellcheck disable=SC2086
+    python3 scripts/bench_report.py "$raw" --refs "$sm_name-osc-rdma" --show "$show" $pair \
         --benches "put_lat,get_lat,put_bw,get_bw,acc_lat,fop_lat,cas_lat"
 } | tee "$out/rma-table.txt"

@@ -100,7 +100,7 @@ const tca_btl_param_t kParams[] = {
      "each single-copy write is a system call); larger ones, and GPU memory, are written directly. "
      "Such a put completes when the answer is back, so the target must progress (it does in MPI "
      "calls or with the progress thread). 0: never. Capped at what fits an eager slot.",
-     6, TCA_BTL_PARAM_SIZE, nullptr, 0, 256, 0, kMaxBytes, 0,
+     6, TCA_BTL_PARAM_SIZE, nullptr, 0, 2048, 0, kMaxBytes, 0,
      "0 (never) .. 1T bytes (k, M, G suffixes allowed)", nullptr, nullptr, OWN(put_inline_max)},
     {"dma_channels",
      "DMA channels btl tca acquires from the device for DMA puts (1-4), as the first DMA puts need "
