@@ -34,14 +34,7 @@ void PendingGets::cancel(uint64_t cookie) noexcept {
 }
 
 int PendingGets::finish(const tca_btl_get_done_t &done, int from_node, void *owner) noexcept {
-    switch (ops_.finish(done.cookie, from_node, owner)) {
-    case PendingOps::Answer::kOk:
-        return TCA_BTL_GET_OK;
-    case PendingOps::Answer::kWrongPeer:
-        return TCA_BTL_GET_WRONG_PEER;  // the data cannot be trusted
-    default:
-        return TCA_BTL_GET_UNKNOWN;
-    }
+    return answer_code(ops_.finish(done.cookie, from_node, owner));
 }
 
 }  // namespace tca::btl

@@ -9,6 +9,17 @@ bool inside(const tcaHandle &h, uint64_t addr, uint64_t size) noexcept {
     return addr >= h.addr && size <= h.size && addr - h.addr <= h.size - size;
 }
 
+int answer_code(PendingOps::Answer a) noexcept {
+    switch (a) {
+    case PendingOps::Answer::kOk:
+        return TCA_BTL_GET_OK;
+    case PendingOps::Answer::kWrongPeer:
+        return TCA_BTL_GET_WRONG_PEER;
+    default:
+        return TCA_BTL_GET_UNKNOWN;
+    }
+}
+
 PendingOps::PendingOps(uint32_t capacity)
     : table_(capacity), records_(new Record[table_.capacity()]) {}
 

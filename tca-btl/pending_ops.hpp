@@ -41,6 +41,10 @@ private:
     std::atomic<int> pending_{0};
 };
 
+// An answer's outcome as the C interface's code: TCA_BTL_GET_OK, _WRONG_PEER
+// (run by another peer than asked: failed) or _UNKNOWN.
+int answer_code(PendingOps::Answer a) noexcept;
+
 // An [addr, addr + size) inside the registration h.
 bool inside(const tcaHandle &h, uint64_t addr, uint64_t size) noexcept;
 

@@ -105,14 +105,7 @@ int PendingAtomics::begin(int peer_node, const void *owner, size_t len, const tc
 }
 
 int PendingAtomics::finish(const tca_btl_atomic_done_t &done, int from_node, void *owner) noexcept {
-    switch (ops_.finish(done.cookie, from_node, owner)) {
-    case PendingOps::Answer::kOk:
-        return TCA_BTL_GET_OK;
-    case PendingOps::Answer::kWrongPeer:
-        return TCA_BTL_GET_WRONG_PEER;  // run by another peer than asked: failed
-    default:
-        return TCA_BTL_GET_UNKNOWN;
-    }
+    return answer_code(ops_.finish(done.cookie, from_node, owner));
 }
 
 }  // namespace tca::btl

@@ -27,27 +27,7 @@ static int rank, size;
 
 #define TEST_RANK rank
 #include "../common/mpi_fail.h"
-
-static unsigned char pattern(size_t i, unsigned seed) {
-    return (unsigned char) (i * 131 + seed * 7 + (i >> 9));
-}
-static void fill(void *buf, size_t n, unsigned seed) {
-    unsigned char *b = buf;
-    for (size_t i = 0; i < n; i++)
-        b[i] = pattern(i, seed);
-}
-static void check(const void *buf, size_t n, unsigned seed, const char *what) {
-    const unsigned char *b = buf;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != pattern(i, seed))
-            FAIL("%s: byte %zu of %zu is %u, expected %u", what, i, n, b[i], pattern(i, seed));
-}
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        FAIL("out of memory (%zu bytes)", n);
-    return p;
-}
+#include "../common/byte_pattern.h"
 
 /* ---- message buffers: host memory, or GPU memory in GPU runs ---- */
 static int gpu_mode;   /* --gpu / TCA_TEST_GPU=1 */

@@ -145,6 +145,14 @@ typedef struct mca_btl_tca_rdma_done_t {
 _Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES,
                "the core carries TCA_BTL_OWNER_BYTES per put and get");
 
+/* A request the core refused to begin (TCA_BTL_GET_* codes), as Open MPI's
+ * code: a full table is retried by the caller, anything else is bad input. */
+static inline int mca_btl_tca_begin_status(int how) {
+    return TCA_BTL_GET_OK == how     ? OPAL_SUCCESS
+           : TCA_BTL_GET_FULL == how ? OPAL_ERR_OUT_OF_RESOURCE
+                                     : OPAL_ERR_BAD_PARAM;
+}
+
 /* put.c */
 int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
@@ -170,6 +178,17 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     void *cbdata);
 void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag,
                              const void *payload, size_t size);
+/* Sends a request the gets table holds (by cookie: gets, small puts), and
+ * forgets it where it could not go. */
+int mca_btl_tca_send_request(struct mca_btl_base_endpoint_t *endpoint, mca_btl_base_tag_t tag,
+                             const void *req, size_t len, uint64_t cookie, const void *data,
+                             size_t data_len);
+/* An answer the core looked up (how: TCA_BTL_GET_*), from ep: reported with
+ * the help topic unless it answered our operation from the peer asked; false
+ * where it named none of ours (no callback), else *done taken from owner. */
+bool mca_btl_tca_take_answer(int how, struct mca_btl_base_endpoint_t *ep, const char *topic,
+                             uint64_t cookie, const unsigned char *owner,
+                             mca_btl_tca_rdma_done_t *done);
 /* The answer to a peer's get or small put: GET_DONE {cookie, status}. */
 void mca_btl_tca_send_done(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
 /* put.c: a peer's small put (PUT_SMALL) */

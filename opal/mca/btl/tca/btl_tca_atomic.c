@@ -137,17 +137,12 @@ static int start(struct mca_btl_base_endpoint_t *ep, void *local_address,
     tca_btl_atomic_request_t req;
     if (NULL == ep->peer) /* on our own memory (osc rdma on itself) */
         return run_own(&done, remote_handle, remote_address, op, core_flags, operand, compare);
-    switch (tca_btl_atomic_begin(mca_btl_tca_component.atomics, ep->node, &done, sizeof(done),
-                                 &remote_handle->h, remote_address, op, core_flags, operand,
-                                 compare, &req)) {
-    case TCA_BTL_GET_OK:
-        break;
-    case TCA_BTL_GET_FULL:
-        return OPAL_ERR_OUT_OF_RESOURCE; /* osc progresses and retries */
-    default:
-        /* Outside the registration or misaligned: nothing is sent. */
-        return OPAL_ERR_BAD_PARAM;
-    }
+    /* Full: osc progresses and retries; outside the registration or misaligned: nothing is sent. */
+    const int begun = mca_btl_tca_begin_status(tca_btl_atomic_begin(
+        mca_btl_tca_component.atomics, ep->node, &done, sizeof(done), &remote_handle->h,
+        remote_address, op, core_flags, operand, compare, &req));
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != begun))
+        return begun;
     const int rc =
         mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_ATOMIC_REQ, &req, sizeof(req), NULL, 0);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
@@ -212,12 +207,8 @@ static void finish(struct mca_btl_base_endpoint_t *ep, const tca_btl_atomic_done
     mca_btl_tca_rdma_done_t d;
     unsigned char owner[TCA_BTL_OWNER_BYTES];
     const int how = tca_btl_atomic_finish(mca_btl_tca_component.atomics, answer, ep->node, owner);
-    if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
-        tca_show_help(HELP_FILE, "bad-atomic-answer", ep->node,
-                      (unsigned long long) answer->cookie);
-    if (TCA_BTL_GET_UNKNOWN == how)
+    if (!mca_btl_tca_take_answer(how, ep, "bad-atomic-answer", answer->cookie, owner, &d))
         return;
-    memcpy(&d, owner, sizeof(d));
     complete(&d, answer->old, TCA_BTL_GET_OK == how ? answer->status : OPAL_ERROR);
 }
 

@@ -109,33 +109,23 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     if (size <= inline_max && tcaMemoryCPU == remote_handle->h.region &&
         tcaMemoryCPU == dst->region) {
         tca_btl_get_small_t small;
-        const int how = tca_btl_get_begin_small(
+        const int begun = mca_btl_tca_begin_status(tca_btl_get_begin_small(
             mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
-            remote_address, dst, (uint64_t) (uintptr_t) local_address, size, &small);
-        if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
-            return TCA_BTL_GET_FULL == how ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERR_BAD_PARAM;
-        const int rc =
-            mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_SMALL, &small, sizeof(small), NULL, 0);
-        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
-            tca_btl_get_cancel(mca_btl_tca_component.gets, small.cookie);
-        return rc;
+            remote_address, dst, (uint64_t) (uintptr_t) local_address, size, &small));
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != begun))
+            return begun;
+        return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_SMALL, &small, sizeof(small),
+                                        small.cookie, NULL, 0);
     }
     tca_btl_get_request_t req;
-    switch (tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
-                              &remote_handle->h, remote_address, &local_handle->h,
-                              (uint64_t) (uintptr_t) local_address, size, &req)) {
-    case TCA_BTL_GET_OK:
-        break;
-    case TCA_BTL_GET_FULL:
-        return OPAL_ERR_OUT_OF_RESOURCE; /* ob1 queues the get and retries */
-    default:
-        return OPAL_ERR_BAD_PARAM;
-    }
-    const int rc =
-        mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req), NULL, 0);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
-        tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
-    return rc;
+    /* Full: ob1 queues the get and retries. */
+    const int begun_get = mca_btl_tca_begin_status(tca_btl_get_begin(
+        mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
+        remote_address, &local_handle->h, (uint64_t) (uintptr_t) local_address, size, &req));
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != begun_get))
+        return begun_get;
+    return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req), req.cookie,
+                                    NULL, 0);
 }
 
 /* Owner: the put for a peer finished (the data is visible there) or failed. */
@@ -162,6 +152,26 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_reques
         mca_btl_tca_send_done(ep, req->cookie, rc); /* it did not start: no callback */
 }
 
+int mca_btl_tca_send_request(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag,
+                             const void *req, size_t len, uint64_t cookie, const void *data,
+                             size_t data_len) {
+    const int rc = mca_btl_tca_send_control(ep, tag, req, len, data, data_len);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
+        tca_btl_get_cancel(mca_btl_tca_component.gets, cookie);
+    return rc;
+}
+
+bool mca_btl_tca_take_answer(int how, struct mca_btl_base_endpoint_t *ep, const char *topic,
+                             uint64_t cookie, const unsigned char *owner,
+                             mca_btl_tca_rdma_done_t *d) {
+    if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
+        tca_show_help(HELP_FILE, topic, ep->node, (unsigned long long) cookie);
+    if (TCA_BTL_GET_UNKNOWN == how)
+        return false;
+    memcpy(d, owner, sizeof(*d));
+    return true;
+}
+
 /* The cookie came from the peer: the core looks it up, never dereferences it.
  * data: an inline answer's bytes (len of them), NULL after the owner's put. */
 static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_done_t *answer_msg,
@@ -169,12 +179,8 @@ static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_don
     mca_btl_tca_rdma_done_t d;
     unsigned char owner[TCA_BTL_OWNER_BYTES];
     const int how = tca_btl_get_finish(mca_btl_tca_component.gets, answer_msg, ep->node, owner);
-    if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
-        tca_show_help(HELP_FILE, "bad-get-answer", ep->node,
-                      (unsigned long long) answer_msg->cookie);
-    if (TCA_BTL_GET_UNKNOWN == how)
+    if (!mca_btl_tca_take_answer(how, ep, "bad-get-answer", answer_msg->cookie, owner, &d))
         return;
-    memcpy(&d, owner, sizeof(d));
     /* Answered by another peer than the one asked: the data cannot be trusted. */
     int status = TCA_BTL_GET_OK == how ? answer_msg->status : OPAL_ERROR;
     if (NULL != data && OPAL_SUCCESS == status) {

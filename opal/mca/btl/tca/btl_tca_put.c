@@ -94,16 +94,13 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                .addr = (uint64_t) (uintptr_t) local_address,
                                .size = size};
         tca_btl_get_small_t req;
-        const int how =
+        const int begun = mca_btl_tca_begin_status(
             tca_btl_get_begin_small(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
-                                    &remote_handle->h, remote_address, &src, src.addr, size, &req);
-        if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
-            return TCA_BTL_GET_FULL == how ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERR_BAD_PARAM;
-        const int rc = mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_PUT_SMALL, &req, sizeof(req),
-                                                local_address, size);
-        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
-            tca_btl_get_cancel(mca_btl_tca_component.gets, req.cookie);
-        return rc;
+                                    &remote_handle->h, remote_address, &src, src.addr, size, &req));
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != begun))
+            return begun;
+        return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_PUT_SMALL, &req, sizeof(req),
+                                        req.cookie, local_address, size);
     }
     /* A PIO write reads its source with CPU loads: GPU memory goes by DMA
      * (ob1 puts from GPU buffers when an emulated get failed and it falls

@@ -37,6 +37,32 @@ static inline void ring_write_failed(mca_btl_tca_endpoint_t *ep, tcaResult r) {
         mca_btl_tca_fatal(ep, "writing into a peer's ring", r);
 }
 
+/* Room for size bytes straight in the peer's ring (it fits a slot, nothing
+ * is queued before it): returned with the endpoint lock held until
+ * ring_commit_unlock; NULL, unlocked, where there is none. */
+static inline unsigned char *ring_reserve_locked(mca_btl_tca_endpoint_t *ep, size_t size) {
+    if (OPAL_UNLIKELY(size > mca_btl_tca_component.slot_payload))
+        return NULL;
+    OPAL_THREAD_LOCK(&ep->lock);
+    unsigned char *slot = 0 == ep->pending_count
+                              ? (unsigned char *) tca_btl_tx_reserve(ep->peer, (uint32_t) size)
+                              : NULL;
+    if (OPAL_UNLIKELY(NULL == slot))
+        OPAL_THREAD_UNLOCK(&ep->lock);
+    return slot;
+}
+
+/* Publishes length bytes of the reserved room, unlocks, rings the doorbell. */
+static inline void ring_commit_unlock(mca_btl_tca_endpoint_t *ep, mca_btl_base_tag_t tag,
+                                      size_t length) {
+    tcaResult failed = tcaSuccess;
+    const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) length, &failed);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    ring_write_failed(ep, failed);
+    if (doorbell > 0)
+        ring_doorbell(ep);
+}
+
 void mca_btl_tca_frag_publish(mca_btl_tca_frag_t *frag, mca_btl_base_tag_t tag) {
     mca_btl_tca_endpoint_t *ep = frag->endpoint;
     const uint32_t size = MCA_BTL_TCA_TAG_NOTHING == tag ? 0 : (uint32_t) frag->segment.seg_len;
@@ -124,31 +150,19 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
         *descriptor = NULL;
         return OPAL_ERR_UNREACH;
     }
-    if (OPAL_LIKELY(header_size + payload_size <= mca_btl_tca_component.slot_payload)) {
-        OPAL_THREAD_LOCK(&ep->lock);
-        unsigned char *slot = 0 == ep->pending_count
-                                  ? (unsigned char *) tca_btl_tx_reserve(
-                                        ep->peer, (uint32_t) (header_size + payload_size))
-                                  : NULL;
-        if (OPAL_LIKELY(NULL != slot)) {
-            size_t length = header_size;
-            memcpy(slot, header, header_size);
-            if (payload_size > 0) {
-                struct iovec iov = {.iov_base = slot + header_size, .iov_len = payload_size};
-                uint32_t iov_count = 1;
-                size_t packed = payload_size;
-                (void) opal_convertor_pack(convertor, &iov, &iov_count, &packed);
-                length += packed;
-            }
-            tcaResult failed = tcaSuccess;
-            const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) length, &failed);
-            OPAL_THREAD_UNLOCK(&ep->lock);
-            ring_write_failed(ep, failed);
-            if (doorbell > 0)
-                ring_doorbell(ep);
-            return OPAL_SUCCESS;
+    unsigned char *slot = ring_reserve_locked(ep, header_size + payload_size);
+    if (OPAL_LIKELY(NULL != slot)) {
+        size_t length = header_size;
+        memcpy(slot, header, header_size);
+        if (payload_size > 0) {
+            struct iovec iov = {.iov_base = slot + header_size, .iov_len = payload_size};
+            uint32_t iov_count = 1;
+            size_t packed = payload_size;
+            (void) opal_convertor_pack(convertor, &iov, &iov_count, &packed);
+            length += packed;
         }
-        OPAL_THREAD_UNLOCK(&ep->lock);
+        ring_commit_unlock(ep, tag, length);
+        return OPAL_SUCCESS;
     }
     /* Hand ob1 a descriptor to pack into: its btl_send queues behind the
      * pending ones.  (With NULL, ob1 parks the whole request on its own retry
@@ -166,24 +180,13 @@ int mca_btl_tca_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 int mca_btl_tca_send_control(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag,
                              const void *msg, size_t len, const void *data, size_t data_len) {
     const size_t total = len + data_len;
-    if (OPAL_LIKELY(total <= mca_btl_tca_component.slot_payload)) {
-        OPAL_THREAD_LOCK(&ep->lock);
-        unsigned char *slot = 0 == ep->pending_count
-                                  ? (unsigned char *) tca_btl_tx_reserve(ep->peer, (uint32_t) total)
-                                  : NULL;
-        if (OPAL_LIKELY(NULL != slot)) {
-            memcpy(slot, msg, len);
-            if (data_len > 0)
-                memcpy(slot + len, data, data_len);
-            tcaResult failed = tcaSuccess;
-            const int doorbell = tca_btl_tx_commit(ep->peer, tag, (uint32_t) total, &failed);
-            OPAL_THREAD_UNLOCK(&ep->lock);
-            ring_write_failed(ep, failed);
-            if (doorbell > 0)
-                ring_doorbell(ep);
-            return OPAL_SUCCESS;
-        }
-        OPAL_THREAD_UNLOCK(&ep->lock);
+    unsigned char *slot = ring_reserve_locked(ep, total);
+    if (OPAL_LIKELY(NULL != slot)) {
+        memcpy(slot, msg, len);
+        if (data_len > 0)
+            memcpy(slot + len, data, data_len);
+        ring_commit_unlock(ep, tag, total);
+        return OPAL_SUCCESS;
     }
     mca_btl_base_descriptor_t *des = mca_btl_tca_alloc(
         &mca_btl_tca_module.super, ep, MCA_BTL_NO_ORDER, total, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
