@@ -145,6 +145,16 @@ typedef struct mca_btl_tca_rdma_done_t {
 _Static_assert(sizeof(mca_btl_tca_rdma_done_t) <= TCA_BTL_OWNER_BYTES,
                "the core carries TCA_BTL_OWNER_BYTES per put and get");
 
+/* Our own host memory that carries no registration (osc passes none for
+ * small puts and gets), described as one for the core's range checks. */
+static inline tcaHandle mca_btl_tca_host_range(const void *addr, size_t size) {
+    const tcaHandle h = {.region = tcaMemoryCPU,
+                         .node = (uint16_t) mca_btl_tca_component.node,
+                         .addr = (uint64_t) (uintptr_t) addr,
+                         .size = size};
+    return h;
+}
+
 /* A request the core refused to begin (TCA_BTL_GET_* codes), as Open MPI's
  * code: a full table is retried by the caller, anything else is bad input. */
 static inline int mca_btl_tca_begin_status(int how) {

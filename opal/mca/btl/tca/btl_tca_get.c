@@ -90,10 +90,7 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     const size_t inline_max = mca_btl_tca_component.set.get_inline_max;
     if (OPAL_UNLIKELY(NULL == remote_handle || (NULL == local_handle && size > inline_max)))
         return OPAL_ERR_BAD_PARAM;
-    tcaHandle host_dst = {.region = tcaMemoryCPU,
-                          .node = (uint16_t) mca_btl_tca_component.node,
-                          .addr = (uint64_t) (uintptr_t) local_address,
-                          .size = size};
+    tcaHandle host_dst = mca_btl_tca_host_range(local_address, size);
     const tcaHandle *dst = NULL == local_handle ? &host_dst : &local_handle->h;
     const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc,
                                           .endpoint = ep,
@@ -117,6 +114,10 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_SMALL, &small, sizeof(small),
                                         small.cookie, NULL, 0);
     }
+    /* The owner puts into our registration: a small get of GPU memory
+     * without one cannot be served. */
+    if (OPAL_UNLIKELY(NULL == local_handle))
+        return OPAL_ERR_BAD_PARAM;
     tca_btl_get_request_t req;
     /* Full: ob1 queues the get and retries. */
     const int begun_get = mca_btl_tca_begin_status(tca_btl_get_begin(

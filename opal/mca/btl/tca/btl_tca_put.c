@@ -75,10 +75,7 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .cbdata = cbdata};
     if (NULL == ep->peer) { /* into our own memory (osc rdma on itself) */
         /* Without a registration the source is host memory (osc passes none for small puts). */
-        tcaHandle src = {.region = tcaMemoryCPU,
-                         .node = (uint16_t) mca_btl_tca_component.node,
-                         .addr = (uint64_t) (uintptr_t) local_address,
-                         .size = size};
+        tcaHandle src = mca_btl_tca_host_range(local_address, size);
         if (NULL != local_handle)
             src = local_handle->h;
         return mca_btl_tca_copy_own(&done, &remote_handle->h, remote_address, &src,
@@ -89,10 +86,7 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     if (size <= mca_btl_tca_component.set.put_inline_max &&
         tcaMemoryCPU == remote_handle->h.region &&
         (NULL == local_handle || tcaMemoryCPU == local_handle->h.region)) {
-        const tcaHandle src = {.region = tcaMemoryCPU,
-                               .node = (uint16_t) mca_btl_tca_component.node,
-                               .addr = (uint64_t) (uintptr_t) local_address,
-                               .size = size};
+        const tcaHandle src = mca_btl_tca_host_range(local_address, size);
         tca_btl_get_small_t req;
         const int begun = mca_btl_tca_begin_status(
             tca_btl_get_begin_small(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
