@@ -139,8 +139,8 @@ private:
     // later lap may put a header there: the sender zeroes it then, before the
     // record in front of it is published.  Only then: a zero stored ahead of
     // every header made it wait for one more line (the next one) to come over
-    // from the receiver (8-byte ping-pong: +20 %), and a receiver that zeroed
-    // every line it read cut mid-size streams by a quarter.
+    // from the receiver, on the latency path of every message, and a receiver
+    // that zeroed every line it read slowed mid-size streams.
     bool dirty(size_t at) const noexcept {
         const size_t line = at / kRecordAlign;
         return (dirty_[line / 64] >> (line % 64)) & 1u;
@@ -159,7 +159,8 @@ private:
         make_clean(at + length == ring_bytes_ ? 0 : at + length);
     }
     // Lines [first, end) dirty, a word of the bitmap at a time (a 32 KiB
-    // record has 512 lines: one at a time, its bits cost 10 % of the message).
+    // record has 512 lines: one at a time, its bits were a visible part of
+    // the message's cost).
     void mark_dirty(size_t first, size_t end) noexcept {
         while (first < end) {
             const size_t word = first / 64, bit = first % 64;
@@ -181,7 +182,7 @@ private:
     // (published at once) and goes to the start.  So does one that finds the
     // ring empty past kEarlyWrap: light traffic (a ping-pong) keeps to the
     // ring's first lines, which stay in both cores' caches (a ping-pong
-    // through all 2 MiB of a ring took a few percent longer per message).
+    // through all 2 MiB of a ring moves lines that have left them).
     size_t take(size_t length) noexcept {
         const bool wrap =
             next_pos_ + length > ring_bytes_ ||

@@ -5,9 +5,10 @@
 // * packed (rings the sender maps: the loopback device): messages are records
 //   one after the other, [header word, payload, padding to a cache line], so
 //   that a stream of small messages writes and reads consecutive lines (the
-//   hardware prefetches those; slots one stride apart cost a page each, and
-//   8-byte messages streamed at half the rate).  Whole lines: two messages
-//   in one line made the sender write a line the receiver was reading.  The
+//   hardware prefetches those; slots one stride apart cost a page each and
+//   are not prefetched, which held streams of small messages back).  Whole
+//   lines: two messages in one line made the sender write a line the
+//   receiver was reading.  The
 //   header word holds the record's length; a record that does not fit before
 //   the ring's end leaves a pad record there and goes to its start.  The
 //   receiver zeroes the first word of every line of a record it consumed

@@ -89,8 +89,8 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
     // Two ranks are one link either way, and a direct write into the child's
     // buffer gains nothing from segments on the loopback; a staged one does
     // (the child copies segment s out while its parent writes s + 1), and so
-    // does one on the ucx device (pipeline_pairs: np 2 over 2 hosts, 4 MiB,
-    // 0.64-1.4 ms in 60 KiB segments against 2.6-4.5 as one write).
+    // does one on the ucx device (pipeline_pairs), where one large write is a
+    // synchronous rendezvous and segments in flight keep the link busy.
     const bool staged = p.bytes > 0 && p.bytes <= p.staging_bytes;
     plan.shape = p.bytes >= p.chain_threshold && (n > 2 || staged || p.pipeline_pairs)
                      ? Shape::Chain

@@ -29,10 +29,9 @@ enum class Shape { FlatTree, BinomialTree, Chain };
 
 // Staged broadcasts in communicators of up to this many ranks are flat, as
 // libnbc's are up to 4 ranks: in a deeper tree a leaf's block waits for its
-// forwarding parent to start its own epoch (np 4, 8 B, each rank timing its
-// Start + Wait with a barrier between: the grandchild waited 2.2 us, the
-// root's children 0.2-0.3), while the root's extra writes of a few bytes
-// each cost next to nothing.
+// forwarding parent to start its own epoch (with each rank timing its Start
+// + Wait, the grandchild's wait stood out far above the root's children's),
+// while the root's extra writes of a few bytes each cost next to nothing.
 inline constexpr int kFlatMaxRanks = 4;
 
 struct PlanParams {
@@ -52,9 +51,9 @@ struct PlanParams {
 
 // Landing slots of a staged plan: as many blocks (epochs, or segments of a
 // chain) as fit every rank's 255-descriptor chain and the staging budget, at
-// most kMaxStagingSlots.  More slots let a parent run further ahead: with 4
-// ranks on 2 cores, 16 slots took 0.85 us per 1 KiB broadcast, 42 took 0.71,
-// and 128 (thread engine) no less than 42.
+// most kMaxStagingSlots.  More slots let a parent run further ahead, which
+// paid for small broadcasts up to a few dozen slots and no further (a
+// thread engine with many more did no better).
 inline constexpr size_t kMaxStagingSlots = 48;
 // Descriptors one block of a staged plan costs a rank at most (the offload
 // engine's program: a gate, a write per child, "done"; a root with a staging
@@ -84,8 +83,8 @@ struct BcastPlan {
     // Staged plans: a child returns its credits in batches of this many
     // blocks (a multiple-of-it block sends them all), and what it still owes
     // when its request is freed (return_owed_credits).  One credit message
-    // per block cost as much as the data message on the ucx device (np 4,
-    // 1 KiB: 29.3 us median, batched 17.7, libnbc 16.5).  One-segment plans: the largest
+    // per block cost as much as the data message on the ucx device (each is
+    // a message through UCX).  One-segment plans: the largest
     // divisor of `slots` up to a quarter of them, so a parent still runs
     // three quarters of its slots ahead; chains: 1 (their credits are few
     // next to their data).  Divides blocks_per_run().
@@ -114,8 +113,7 @@ BcastPlan plan_bcast(const PlanParams &p, std::span<const int> node_of, int ring
 // dear to read (GPU memory: each read is a synchronous GPU copy) and that
 // feeds two children or more: either engine copies each block into the
 // root's own slot once and forwards it from there, not from GPU memory once
-// per child (an H200, np 4, 8 B, offload engine: 20.7 us reading once per
-// child, 10.9 from the slot).
+// per child.
 bool has_staging_area(const BcastPlan &plan, int rank, bool buffer_dear_to_read);
 
 }  // namespace tca::coll

@@ -62,8 +62,8 @@ int mca_btl_tca_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_
  * Except for the later fragments of a message (ob1's scheduler asks without
  * PRIORITY) where the ring is full: NULL, and ob1 parks the request and
  * retries from its progress, packing once credits came back.  Queued, each
- * of those fragments was copied twice on the sender: bidirectional bandwidth
- * from 64 KiB gained a quarter without it (docs/results.md).  A message's
+ * of those fragments was copied twice on the sender, which cost bidirectional
+ * bandwidth from 64 KiB (docs/results.md).  A message's
  * first fragment (PRIORITY) still queues: ob1 restarts a message whose start
  * failed (PENDING_START), the retry that lost messages of restarted
  * persistent requests when sendi gave no descriptor (btl_tca_send.c). */

@@ -220,9 +220,9 @@ bool CudaRuntime::is_device_pointer_if_loaded(const void *p) {
     {
         std::lock_guard g(load_lock);
         if (!tried_) {
-            // Walk the loaded objects' names: about a microsecond, where
-            // dlopen(RTLD_NOLOAD) searches the file system (~200 us), too
-            // much for btl tca's memory registrations.
+            // Walk the loaded objects' names (in memory), where
+            // dlopen(RTLD_NOLOAD) searches the file system, too dear for
+            // btl tca's memory registrations.
             const int in_process = dl_iterate_phdr(
                 [](struct dl_phdr_info *info, size_t, void *) -> int {
                     return info->dlpi_name != nullptr &&

@@ -42,10 +42,10 @@ void copy_bytes(unsigned char *dst, const unsigned char *src, uint64_t n) {
 
 // Non-temporal 16-byte stores (SSE2, every x86-64) from dst's first 16-byte
 // boundary, four pages at a time with their loads interleaved and prefetched
-// (as glibc's large memcpy: 10.8 GB/s at 1 GiB in 1 MiB pieces where the
-// plain 64-byte loop gave 9.2 and memcpy of 1 MiB pieces 7.2).  The head, and
-// a tail that holds the last word, go through copy_bytes after a fence, so the
-// last word is still stored last.
+// (as glibc's large memcpy: for runs far beyond the cache, copied in 1 MiB
+// pieces, this beat both the plain 64-byte loop and memcpy of the
+// pieces).  The head, and a tail that holds the last word, go through
+// copy_bytes after a fence, so the last word is still stored last.
 namespace {
 #if defined(__x86_64__)
 inline void stream64(unsigned char *dst, const unsigned char *src) {
@@ -102,10 +102,10 @@ void copy_rows(unsigned char *dst, uint64_t dst_pitch, const unsigned char *src,
 }
 
 // The last-level cache is shared with every other core, and a VM reports its
-// host's whole cache (260 MiB on a 2-core VM where streaming already won at
-// 16 MiB): at most 8 MiB, and at most twice this core's L2 - a run that
-// overflows L2 mostly misses anyway (measured on that VM, 2 MiB L2, 4 MiB
-// runs: 13.3-14.0 GB/s streaming against 11.5-11.7 with memcpy).
+// host's whole cache, far more than its own cores can keep (streaming won
+// long before a run filled it): at most 8 MiB, and at most twice this core's
+// L2 - a run that overflows L2 mostly misses anyway, so streaming it beats
+// memcpy (docs/results.md).
 uint64_t streaming_threshold() noexcept {
     static const uint64_t threshold = [] {
         uint64_t t = uint64_t{8} << 20;

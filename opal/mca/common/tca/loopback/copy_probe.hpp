@@ -39,7 +39,7 @@ CopyProbe probe_copies(size_t bytes = 256 * 1024, int repeats = 15);
 constexpr double kSingleCopyMaxRatio = 3.0;
 bool single_copy_pays(const CopyProbe &p) noexcept;
 
-// "CMA 15.0 us, memcpy 2.0 us / 256 KiB" (or why process_vm_writev was refused).
+// "CMA <t> us, memcpy <t> us / <size> KiB" (or why process_vm_writev was refused).
 std::string describe(const CopyProbe &p);
 
 }  // namespace tca::loopback

@@ -19,9 +19,9 @@ namespace {
 // estimate per byte, one for each kind of copy) - but never before the
 // modelled arrival of its first byte: no byte is visible early.  The caller's
 // notification follows at the modelled end, whatever the copies took.
-// A GPU copy is a CUDA copy and a stream wait, ~5-15 us whatever its size
-// (measured on an H100 and an H200 with MPS): in 16 KiB pieces those alone took twice the
-// modelled time of B1 from 32 KiB up, so GPU pieces are large.
+// A GPU copy is a CUDA copy and a stream wait, a fixed cost whatever its
+// size: in 16 KiB pieces those costs alone took B1 from 32 KiB up far past
+// its modelled time, so GPU pieces are large.
 constexpr uint64_t kHostPiece = 16 * 1024;
 constexpr uint64_t kGpuPiece = 1024 * 1024;
 std::atomic<int64_t> g_copy_ps_per_byte[2] = {200, 200};  // [gpu]: 5 GB/s to start with
@@ -167,7 +167,7 @@ Result DmaEngine::start(int channel) {
     // short enough to run inline), because a queued run waits for the
     // engine thread's nap (up to 200 us) - a chain restarted while no thread
     // of ours waits in libtca (a broadcast's forwarding hop) would land that
-    // late, at 16 ranks hundreds of times the model.
+    // late, and at 16 ranks such hops add up far beyond the model.
     const uint64_t number = ch.started.load(std::memory_order_relaxed) + 1;
     ch.loaded->last_run = number;
     const bool idle = number - 1 == ch.completed.load(std::memory_order_acquire);
@@ -312,8 +312,8 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound
     // A run that overflows the cache streams, but not its small pieces: a
     // pipeline (a staged broadcast's 128 KiB segments, forwarded and copied
     // out by the next core while the engine writes the following one) reads
-    // each piece at once, from the shared cache.  Streamed, a 1 MiB staged
-    // broadcast (np 4, 8 segments) took 175 us at best against 89.
+    // each piece at once, from the shared cache; streamed, every piece would
+    // have to come back from memory, which made staged broadcasts slower.
     streaming = streaming && d.bytes() >= streaming_min_ / 4;
     const RowCopy copy{src,       d.height > 1 ? d.src_pitch : d.width,
                        d.dst_off, d.height > 1 ? d.dst_pitch : d.width,

@@ -47,8 +47,9 @@ struct TCA_PLUGIN_API TimingModel {
     // core and the wait's return.  The device delivers this much before the
     // modelled time, so that a program measures the modelled time.  Machine
     // dependent: tca_model_bench prints the emulation's one-way costs with the
-    // model off; the model-on path (deadline spin, queued run) adds ~50 /
-    // ~250 ns to those here (2 cores, shared).
+    // model off, and the model-on path (deadline spin, queued run) adds its
+    // own on top, more for DMA than for PIO (docs/results.md: the machine the
+    // defaults below were set on).
     double pio_handoff_ns = 150;
     double dma_handoff_ns = 330;
 
