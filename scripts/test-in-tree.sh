@@ -115,7 +115,7 @@ say=0
 
 # MPI cases over Open MPI's own copy of the components.
 IN_TREE_CASES=${IN_TREE_CASES:-"pingpong pingpong_copy_protocol persistent flood threads get_pingpong
- progress_thread_all peer_killed params_btl params_coll bcast_basic bcast_epochs bcast_without_btl_tca session_shared"}
+ progress_thread_all peer_killed params_btl params_coll settings_precedence bcast_basic bcast_epochs bcast_without_btl_tca session_shared"}
 for c in $IN_TREE_CASES; do
     check "MPI case $c" env TCA_COMPONENT_DIR=ompi sh test/mpi/run_case.sh "test/mpi/cases/$c.mpi"
 done

@@ -51,6 +51,35 @@ if [ "$OMPI_INFO" = 1 ]; then
     echo "$out" | grep -q 'coll_tca_engine:enumerator:value:.*:thread' || { echo "FAIL: engines not listed"; status=1; }
     echo "$out" | grep -q '^mca:coll:tca:param:coll_tca_build_optimized:value:true$' ||
         { echo "FAIL: coll tca's core built without optimization: $(echo "$out" | grep build_optimized:value)"; status=1; }
+    # Every setting of libtca (tca_info -S lists its catalog) under both
+    # components' names, with help, and set through either one.
+    btl_out=$(ompi_info_here --parsable --param btl tca --level 9)
+    settings=$(./tca_info -S | sed -n 's/^#   \(TCA_[A-Z0-9_]*\)  *\([a-z0-9_]*\) .*/\1:\2/p')
+    [ -n "$settings" ] || { echo "FAIL: tca_info -S listed no settings"; status=1; }
+    for s in $settings; do
+        name=${s#*:}
+        for fw in btl coll; do
+            o=$btl_out; [ $fw = coll ] && o=$out
+            echo "$o" | grep -q "^mca:$fw:tca:param:${fw}_tca_$name:help:..*(the environment variable ${s%%:*} where" ||
+                { echo "FAIL: ${fw}_tca_$name (${s%%:*}) missing or without help"; status=1; }
+        done
+    done
+    echo "ok $(echo "$settings" | wc -w) device settings under btl_tca_* and coll_tca_*"
+    v=$(OMPI_MCA_coll_tca_timeout_ms=1234 ompi_info_here --parsable --param btl tca --level 9 |
+        sed -n 's/^mca:btl:tca:param:btl_tca_timeout_ms:value://p')
+    [ "$v" = 1234 ] || { echo "FAIL: coll_tca_timeout_ms=1234 shows as btl_tca_timeout_ms '$v'"; status=1; }
+    # Every TCA_* variable the product reads is one of those settings, or one
+    # that does not change what MPI does: placement (the session sets it
+    # through tcaInitWithParams), help files of TCA programs, an old name,
+    # test hooks.
+    not_mpi="TCA_NODE_ID TCA_NUM_NODES TCA_JOB_KEY TCA_HELP_DIR TCA_LINK_BANDWIDTH_MBS TCA_TEST_CUDA_ABI_BUILT TCA_COLL_TEST_FAIL"
+    for v in $(grep -rhoE '"TCA_[A-Z0-9_]+"' --include='*.c' --include='*.cpp' --include='*.h' --include='*.hpp' \
+        "$srcdir/opal" "$srcdir/ompi" "$srcdir/tca-btl" "$srcdir/tca-coll" | tr -d '"' | sort -u); do
+        case " $not_mpi $(echo "$settings" | sed 's/:[a-z0-9_]*//g' | tr '\n' ' ') " in
+        *" $v "*) ;;
+        *) echo "FAIL: the product reads $v, which is no MCA parameter (add it to the settings catalog)"; status=1 ;;
+        esac
+    done
     exit $status
 fi
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common_tca_session.h"
+#include "common_tca_settings.h"
 #include "session/session_core.h"
 #include "ompi/mca/coll/base/base.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -59,6 +60,8 @@ static int tca_register(void) {
     tca_mca_help_dirs("help-coll-tca.txt", "ompi/mca/coll/tca");
     if (!tca_cuda_abi_check("help-coll-tca.txt", "coll tca"))
         return OMPI_ERR_NOT_AVAILABLE;
+    /* The device's settings, shared with btl tca (coll_tca_device, ...). */
+    mca_common_tca_settings_register();
     mca_coll_tca_component.build_optimized =
         tca_coll_core_optimized() && tca_session_core_optimized();
     (void) mca_base_component_var_register(

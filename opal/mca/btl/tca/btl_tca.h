@@ -242,11 +242,32 @@ void mca_btl_tca_cuda_note_app_context(void); /* application thread, progress lo
 void mca_btl_tca_cuda_bind_thread(void);      /* progress thread, progress lock held */
 #endif
 
-/* component.c */
-int mca_btl_tca_poll(void);
+/* fatal.c: help text, then the error callback (ob1 aborts) */
 void mca_btl_tca_fatal(struct mca_btl_base_endpoint_t *endpoint, const char *what, tcaResult r);
+
+/* params.c: btl tca's own and the common BTL parameters; false after help
+ * naming every unusable value */
+int mca_btl_tca_params_register(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m);
+bool mca_btl_tca_params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m);
+
+/* protocols.c: what ob1 and osc may do, decided at init */
+void mca_btl_tca_set_protocols(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m);
+void mca_btl_tca_choose_copy_limit(mca_btl_tca_module_t *m); /* once the device runs */
+void mca_btl_tca_report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_module_t *m);
+
+/* device.c: the session, the rings' area, the modex */
+int mca_btl_tca_device_start(mca_btl_tca_component_t *c);
+void mca_btl_tca_device_stop(mca_btl_tca_component_t *c);
+int mca_btl_tca_modex_publish(mca_btl_tca_component_t *c);
+
+/* progress.c */
+int mca_btl_tca_poll(void);
+int mca_btl_tca_component_progress(void);
+void mca_btl_tca_progress_thread_start(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m,
+                                       bool enable_mpi_threads);
 /* The module's finalize: first the progress thread (also from the at-exit
- * handler), then, once the registration cache is gone, everything else. */
+ * handler), then, once the registration cache is gone, everything else
+ * (component.c). */
 void mca_btl_tca_component_stop_thread(void);
 void mca_btl_tca_component_shutdown(void);
 

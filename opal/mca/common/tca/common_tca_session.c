@@ -2,10 +2,12 @@
  * session (launch facts, device start, modex, launcher cleanup); who shares
  * the node is session_core.cpp's. */
 #include "common_tca_session.h"
+#include "common_tca_settings.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
@@ -68,9 +70,11 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
      * progress thread then took the worker over and fought the application
      * threads for it (4 MiB broadcasts over 4 hosts 1.3-1.9x slower).  Set
      * through libtca, never with setenv(): that raced the getenv() of Open
-     * MPI's own threads (a segfault in PMIx's event thread).  The user's
-     * TCA_TAKEOVER_US wins; the loopback has no such thread (NotSupported). */
-    if (NULL == getenv("TCA_TAKEOVER_US"))
+     * MPI's own threads (a segfault in PMIx's event thread).  A takeover_us
+     * the user set wins; the loopback has no such thread (NotSupported). */
+    char takeover_us[32] = "";
+    if (tcaSuccess != tcaGetSetting("TCA_TAKEOVER_US", takeover_us, sizeof(takeover_us), NULL, 0) ||
+        0 == strcasecmp(takeover_us, "auto"))
         (void) tcaSetProgressTakeover(mca_common_tca_session_takeover_us());
 
     /* An aborted job leaves no segment behind: the launcher removes it. */
@@ -117,6 +121,7 @@ int mca_common_tca_session_join(const char *client, int output, int requested_si
                             client, TCA_SESSION_STARTED == outcome ? "started" : "joined",
                             (int) place->node, (int) place->num_nodes, (int) place->subcluster,
                             takeover);
+        mca_common_tca_settings_report(client, output);
         return OPAL_SUCCESS;
     }
     case TCA_SESSION_ALONE:

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "base/setting_source.hpp"
 #include "device.hpp"
 
 namespace tca {
@@ -101,12 +102,19 @@ const char *default_device_name(const tcaInitParams *params, bool ucx_built) {
 }
 
 Result choose_device(const tcaInitParams *params, const char **name) {
-    const char *which = std::getenv("TCA_DEVICE");
-    if (which == nullptr)
-        which = default_device_name(params, ucx_plugin_there());
-    if (std::strcmp(which, "loopback") != 0 && std::strcmp(which, "ucx") != 0) {
-        const std::string line = "TCA_DEVICE='" + std::string(which) +
-                                 "' is invalid: no such device (allowed: loopback, ucx)";
+    const SettingText given = setting_text("TCA_DEVICE");
+    if (!given.given || given.text == "auto") {
+        *name = default_device_name(params, ucx_plugin_there());
+        return tcaSuccess;
+    }
+    static constexpr const char *kDevices[] = {"loopback", "ucx"};
+    const char *which = nullptr;
+    for (const char *d : kDevices)
+        if (given.text == d)
+            which = d;  // static: the caller keeps the name
+    if (which == nullptr) {
+        const std::string line = given.given_by + "='" + given.text +
+                                 "' is invalid: no such device (allowed: loopback, ucx, auto)";
         std::fprintf(stderr, "tca: %s\n", line.c_str());
         set_error_detail(line.c_str());
         return tcaErrorInvalidValue;

@@ -418,6 +418,33 @@ TCA_API tcaResult tcaTimingParameter(int index, const char **variable, double *v
  * says (tcaErrorInvalidValue, after a line naming it, for a bad value). */
 TCA_API tcaResult tcaTimingEnabled(int *enabled);
 
+/* ---- settings (extension) ----
+ * Every setting that changes what libtca does (TCA_DEVICE, TCA_SINGLE_COPY,
+ * TCA_TIMEOUT_MS, ...), index 0, 1, ... (tcaErrorInvalidValue past the last):
+ * its variable, the name another configuration system gives it (Open MPI:
+ * opal_common_tca_<name>), its default as text, what it does, and Open MPI's
+ * info level (4: tuned by users, 9: the timing model).  Strings are static. */
+typedef struct tcaSettingInfo {
+    const char *variable;
+    const char *name;
+    const char *default_value;
+    const char *help;
+    int level;
+} tcaSettingInfo;
+TCA_API tcaResult tcaGetSettingInfo(int index, tcaSettingInfo *info);
+/* A value given by another configuration system: it wins over the TCA_*
+ * environment variable, which wins over the default.  given_by names it in
+ * errors and in tcaGetSetting ("MCA parameter opal_common_tca_device");
+ * value NULL withdraws it.  Read when a device starts: a running device keeps
+ * what it read.  tcaErrorInvalidValue for a variable not in the list (the
+ * value itself is checked where it is read, by tcaInit). */
+TCA_API tcaResult tcaSetSetting(const char *variable, const char *value, const char *given_by);
+/* The text of a setting as the next tcaInit reads it, and who gave it:
+ * "default" (value: the default), the TCA_* variable, or the given_by of
+ * tcaSetSetting.  Both truncated to their len - 1. */
+TCA_API tcaResult tcaGetSetting(const char *variable, char *value, size_t value_len, char *given_by,
+                                size_t given_by_len);
+
 /* ---- housekeeping (extension) ---- */
 /* The file that holds this node's state, for a launcher to remove after an
  * aborted job ("" if the backend keeps none). */

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include "base/setting_source.hpp"
 #include "tca_units.h"
 
 namespace tca {
@@ -46,28 +47,33 @@ std::string format_real(double x) {
 }  // namespace
 
 Result env_number(const char *name, const EnvRange &range, uint64_t *out) {
-    const char *v = std::getenv(name);
-    if (v == nullptr) {
+    const SettingText given = setting_text(name);
+    if (!given.given || (range.auto_ok && strcasecmp(given.text.c_str(), "auto") == 0)) {
         *out = range.fallback;
         return tcaSuccess;
     }
+    const char *v = given.text.c_str();
+    name = given.given_by.c_str();
     uint64_t n = 0;
     const tca_parse_status st = tca_parse_size(v, range.units ? 1 : 0, &n);
     const auto bound = [&](uint64_t x) { return range.units ? format_size(x) : std::to_string(x); };
     if (const char *why = out_of_range(st, n, range.min, range.max); why != nullptr)
         return refuse(name, v, why,
                       bound(range.min) + ".." + bound(range.max) +
-                          (range.units ? " bytes, optionally with a K, M, G or T suffix" : ""));
+                          (range.units ? " bytes, optionally with a K, M, G or T suffix" : "") +
+                          (range.auto_ok ? ", or auto" : ""));
     *out = n;
     return tcaSuccess;
 }
 
 Result env_real(const char *name, const RealRange &range, double *out) {
-    const char *v = std::getenv(name);
-    if (v == nullptr) {
+    const SettingText given = setting_text(name);
+    if (!given.given) {
         *out = range.fallback;
         return tcaSuccess;
     }
+    const char *v = given.text.c_str();
+    name = given.given_by.c_str();
     double d = 0;
     const tca_parse_status st = tca_parse_real(v, &d);
     if (const char *why = out_of_range(st, d, range.min, range.max); why != nullptr)
@@ -91,22 +97,24 @@ Result read_bool(const char *name, const char *v, const char *allowed, bool *out
 }  // namespace
 
 Result env_bool(const char *name, bool fallback, bool *out) {
-    const char *v = std::getenv(name);
-    if (v == nullptr) {
+    const SettingText given = setting_text(name);
+    if (!given.given) {
         *out = fallback;
         return tcaSuccess;
     }
-    return read_bool(name, v, "1, on, yes, true or 0, off, no, false", out);
+    return read_bool(given.given_by.c_str(), given.text.c_str(),
+                     "1, on, yes, true or 0, off, no, false", out);
 }
 
 Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out) {
-    const char *v = std::getenv(name);
-    if (v == nullptr || strcasecmp(v, "auto") == 0) {
-        *out = v == nullptr ? fallback : CopyPath::Auto;
+    const SettingText given = setting_text(name);
+    if (!given.given || strcasecmp(given.text.c_str(), "auto") == 0) {
+        *out = !given.given ? fallback : CopyPath::Auto;
         return tcaSuccess;
     }
     bool single = false;
-    if (Result r = read_bool(name, v, "1, on, yes, true, 0, off, no, false or auto", &single);
+    if (Result r = read_bool(given.given_by.c_str(), given.text.c_str(),
+                             "1, on, yes, true, 0, off, no, false or auto", &single);
         r != tcaSuccess)
         return r;
     *out = single ? CopyPath::Single : CopyPath::Bounce;
@@ -166,9 +174,9 @@ Result WaitPolicy::from_environment(WaitPolicy *out) {
             {static_cast<uint64_t>(p.timeout_ns / 1'000'000), 1, 86'400'000, false}, &timeout_ms);
         r != tcaSuccess)
         return r;
-    if (Result r = env_number("TCA_TAKEOVER_US",
-                              {static_cast<uint64_t>(p.takeover_ns / 1000), 0, 1'000'000, false},
-                              &takeover_us);
+    if (Result r = env_number(
+            "TCA_TAKEOVER_US",
+            {static_cast<uint64_t>(p.takeover_ns / 1000), 0, 1'000'000, false, true}, &takeover_us);
         r != tcaSuccess)
         return r;
     p.spin_ns = static_cast<int64_t>(spin);

@@ -1,6 +1,8 @@
-// env_settings.hpp - libtca's environment variables, every one read through
+// env_settings.hpp - libtca's settings (settings_catalog.hpp), every one read
+// where setting_source.hpp says (a value given through tcaSetSetting, else the
+// TCA_* environment variable) and parsed through
 // the one parser (tca_units.h) and checked: a bad value fails tcaInit with a
-// line that names the variable, its value and what is allowed - never a
+// line that names the setting as it was given, its value and what is allowed - never a
 // silent default.  An unset variable takes the default; an empty one is
 // refused like any other value that is not one of the accepted spellings.
 #pragma once
@@ -18,7 +20,8 @@ namespace tca {
 struct EnvRange {
     uint64_t fallback;  // when the variable is unset
     uint64_t min, max;
-    bool units;  // accept k/M/G/T suffixes (sizes); plain counts otherwise
+    bool units;            // accept k/M/G/T suffixes (sizes); plain counts otherwise
+    bool auto_ok = false;  // "auto" (any case) means the fallback
 };
 
 struct RealRange {

@@ -18,10 +18,26 @@
 namespace {
 
 void usage() {
-    std::printf("usage: tca_info [-n NODES [-s]] [-h]\n"
+    std::printf("usage: tca_info [-n NODES [-s]] [-S] [-h]\n"
                 "  (no option)  initialise the device (loopback) and describe it\n"
                 "  -n NODES     describe the model of an N-node sub-cluster without a device\n"
-                "  -s           with -n: two rings joined by S links\n");
+                "  -s           with -n: two rings joined by S links\n"
+                "  -S           only the settings: each one's value and where it came from\n");
+}
+
+// Every setting (tcaGetSettingInfo), its value and who gave it: "default" or
+// its TCA_* variable here; in an MPI job an MCA parameter (opal_common_tca_*,
+// btl_tca_*, coll_tca_*) wins over the variable.
+void print_settings() {
+    std::printf("# Settings (variable, MCA name, value, from where)\n");
+    tcaSettingInfo info{};
+    for (int i = 0; tcaGetSettingInfo(i, &info) == tcaSuccess; ++i) {
+        char value[256] = "", given_by[400] = "";
+        if (tcaGetSetting(info.variable, value, sizeof(value), given_by, sizeof(given_by)) !=
+            tcaSuccess)
+            continue;
+        std::printf("#   %-31s %-36s %-10s %s\n", info.variable, info.name, value, given_by);
+    }
 }
 
 // Hops between two nodes: of the running device, or of the model (-n).
@@ -163,10 +179,13 @@ void print_locality(const tcaBackendAttr *backend) {
 
 int main(int argc, char **argv) {
     int model_nodes = 0;
-    bool s_links = false;
+    bool s_links = false, settings_only = false;
     int opt;
-    while ((opt = getopt(argc, argv, "n:sh")) != -1) {
+    while ((opt = getopt(argc, argv, "n:sSh")) != -1) {
         switch (opt) {
+        case 'S':
+            settings_only = true;
+            break;
         case 'n':
             model_nodes = std::atoi(optarg);
             break;
@@ -179,6 +198,10 @@ int main(int argc, char **argv) {
         }
     }
     std::printf("# TCA transport for Open MPI - device layer information\n");
+    if (settings_only) {
+        print_settings();
+        return 0;
+    }
     if (model_nodes > 0) {
         tcaTopologyAttr t{};
         if (tcaQueryModelTopology(model_nodes, s_links ? 1 : 0, &t) != tcaSuccess) {
@@ -194,6 +217,7 @@ int main(int argc, char **argv) {
         if (tcaTimingEnabled(&timing) != tcaSuccess || !print_timing(timing))
             return 1;  // the line naming the bad value is out
         print_locality(nullptr);
+        print_settings();
         return 0;
     }
     const tcaResult r = tcaInit();
@@ -238,6 +262,7 @@ int main(int argc, char **argv) {
     if (tcaTimingEnabled(&timing) == tcaSuccess)
         print_timing(timing);
     print_locality(&b);
+    print_settings();
     tcaFinalize();
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "base/build_info.hpp"
+#include "base/setting_source.hpp"
 
 namespace tca::ucx {
 
@@ -27,8 +28,8 @@ TimingModel on_top_of_transport(TimingModel m) {
 // fabric where puts are cheaper than UCX's rendezvous); anything else, or
 // unset: active messages.
 bool dma_by_active_message() {
-    const char *v = std::getenv("TCA_UCX_DMA");
-    return v == nullptr || std::strcmp(v, "put") != 0;
+    const SettingText given = setting_text("TCA_UCX_DMA");
+    return !given.given || given.text != "put";
 }
 
 int address_wait_s(const WaitPolicy &p) {
