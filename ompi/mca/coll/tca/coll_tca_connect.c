@@ -1,0 +1,108 @@
+/*
+ * coll_tca_connect.c - the one-time exchange of a persistent broadcast: each
+ * rank sends its tree neighbours its buffer handle and counters (posted by
+ * bcast_init, never waited for), and once every answer is in, the engine is
+ * built from them (for the offload engine: the descriptor program).
+ */
+#include "coll_tca_request.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "ompi/mca/pml/pml.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/show_help.h"
+#include "common_tca_session.h"
+#include "tca_error_text.h"
+#include "tca_mca_check.h"
+
+/* Receives the neighbours' infos and sends ours: a receive and a send per
+ * neighbour, counted in r->nexchange as they are posted. */
+int mca_coll_tca_post_exchange(mca_coll_tca_request_t *r, struct ompi_communicator_t *comm) {
+    const int parent = tca_coll_bcast_parent(r->core),
+              nchildren = tca_coll_bcast_num_children(r->core);
+    const int tag = ompi_coll_base_nbc_reserve_tags(comm, 1);
+    int rc = OMPI_SUCCESS;
+    for (int i = -1; i < nchildren && OMPI_SUCCESS == rc; ++i) {
+        const int peer = i < 0 ? parent : tca_coll_bcast_child(r->core, i);
+        if (peer < 0)
+            continue; /* the root has no parent */
+        void *into = i < 0 ? (void *) &r->parent : (void *) &r->children[i];
+        ompi_request_t *recv = MPI_REQUEST_NULL, *send = MPI_REQUEST_NULL;
+        rc = MCA_PML_CALL(irecv(into, sizeof(r->parent), MPI_BYTE, peer, tag, comm, &recv));
+        if (OMPI_SUCCESS != rc)
+            break;
+        r->exchange[r->nexchange++] = recv;
+        rc = tcaSuccess != mca_coll_tca_injected(TCA_COLL_FAIL_POST)
+                 ? OMPI_ERR_OUT_OF_RESOURCE
+                 : MCA_PML_CALL(isend(&r->mine, sizeof(r->mine), MPI_BYTE, peer, tag,
+                                      MCA_PML_BASE_SEND_STANDARD, comm, &send));
+        if (OMPI_SUCCESS != rc)
+            break;
+        r->exchange[r->nexchange++] = send;
+    }
+    if (OMPI_SUCCESS != rc)
+        mca_coll_tca_request_fail("posting the one-time exchange of a persistent broadcast",
+                                  tcaErrorSystem);
+    return rc;
+}
+
+/* After a post failed: the receives posted are cancelled, the sends run to
+ * their end, and the request's memory goes back once all of them have
+ * (mca_coll_tca_release_freed). */
+void mca_coll_tca_park_after_failed_post(mca_coll_tca_request_t *r) {
+    mca_coll_tca_component_t *c = &mca_coll_tca_component;
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
+            (void) ompi_request_cancel(r->exchange[i]);
+    if (NULL != r->datatype)
+        OBJ_RELEASE(r->datatype);
+    r->datatype = NULL;
+    OMPI_REQUEST_FINI(&r->super);
+    OPAL_THREAD_LOCK(&c->lock);
+    mca_coll_tca_request_park_locked(r);
+    OPAL_THREAD_UNLOCK(&c->lock);
+}
+
+/* The one-time exchange is done (its buffers may go)?  Frees the PML
+ * requests when it is. */
+int mca_coll_tca_exchange_finished(mca_coll_tca_request_t *r) {
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
+            return 0;
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i])
+            ompi_request_free(&r->exchange[i]);
+    r->nexchange = 0;
+    return 1;
+}
+
+/* Exchange done?  Then build the engine and say which one runs (verbose). */
+int mca_coll_tca_try_connect(mca_coll_tca_request_t *r) {
+    if (!mca_coll_tca_exchange_finished(r))
+        return 0;
+    tcaResult e = mca_coll_tca_injected(TCA_COLL_FAIL_CONNECT);
+    if (tcaSuccess == e)
+        e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
+    if (tcaSuccess != e) {
+        r->state = FAILED;
+        r->error_class = mca_coll_tca_request_fail("building the broadcast program", e);
+        return -1;
+    }
+    const int engine = tca_coll_bcast_engine(r->core);
+    char used[96];
+    snprintf(used, sizeof(used), "%s engine%s",
+             TCA_COLL_ENGINE_OFFLOAD == engine ? "offload" : "thread",
+             TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine &&
+                     TCA_COLL_ENGINE_OFFLOAD != engine
+                 ? " (no DMA channel free for the offload engine)"
+                 : "");
+    char line[sizeof(r->shape) + sizeof(used)];
+    snprintf(line, sizeof(line), r->shape, used);
+    opal_output_verbose(10, ompi_coll_base_framework.framework_output, "coll:tca: %s", line);
+    r->state = IDLE;
+    return 1;
+}
