@@ -3,11 +3,13 @@
 // MPI stored (it wraps "-1" to SIZE_MAX and reads "abc" as 0 without a word).
 #include "btl_params.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 
 #include "tca.h"
+#include "tca_btl_core.h"
 
 namespace {
 
@@ -143,11 +145,9 @@ const tca_btl_param_t kParams[] = {
     {"exclusivity", nullptr, 0, TCA_BTL_PARAM_UINT32, nullptr, 0, 0, 0, UINT32_MAX,
      TCA_BTL_PARAM_OMPI_DEFAULT, "0..4294967295", nullptr, nullptr, 0},
     // 32 KiB: a copy through the ring beats the 3-message PUT rendezvous up
-    // to there (2-core VM, 16 KiB one way: 0.55 us eager against 1.19 us by
-    // rendezvous and the bounce path, 2.95 us by rendezvous and single copy;
-    // vader without single copy 0.84).  64 KiB slots won at 64 KiB too (1.68
-    // against 2.65 us) but cost small messages a quarter of their bandwidth
-    // (the rings of 64 KiB slots halve their slot count to fit).
+    // to there.  64 KiB slots won at 64 KiB too but cost small messages
+    // bandwidth (the rings of 64 KiB slots halve their slot count to fit;
+    // docs/results.md).
     {"eager_limit", nullptr, 0, TCA_BTL_PARAM_SIZE, nullptr, 0, 32 * 1024, kMinEager, kMaxEager, 0,
      kEagerAllowed, nullptr, nullptr, 0},
     {"rndv_eager_limit", nullptr, 0, TCA_BTL_PARAM_SIZE, nullptr, 0, 32 * 1024, kMinEager,
@@ -212,6 +212,29 @@ extern "C" const tca_btl_param_t *tca_btl_param_find(const char *name) {
         if (std::string_view(p.name) == name)
             return &p;
     return nullptr;
+}
+
+// On the ucx device a ring slot is one active message whatever its size, and
+// ob1's rendezvous costs three more messages over the network: eager as large
+// as one message stays one UCX fragment (UCX_TCP_SEG_SIZE, 64 KiB with its
+// headers: 60 KiB of payload, as coll tca's ucx_segment_size).  A slot just
+// over it went as UCX's own rendezvous, a handshake per slot, each end
+// waiting for the other to be scheduled where ranks outnumber cores.  The
+// ring slots halve where the rings would not fit (btl_tca_ring_slots).
+constexpr uint64_t kAcrossHostsEager = 60 * 1024;
+
+extern "C" uint64_t tca_btl_param_default(const tca_btl_param_t *p, int across_hosts) {
+    const std::string_view name(p->name);
+    if (across_hosts &&
+        (name == "eager_limit" || name == "rndv_eager_limit" || name == "max_send_size"))
+        return kAcrossHostsEager;
+    return p->def;
+}
+
+extern "C" uint32_t tca_btl_eager_slot_payload(size_t eager_limit, size_t rndv_eager_limit,
+                                               size_t max_send_size) {
+    const size_t largest = std::max({eager_limit, rndv_eager_limit, max_send_size});
+    return tca_btl_slot_payload(static_cast<uint32_t>(std::min<size_t>(largest, kMaxEager)));
 }
 
 extern "C" uint64_t tca_btl_setting_get(const tca_btl_settings_t *s, const tca_btl_param_t *p) {

@@ -91,6 +91,16 @@ TCA_BTL_PARAMS_HIDDEN void tca_btl_settings_defaults(tca_btl_settings_t *s);
 /* An own parameter's value in s, widened (an int as its two's complement). */
 TCA_BTL_PARAMS_HIDDEN uint64_t tca_btl_setting_get(const tca_btl_settings_t *s,
                                                    const tca_btl_param_t *p);
+/* A parameter's default for this job: the table's, except the eager limits
+ * (eager_limit, rndv_eager_limit, max_send_size) where the device connects
+ * hosts (across_hosts: the ucx device), whose slots are network messages. */
+TCA_BTL_PARAMS_HIDDEN uint64_t tca_btl_param_default(const tca_btl_param_t *p, int across_hosts);
+/* The payload of one ring slot: the largest message the three limits allow,
+ * rounded as the rings lay slots out.  The one place it is computed; the
+ * peers compare it in the modex. */
+TCA_BTL_PARAMS_HIDDEN uint32_t tca_btl_eager_slot_payload(size_t eager_limit,
+                                                          size_t rndv_eager_limit,
+                                                          size_t max_send_size);
 /* NULL: value is in [min, max] and is neither 1 where not_one says why
  * not nor other than a power of two (or 0) where not_pow2 does; else why.
  * An int parameter's value is read as signed. */

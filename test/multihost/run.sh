@@ -167,12 +167,12 @@ s=0; [ $rc != 0 ] && [ $rc != 124 ] || { echo "exit status $rc (want a failure, 
 clean_hosts || s=1
 result "a rank on another host killed: the job ends" $s
 
-# -- btl tca on the ucx device (TCA_DEVICE=ucx, UCX over tcp only): its
+# -- btl tca on the ucx device (btl_tca_device ucx, UCX over tcp only): its
 # sub-cluster is the job's ranks on every host, so pairs across hosts go over
 # tca too; coll tca's broadcasts run on its thread engine there (faster than
 # the offload engine's triggered descriptors, which that device runs in software)
 if [ -f "$top/.libs/tca_ucx.so" ]; then
-    on_ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 -x TCA_TIMEOUT_MS=60000"
+    on_ucx="--mca btl_tca_device ucx -x UCX_TLS=tcp -x UCX_NET_DEVICES=eth0 --mca btl_tca_timeout_ms 60000"
     # ucx_pairs TCA TCP: the expected counts, with tca pairs across hosts among them.
     ucx_pairs() {
         tca=$(grep -ac "Using tca btl for send" "$out"); tcp=$(grep -ac "Using tcp btl for send" "$out")

@@ -12,7 +12,9 @@ srcdir=${srcdir:-.}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TCA_COMPONENT_DIR=$(pwd)/.libs
 export TCA_COMPONENT_DIR
-ucx="-x TCA_DEVICE=ucx -x UCX_TLS=tcp -x TCA_TIMEOUT_MS=20000"
+# The device chosen as an MPI user does, by MCA parameter (btl_tca_device;
+# TCA_DEVICE=ucx is the same setting for TCA programs).
+ucx="--mca btl_tca_device ucx -x UCX_TLS=tcp --mca btl_tca_timeout_ms 20000"
 out=$(mktemp)
 shm_before=$(ls /dev/shm 2>/dev/null | grep '^tca-')
 passed=0 failed=0

@@ -15,7 +15,7 @@
 #include "opal/class/opal_list.h"
 
 #include "tca_coll_core.h"
-#include "tca_ompi_compat.h"
+#include "mca_glue/tca_ompi_compat.h"
 
 BEGIN_C_DECLS
 

@@ -25,8 +25,8 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
 #include "common_tca_session.h"
-#include "tca_error_text.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_error_text.h"
+#include "mca_glue/tca_mca_check.h"
 
 /* The agreement of bcast_init: MPI_MIN of each entry over the communicator.
  * HOST_ONLY / GPU_ONLY: 1 where every rank's buffer is host / GPU memory

@@ -11,9 +11,9 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
-#include "tca_error_text.h"
-#include "tca_mca_check.h"
-#include "tca_cuda_abi.h"
+#include "mca_glue/tca_error_text.h"
+#include "mca_glue/tca_mca_check.h"
+#include "mca_glue/tca_cuda_abi.h"
 
 static int tca_register(void);
 static int tca_open(void);
@@ -97,18 +97,16 @@ static int tca_register(void) {
                          "would exceed the device's 255-descriptor chains.",
                          &mca_coll_tca_component.segment_bytes);
     /* Each GPU copy has a fixed cost of its own (a CUDA copy and a wait; on a
-     * GPU shared by processes without MPS a switch between their contexts,
-     * ~150 us on an H200): measured at np 4, a 1 MiB broadcast took 3.3 ms
-     * in 128 KiB segments and 0.44 ms in one. */
+     * GPU shared by processes without MPS a switch between their contexts),
+     * large enough that a broadcast of GPU buffers in few large segments
+     * beat the host size many times over (docs/results.md). */
     register_shared_size("gpu_segment_size", OPAL_INFO_LVL_5, 4 * 1024 * 1024,
                          "Pipeline segment of broadcasts of GPU buffers (bytes; used on every "
                          "rank when any rank's buffer is GPU memory); grows like segment_size.",
                          &mca_coll_tca_component.gpu_segment_bytes);
     /* Each segment is one message on the ucx device; over UCX tcp one that
      * fits a fragment (UCX_TCP_SEG_SIZE, 64 KiB) with its headers goes whole,
-     * a larger one in two.  Measured over 4 namespace hosts, np 4, medians of
-     * 3: 1 MiB 475 us in 60 KiB segments, 1037 in 64 KiB, 1181 in 128 KiB
-     * (libnbc over pml ucx 1327). */
+     * a larger one in two, which took twice as long (docs/results.md). */
     register_shared_size("ucx_segment_size", OPAL_INFO_LVL_5, 60 * 1024,
                          "Pipeline segment of broadcasts of host buffers on the ucx device "
                          "(TCA_DEVICE=ucx, a job across hosts; segment_size elsewhere): one "
@@ -139,11 +137,10 @@ static int tca_register(void) {
         "stages. GPU buffers are staged only up to coll_tca_staging_size.",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
         &mca_coll_tca_component.stage_all);
-    /* On 4 namespace hosts sharing 2 cores (np 4, 4 MiB, ucx device), a
-     * progress thread that took over after 1 ms spun on UCX's worker lock
-     * against application threads back from a yield: 7.8-10.8 ms a
-     * broadcast; taking over after 5 ms, 4.8-6.8 (3.1-5.4 with the device's
-     * progress thread at 5 ms too, as the session sets it). */
+    /* Where ranks outnumber cores, a progress thread that took over after
+     * 1 ms spun on UCX's worker lock against application threads back from
+     * a yield; after 5 ms it kept out of their way (docs/results.md; the
+     * session sets the device's progress thread the same way). */
     mca_coll_tca_component.thread_takeover_us = -1;
     (void) mca_base_component_var_register(
         c, "thread_takeover_us",
@@ -243,10 +240,8 @@ static void join_session(void) {
         /* The ucx device runs triggered descriptors in software, on
          * whichever thread progresses it, and a channel's wait flushes its
          * targets (a round trip per child and epoch): the offload
-         * engine's program took up to 2-3x the thread engine's time there
-         * (1 MiB: np 3 on one host, UCX tcp, 1.6-2.3 against 0.7-1.1 ms; np 4
-         * over 4 namespace hosts 2.0-2.4 against 0.7-0.9 ms; 1 KiB and np 2
-         * about level).  A user who asks for it gets it. */
+         * engine's program took several times the thread engine's time
+         * there (docs/results.md).  A user who asks for it gets it. */
         opal_output_verbose(
             5, ompi_coll_base_framework.framework_output,
             "coll tca: on the ucx device the thread engine runs the broadcasts (the offload "

@@ -16,8 +16,8 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
 #include "common_tca_session.h"
-#include "tca_error_text.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_error_text.h"
+#include "mca_glue/tca_mca_check.h"
 
 /* Receives the neighbours' infos and sends ours: a receive and a send per
  * neighbour, counted in r->nexchange as they are posted. */

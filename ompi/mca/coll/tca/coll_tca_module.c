@@ -12,7 +12,7 @@
 #include "common_tca_session.h"
 #include "ompi/proc/proc.h"
 #include "opal/util/show_help.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 static void module_construct(mca_coll_tca_module_t *m) {
     m->previous_bcast_init = NULL;

@@ -18,8 +18,8 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/show_help.h"
 #include "common_tca_session.h"
-#include "tca_error_text.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_error_text.h"
+#include "mca_glue/tca_mca_check.h"
 
 static int request_start(size_t count, ompi_request_t **requests);
 static int request_free(ompi_request_t **request);

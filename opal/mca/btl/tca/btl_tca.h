@@ -16,7 +16,7 @@
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/rcache/rcache.h"
-#include "tca_ompi_compat.h"
+#include "mca_glue/tca_ompi_compat.h"
 
 #include "btl_tca_modex.h"
 #include "tca.h"

@@ -17,9 +17,9 @@
 #include "opal/util/show_help.h"
 #include "common_tca_session.h"
 #include "common_tca_settings.h"
-#include "tca_cuda_abi.h"
-#include "tca_error_text.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_cuda_abi.h"
+#include "mca_glue/tca_error_text.h"
+#include "mca_glue/tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
 
@@ -94,12 +94,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
     if (!mca_btl_tca_params_valid(c, m))
         return NULL;
 
-    size_t max_payload = m->super.btl_eager_limit;
-    if (m->super.btl_rndv_eager_limit > max_payload)
-        max_payload = m->super.btl_rndv_eager_limit;
-    if (m->super.btl_max_send_size > max_payload)
-        max_payload = m->super.btl_max_send_size;
-    c->slot_payload = tca_btl_slot_payload((uint32_t) max_payload);
+    c->slot_payload = tca_btl_eager_slot_payload(
+        m->super.btl_eager_limit, m->super.btl_rndv_eager_limit, m->super.btl_max_send_size);
 
     mca_btl_tca_set_protocols(c, m);
 
@@ -112,8 +108,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
      * peer writing into it a key fetch (a round trip), and dropping it a
      * revoke (another): keep them, as btl openib did, unless the user chose
      * (mpi_leave_pinned).  grdma reads this when the rcache is created
-     * (module init, below).  4 MiB one-way over UCX tcp: 795-1225 us with
-     * registrations dropped, 641-647 kept (pml ucx 525-578). */
+     * (module init, below).  Kept registrations took a quarter off large
+     * messages across hosts (docs/results.md). */
     if (c->across_hosts && -1 == opal_leave_pinned)
         opal_leave_pinned = 1;
     if (OPAL_SUCCESS != opal_free_list_init(&c->frags,

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "common_tca_session.h"
-#include "tca_error_text.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_error_text.h"
+#include "mca_glue/tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
 

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
 

@@ -35,7 +35,7 @@
 
 #include "opal/mca/btl/base/base.h"
 #include "opal/util/output.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
 

@@ -13,7 +13,7 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 static int tca_register_error(struct mca_btl_base_module_t *btl,
                               mca_btl_base_module_error_cb_fn_t cbfunc);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common_tca_session.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
 
@@ -100,27 +100,18 @@ int mca_btl_tca_params_register(mca_btl_tca_component_t *c, mca_btl_tca_module_t
     /* Module defaults, then the common BTL parameters (btl_tca_eager_limit, ...).
      * btl_put must be set before mca_btl_base_param_register or it strips PUT. */
     m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
+    const int across_hosts = mca_common_tca_session_across_hosts();
     for (size_t i = 0; i < sizeof(base_fields) / sizeof(base_fields[0]); ++i) {
         const tca_btl_param_t *p = tca_btl_param_find(base_fields[i].name);
         if (NULL == p || (p->flags & TCA_BTL_PARAM_OMPI_DEFAULT))
             continue;
+        const uint64_t def = tca_btl_param_default(p, across_hosts);
         char *field = (char *) &m->super + base_fields[i].offset;
         if (base_fields[i].is_u32)
-            *(uint32_t *) field = (uint32_t) p->def;
+            *(uint32_t *) field = (uint32_t) def;
         else
-            *(size_t *) field = (size_t) p->def;
+            *(size_t *) field = (size_t) def;
     }
-    /* On the ucx device (TCA_DEVICE=ucx) a ring slot is one active message
-     * whatever its size, and ob1's rendezvous costs three more messages over
-     * the network: eager as large as one message stays one UCX fragment
-     * (UCX_TCP_SEG_SIZE, 64 KiB with its headers: 60 KiB of payload, as coll
-     * tca's ucx_segment_size).  A slot just over it went as UCX's own
-     * rendezvous, a handshake per slot, each end waiting for the other to be
-     * scheduled where ranks outnumber cores.  The ring slots halve where the
-     * rings would not fit (btl_tca_ring_slots). */
-    if (mca_common_tca_session_across_hosts())
-        m->super.btl_eager_limit = m->super.btl_rndv_eager_limit = m->super.btl_max_send_size =
-            60 * 1024;
     /* GET here only so that the base registers btl_tca_get_limit and
      * btl_tca_get_alignment (it registers them for a module with GET, and an
      * unregistered value would be ignored without a word); set_get_flags

@@ -12,7 +12,7 @@
 
 #include "opal/util/proc.h"
 #include "session/liveness.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 #define HELP_FILE "help-btl-tca.txt"
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "common_tca_session.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 /* What ob1 may do with btl_get.  The GET_REQ message must fit a ring slot
  * (eager limits of a few hundred bytes leave no room: no get then). */
@@ -101,10 +101,9 @@ void mca_btl_tca_report_path(const mca_btl_tca_component_t *c, const mca_btl_tca
  *   protocol streams ring slots behind one handshake): every size by copy.
  * - Elsewhere Open MPI's default stands (eager limit +
  *   btl_rdma_pipeline_send_length: 96 KiB).  Puts from the eager limit on
- *   (btl_tca_min_rdma_pipeline_size 16K) halve one-way latency at 33-96 KiB
- *   but cost streams of such messages a fifth of their bandwidth and a
- *   computing receiver its overlap at 64 KiB (docs/results.md, issue 50):
- *   not the default. */
+ *   (btl_tca_min_rdma_pipeline_size 16K) cut one-way latency at 33-96 KiB
+ *   but cost streams of such messages bandwidth and a computing receiver
+ *   its overlap (docs/results.md, issue 50): not the default. */
 void mca_btl_tca_choose_copy_limit(mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
     if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size"))

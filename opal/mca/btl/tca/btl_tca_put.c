@@ -16,7 +16,7 @@
 
 #include "opal/mca/btl/base/base.h"
 #include "opal/util/output.h"
-#include "tca_mca_check.h"
+#include "mca_glue/tca_mca_check.h"
 
 /* The completion of a DMA put rides through the core's queue as bytes. */
 

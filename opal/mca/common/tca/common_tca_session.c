@@ -13,7 +13,7 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "tca.h"
-#include "tca_ompi_compat.h"
+#include "mca_glue/tca_ompi_compat.h"
 
 /* Published per process; a version bump makes older peers "not found". */
 #define SESSION_KEY "tca.session.1"
@@ -68,7 +68,7 @@ static int start_device(const tca_session_place_t *place, void *ctx) {
     /* Where Open MPI yields when idle (more ranks than cores) an application
      * thread is often off its core for more than the ucx device's 1 ms: its
      * progress thread then took the worker over and fought the application
-     * threads for it (4 MiB broadcasts over 4 hosts 1.3-1.9x slower).  Set
+     * threads for it (broadcasts across hosts slowed down).  Set
      * through libtca, never with setenv(): that raced the getenv() of Open
      * MPI's own threads (a segfault in PMIx's event thread).  A takeover_us
      * the user set wins; the loopback has no such thread (NotSupported). */

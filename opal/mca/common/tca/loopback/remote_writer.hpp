@@ -1,10 +1,10 @@
 // remote_writer.hpp - moves bytes from local memory into a destination handle
-// of any node: plain stores into internal memory (every segment is mapped)
-// and into tcaMalloc'd host memory (the owner's shared-heap arena, mapped on
-// first use), process_vm_writev into other host memory of another process
-// (single copy, as vader's CMA), CUDA copies for GPU memory, and a bounce
-// path through the target's DMA-engine thread when the kernel refuses
-// process_vm_writev.
+// of any node, choosing the mechanism: plain stores into internal memory
+// (every segment is mapped) and into tcaMalloc'd host memory (the owner's
+// shared-heap arena, mapped on first use), single copy into other host memory
+// of another process (cma_copy.hpp), the bounce mailbox where the kernel
+// refuses that or it was measured dear (bounce_mailbox.hpp), and CUDA copies
+// for GPU memory (kept here: no GPU was at hand to test a move).
 #pragma once
 
 #include <array>
@@ -18,25 +18,15 @@
 #include <utility>
 
 #include "base/env_settings.hpp"
+#include "loopback/bounce_mailbox.hpp"
+#include "loopback/cma_copy.hpp"
 #include "loopback/copy_probe.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/peer_arenas.hpp"
+#include "loopback/row_copy.hpp"
 #include "tca.h"
 
 namespace tca::loopback {
-
-struct RowCopy {  // a contiguous (height 1) or block-stride transfer
-    const unsigned char *src;
-    uint64_t src_pitch;
-    uint64_t dst_off;
-    uint64_t dst_pitch;
-    uint64_t width;
-    uint64_t height;
-    bool src_on_gpu;
-    bool streaming =
-        false;  // part of a run larger than the cache: non-temporal stores (byte_copy.hpp)
-    bool by_pio = false;  // a PIO write (its thread waits for it), not a DMA run
-};
 
 class RemoteWriter {
 public:
@@ -52,12 +42,9 @@ public:
     // Target side of the bounce path: copy what the writers streamed so far
     // out of every posted mailbox into our memory (each in turn: no writer
     // waits behind another's whole row).
-    bool service_bounce();
+    bool service_bounce() { return bounce_.service(); }
     // A peer's request waits in one of our mailboxes (two loads: for hot paths).
-    bool bounce_pending() const noexcept {
-        const std::atomic<uint64_t> *posted = nodes_.own_bounce_posted();
-        return posted != nullptr && posted->load(std::memory_order_relaxed) != 0;
-    }
+    bool bounce_pending() const noexcept { return bounce_.pending(); }
 
     // TCA_SINGLE_COPY=auto: the paths wait for a measurement (single copy
     // until then), which one node makes for the whole sub-cluster so that
@@ -65,7 +52,7 @@ public:
     bool wants_measurement() const noexcept { return measure_; }
     void settle(const CopyProbe &p, int measured_by);
 
-    bool single_copy() const noexcept { return !cma_refused_.load(std::memory_order_relaxed); }
+    bool single_copy() const noexcept { return !cma_.refused(); }
     // TCA_SINGLE_COPY=auto found single copy dear (or refused): PIO writes bounce.
     bool measured_dear() const noexcept { return measured_dear_; }
     // The paths and, where they were measured at start-up, why (it must
@@ -87,40 +74,16 @@ private:
     };
     Result read_registration(const tcaHandle &h, Registration *out) const noexcept;
     Result write_local(unsigned char *dst_base, const RowCopy &c);
-    Result write_cma(int node, uint64_t dst_addr, const RowCopy &c);
-    Result write_bounce(int node, const tcaHandle &dst, uint64_t dst_addr, const RowCopy &c,
-                        const PutBound &bound);
-    Result bounce_row(int node, const tcaHandle &dst, uint64_t dst_addr, const unsigned char *src,
-                      uint64_t len, bool src_on_gpu, const PutBound &bound);
-    template <class Ready>
-    Result wait_served(SegmentView target, Ready &&ready, int node, const PutBound &bound);
-    // wait_until on a peer's work, ended early (tcaErrorTimeout) by `bound`.
-    template <class Ready>
-    Result wait_bounded(EventWord &ev, Ready &&ready, int node, const PutBound &bound);
     Result write_gpu(const tcaHandle &dst, const RowCopy &c);
-    enum class Claim { None, Serving, Refused };  // Refused: answered with an error at once
-    struct Serving;
-    bool serve_mailbox(uint32_t src, Serving &s);
-    Claim claim_bounce(BounceArea *b, Serving &s);
-    void finish_bounce(BounceArea *b, Serving &s, Result status);
-    void refuse_cma(int err);
 
     NodeSet &nodes_;
     PeerArenas arenas_;
-    std::atomic<bool> cma_refused_{false};
+    CmaCopy cma_;
+    BounceMailbox bounce_;
     std::string chosen_because_;  // TCA_SINGLE_COPY=auto: " (measured: ...)"
     bool pio_bounces_ = false;    // TCA_SINGLE_COPY=auto found single copy dear: PIO writes bounce
     bool measured_dear_ = false;  // ... or the kernel refused it
     bool measure_;                // TCA_SINGLE_COPY=auto and not settled yet
-    std::mutex service_lock_;
-    // The bounce request of a peer we are copying out (service_lock_): a
-    // snapshot of its checked fields and how far we got.
-    struct Serving {
-        uint64_t req = 0;  // 0: none
-        uint64_t dst_addr = 0, len = 0, copied = 0;
-        std::chrono::steady_clock::time_point look_at{};  // next check that the writer lives
-    };
-    std::array<Serving, TCA_MAX_NODES> serving_{};  // by source node (service_lock_)
     // One open CUDA IPC mapping of a peer's allocation.  Closed when the last
     // holder lets go: the cache, or a copy still running into it after the
     // mapping was evicted.
