@@ -33,6 +33,12 @@ public:
     };
     // The allocation that starts at p, if p is one (left allocated).
     std::optional<Span> span_at(const unsigned char *base, const void *p) const;
+    // tcaMalloc of internal memory, the heap's memory starting at base: at
+    // least one byte (size 0 too gets a distinct pointer); nullptr if full.
+    void *allocate_at(unsigned char *base, uint64_t bytes) {
+        const auto off = allocate(bytes > 0 ? bytes : 1);
+        return off ? base + *off : nullptr;
+    }
     // tcaFree of internal memory: the allocation that starts at p, if p is one.
     std::optional<Span> release_at(const unsigned char *base, const void *p) {
         const auto off = offset_of(base, p, 1);

@@ -1,6 +1,6 @@
 // loopback_device.cpp - the software loopback implementation of Device: ties
-// the node set, the writer, the notification inbox and the DMA engine together
-// and owns registrations and allocations of this process.
+// the node set, the writer, the notification inbox, the DMA engine and this
+// process's memory (local_memory.hpp) together.
 #include <sys/prctl.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "base/internal_heap.hpp"
 #include "loopback/launch_info.hpp"
 #include "loopback/launcher_cleanup.hpp"
+#include "loopback/local_memory.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
@@ -34,11 +35,6 @@ namespace tca {
 
 namespace {
 using namespace loopback;
-
-// Bytes a host allocation occupies (whole pages); 0 if size cannot be rounded.
-size_t page_rounded(size_t size) noexcept {
-    return size > SIZE_MAX - 4095 ? 0 : (size + 4095) / 4096 * 4096;
-}
 
 class LoopbackDevice final : public Device {
 public:
@@ -52,13 +48,7 @@ public:
                   return resolve_source(h, off, p, gpu);
               },
               settings.streaming_min),
-          heap_(settings.internal_size), shared_heap_(nodes_),
-          use_shared_heap_(settings.shared_heap) {
-        std::random_device rd;
-        next_key_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
-        for (uint32_t i = kMaxRegistrations; i-- > 0;)
-            free_regs_.push_back(i);
-    }
+          memory_(nodes_, topo_, settings) {}
 
     ~LoopbackDevice() override {
         disarm_term_cleanup();  // finalize unlinks and unmaps what the handler reads
@@ -66,14 +56,14 @@ public:
         // or peers would take the clean exit for a crash.
         nodes_.finalize(started_);
         engine_.stop_thread();
-        shared_heap_.shutdown();  // names gone; memory still held by the application stays mapped
+        memory_.shutdown();  // names gone; memory still held by the application stays mapped
     }
 
     Result start() {
         // Allow peers of this user to process_vm_writev into us even under
         // yama ptrace_scope=1 (vader does the same).
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-        if (Result r = nodes_.create_own(heap_.size()); r != tcaSuccess)
+        if (Result r = nodes_.create_own(memory_.internal_size()); r != tcaSuccess)
             return r;
         // However this process ends, nothing of it stays in /dev/shm: the
         // launcher removes it at the end of the job (MPI_Abort, SIGKILL), and
@@ -129,212 +119,33 @@ public:
         i.optimized = kBuiltOptimized;
         i.job_key = nodes_.info().job_key;
         i.launch_source = nodes_.info().source;
-        i.put_mechanism =
-            std::string(use_shared_heap_ ? "plain stores into tcaMalloc'd memory (shared heap); "
-                                         : "") +
-            writer_.mechanism() + (use_shared_heap_ ? " for other memory" : "");
+        i.put_mechanism = std::string(memory_.uses_shared_heap()
+                                          ? "plain stores into tcaMalloc'd memory (shared heap); "
+                                          : "") +
+                          writer_.mechanism() +
+                          (memory_.uses_shared_heap() ? " for other memory" : "");
         // Dear also where single copy is off: a put into private memory is
         // then two copies, the second by the target's CPU, and clients that
         // can copy otherwise (btl tca's copy protocol through its rings,
         // coll tca's staged broadcasts) do better so.
         i.host_puts_by_target = writer_.measured_dear() || !writer_.single_copy();
-        i.heap_arenas = shared_heap_.arenas();
-        i.heap_bytes = shared_heap_.bytes_in_use();
         i.peer_arenas_mapped = writer_.arenas_mapped();
-        i.internal_size = heap_.size();
-        i.internal_used = heap_.used();
         i.spin_ns = nodes_.policy().spin_ns;
         i.timeout_ns = nodes_.policy().timeout_ns;
-        std::lock_guard g(reg_lock_);
-        i.registrations = static_cast<int>(kMaxRegistrations - free_regs_.size());
-        i.max_registrations = static_cast<int>(kMaxRegistrations);
+        memory_.describe(&i);
         i.notify_depth = static_cast<int>(kNotifyTags);
         return i;
     }
 
     ResourceTable &resources() noexcept override { return resources_; }
 
-    // Size 0 is valid (programs with zero shadow widths allocate it): a
-    // distinct pointer of at least one byte, freed as any other.
     Result allocate(void **ptr, size_t size, tcaMemoryType type) override {
-        if (ptr == nullptr)
-            return tcaErrorInvalidValue;
-        *ptr = nullptr;
-        switch (type) {
-        case tcaMemoryCPU: {
-            if (use_shared_heap_ && shared_heap_.allocate(size, ptr) == tcaSuccess)
-                return tcaSuccess;
-            // No shared memory left (/dev/shm full, every arena slot taken):
-            // private memory, which peers reach by process_vm_writev.
-            const size_t rounded = page_rounded(std::max<size_t>(size, 1));
-            if (rounded == 0)
-                return tcaErrorNoMemory;  // near SIZE_MAX: would wrap to 0 bytes
-            void *p = std::aligned_alloc(4096, rounded);
-            if (p == nullptr)
-                return tcaErrorNoMemory;
-            std::lock_guard g(alloc_lock_);
-            host_allocs_[p] = size;
-            *ptr = p;
-            return tcaSuccess;
-        }
-        case tcaMemoryGPU: {
-            void *p = nullptr;
-            if (Result r = gpu::CudaRuntime::instance().allocate(&p, std::max<size_t>(size, 1));
-                r != tcaSuccess)
-                return r;
-            std::lock_guard g(alloc_lock_);
-            gpu_allocs_[p] = size;
-            *ptr = p;
-            return tcaSuccess;
-        }
-        case tcaMemoryInternal: {
-            const auto off = heap_.allocate(std::max<size_t>(size, 1));
-            if (!off)
-                return tcaErrorNoMemory;
-            *ptr = nodes_.own().internal() + *off;
-            return tcaSuccess;
-        }
-        }
-        return tcaErrorInvalidValue;
+        return memory_.allocate(ptr, size, type);
     }
-
-    Result release(void *ptr, tcaMemoryType type) override {
-        if (ptr == nullptr)
-            return tcaErrorInvalidValue;
-        switch (type) {
-        case tcaMemoryCPU:
-            // Registrations end before the memory can be reused: a peer's
-            // later put fails (tcaErrorNotRegistered) instead of landing in it.
-            if (const auto length = shared_heap_.block_length(ptr)) {
-                drop_registrations(reinterpret_cast<uint64_t>(ptr), *length, type);
-                return shared_heap_.release(ptr) ? tcaSuccess : tcaErrorInvalidValue;
-            }
-            [[fallthrough]];
-        case tcaMemoryGPU: {
-            size_t size = 0;
-            {
-                std::lock_guard g(alloc_lock_);
-                auto &map = type == tcaMemoryCPU ? host_allocs_ : gpu_allocs_;
-                auto it = map.find(ptr);
-                if (it == map.end())
-                    return tcaErrorInvalidValue;
-                size = it->second;
-                map.erase(it);
-            }
-            drop_registrations(reinterpret_cast<uint64_t>(ptr), std::max<size_t>(size, 1), type);
-            if (type == tcaMemoryCPU) {
-                std::free(ptr);
-                return tcaSuccess;
-            }
-            return gpu::CudaRuntime::instance().release(ptr);
-        }
-        case tcaMemoryInternal: {
-            const auto freed = heap_.release_at(nodes_.own().internal(), ptr);
-            if (!freed)
-                return tcaErrorInvalidValue;
-            drop_registrations(freed->offset, freed->length, type);
-            return tcaSuccess;
-        }
-        }
-        return tcaErrorInvalidValue;
-    }
-
-    // Size 0 gives a valid handle of 0 bytes: 0-byte descriptors on it are
-    // no-ops, anything else is out of range.
+    Result release(void *ptr, tcaMemoryType type) override { return memory_.release(ptr, type); }
     Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) override {
-        if (out == nullptr || addr == nullptr)
-            return tcaErrorInvalidValue;
-        uint32_t arena = 0;
-        uint64_t arena_off = 0, arena_serial = 0;
-        tcaHandle h{};
-        h.magic = TCA_HANDLE_MAGIC;
-        h.node = static_cast<uint16_t>(nodes_.self());
-        h.region = static_cast<uint8_t>(type);
-        h.size = size;
-        Region region = Region::Host;
-        switch (type) {
-        case tcaMemoryCPU:
-            h.addr = reinterpret_cast<uint64_t>(addr);
-            // [addr, addr + size) must not wrap around the address space.
-            if (size > UINT64_MAX - h.addr)
-                return tcaErrorOutOfRange;
-            // Inside one tcaMalloc'd block (an interior pointer too): peers
-            // write it with plain stores into their mapping of the arena.
-            if (const auto loc = shared_heap_.locate(h.addr, size)) {
-                arena = loc->slot + 1;
-                arena_off = loc->offset;
-                arena_serial = loc->serial;
-            }
-            break;
-        case tcaMemoryInternal: {
-            const auto off = heap_.offset_of(nodes_.own().internal(), addr, size);
-            if (!off)
-                return tcaErrorOutOfRange;
-            h.addr = *off;
-            region = Region::Internal;
-            break;
-        }
-        case tcaMemoryGPU: {
-            auto &cuda = gpu::CudaRuntime::instance();
-            if (!cuda.available())
-                return tcaErrorNotSupported;
-            // IPC handles name whole allocations, and a peer's open gives
-            // the allocation's start: the handle carries addr's offset in it.
-            // The application's own cudaMalloc'd memory is asked of the driver
-            // (registering an interior pointer as its own base would send
-            // the peer's writes to the allocation's start).
-            uint64_t base = reinterpret_cast<uint64_t>(addr);
-            bool found = false;
-            {
-                std::lock_guard g(alloc_lock_);
-                for (const auto &[p, n] : gpu_allocs_) {
-                    const auto b = reinterpret_cast<uint64_t>(p);
-                    if (reinterpret_cast<uint64_t>(addr) >= b &&
-                        reinterpret_cast<uint64_t>(addr) < b + n) {
-                        base = b;
-                        found = true;
-                    }
-                }
-            }
-            if (!found && !cuda.allocation_base(addr, &base))
-                return tcaErrorInvalidValue;
-            if (Result r = cuda.ipc_handle(reinterpret_cast<void *>(base), h.ipc); r != tcaSuccess)
-                return r;
-            h.addr = reinterpret_cast<uint64_t>(addr);
-            h.ipc_offset = h.addr - base;
-            region = Region::Gpu0;
-            break;
-        }
-        default:
-            return tcaErrorInvalidValue;
-        }
-        std::lock_guard g(reg_lock_);
-        if (free_regs_.empty())
-            return tcaErrorNoMemory;
-        const uint32_t idx = free_regs_.back();
-        free_regs_.pop_back();
-        next_key_ += 0x9E3779B97F4A7C16ull;  // distinct, hard-to-guess keys
-        h.key = next_key_ | 1;
-        h.reg_index = idx;
-        const AddressMap &map = topo_.address_map();
-        h.global = map.region_base(nodes_.self(), region) +
-                   (global_next_[static_cast<int>(region)] % map.region_size());
-        global_next_[static_cast<int>(region)] += (size + 4095) / 4096 * 4096;
-        RegistrationEntry &e = nodes_.own().registrations()[idx];
-        // The key is 0 here: peers that read the fields meanwhile discard
-        // them (the fence keeps the new fields behind the zeroed key).
-        std::atomic_thread_fence(std::memory_order_release);
-        e.base = h.addr;
-        e.size = h.size;
-        e.region = h.region;
-        e.arena = arena;
-        e.arena_off = arena_off;
-        e.arena_serial = arena_serial;
-        e.key.store(h.key, std::memory_order_release);
-        *out = h;
-        return tcaSuccess;
+        return memory_.register_memory(addr, size, type, out);
     }
-
     Result deregister(const tcaHandle &h) override {
         if (Result r = check_handle(&h, nodes_.size()); r != tcaSuccess)
             return r;
@@ -342,9 +153,7 @@ public:
             return tcaErrorInvalidHandle;  // only the owner deregisters
         if (Result r = writer_.check_registration(h); r != tcaSuccess)
             return r;
-        std::lock_guard g(reg_lock_);
-        nodes_.own().registrations()[h.reg_index].key.store(0, std::memory_order_release);
-        free_regs_.push_back(h.reg_index);
+        memory_.deregister(h.reg_index);
         return tcaSuccess;
     }
 
@@ -542,23 +351,6 @@ private:
         return tcaErrorInvalidHandle;
     }
 
-    // tcaFree of memory that still has handles: those handles go stale, so a
-    // peer's put fails with tcaErrorNotRegistered instead of hitting freed memory.
-    void drop_registrations(uint64_t base, uint64_t size, tcaMemoryType type) {
-        std::lock_guard g(reg_lock_);
-        RegistrationEntry *table = nodes_.own().registrations();
-        for (uint32_t i = 0; i < kMaxRegistrations; ++i) {
-            RegistrationEntry &e = table[i];
-            if (e.key.load(std::memory_order_acquire) == 0 ||
-                e.region != static_cast<uint32_t>(type))
-                continue;
-            if (e.base >= base && e.base < base + size) {
-                e.key.store(0, std::memory_order_release);
-                free_regs_.push_back(i);
-            }
-        }
-    }
-
     bool started_ = false;
     Topology topo_;
     TimingModel timing_;
@@ -567,19 +359,8 @@ private:
     NotificationSender sender_;
     NotificationInbox inbox_;
     DmaEngine engine_;
-    InternalHeap heap_;
-    SharedHeap shared_heap_;  // after nodes_: its arenas are named in our segment
-    bool use_shared_heap_;
+    LocalMemory memory_;  // after nodes_: its shared heap's arenas are named in our segment
     ResourceTable resources_;
-
-    mutable std::mutex reg_lock_;
-    std::vector<uint32_t> free_regs_;
-    uint64_t next_key_ = 1;
-    uint64_t global_next_[4] = {};
-
-    std::mutex alloc_lock_;
-    std::unordered_map<void *, size_t> host_allocs_;
-    std::unordered_map<void *, size_t> gpu_allocs_;
 };
 
 }  // namespace

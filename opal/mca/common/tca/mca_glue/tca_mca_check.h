@@ -207,6 +207,18 @@ static inline void tca_mca_show_invalid(const char *help_file, const char *name,
     tca_show_help(help_file, "invalid-param", name, shown, problem, allowed);
 }
 
+/* 1: no problem with the text (problem NULL) and within the range (neither
+ * below nor above).  0: help shown naming the parameter and the problem. */
+static inline int tca_mca_verdict(const char *help_file, const char *name, const char *shown,
+                                  const char *problem, int below, int above, const char *allowed) {
+    if (NULL == problem && (below || above))
+        problem = below ? "below the minimum" : "above the maximum";
+    if (NULL == problem)
+        return 1;
+    tca_mca_show_invalid(help_file, name, shown, problem, allowed);
+    return 0;
+}
+
 /* 1: value (an unsigned parameter as Open MPI read it) is in [min, max] and
  * was written as a number.  0: help shown naming the parameter. */
 static inline int tca_mca_check_size_as(const char *help_file, const char *name, uint64_t value,
@@ -214,13 +226,8 @@ static inline int tca_mca_check_size_as(const char *help_file, const char *name,
                                         int compare) {
     char shown[32];
     snprintf(shown, sizeof(shown), "%" PRIu64, value);
-    const char *problem = tca_mca_text_problem(name, 0, value, compare);
-    if (NULL == problem && (value < min || value > max))
-        problem = value < min ? "below the minimum" : "above the maximum";
-    if (NULL == problem)
-        return 1;
-    tca_mca_show_invalid(help_file, name, shown, problem, allowed);
-    return 0;
+    return tca_mca_verdict(help_file, name, shown, tca_mca_text_problem(name, 0, value, compare),
+                           value<min, value> max, allowed);
 }
 
 static inline int tca_mca_check_size(const char *help_file, const char *name, uint64_t value,
@@ -242,13 +249,9 @@ static inline int tca_mca_check_int(const char *help_file, const char *name, int
                                     int64_t min, int64_t max, const char *allowed) {
     char shown[32];
     snprintf(shown, sizeof(shown), "%" PRId64, value);
-    const char *problem = tca_mca_text_problem(name, min < 0, (uint64_t) value, 1);
-    if (NULL == problem && (value < min || value > max))
-        problem = value < min ? "below the minimum" : "above the maximum";
-    if (NULL == problem)
-        return 1;
-    tca_mca_show_invalid(help_file, name, shown, problem, allowed);
-    return 0;
+    return tca_mca_verdict(help_file, name, shown,
+                           tca_mca_text_problem(name, min < 0, (uint64_t) value, 1),
+                           value<min, value> max, allowed);
 }
 
 /* 1: the text of OMPI_MCA_<name>, if set there, is one of the enumerators

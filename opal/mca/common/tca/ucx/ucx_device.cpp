@@ -163,13 +163,9 @@ Result UcxDevice::allocate(void **ptr, size_t size, tcaMemoryType type) {
         *ptr = p;
         return tcaSuccess;
     }
-    case tcaMemoryInternal: {
-        const auto off = heap_.allocate(std::max<size_t>(size, 1));
-        if (!off)
-            return tcaErrorNoMemory;
-        *ptr = internal_ + *off;
-        return tcaSuccess;
-    }
+    case tcaMemoryInternal:
+        *ptr = heap_.allocate_at(internal_, size);
+        return *ptr != nullptr ? tcaSuccess : tcaErrorNoMemory;
     case tcaMemoryGPU:
         return not_here(
             "GPU memory (tcaMemoryGPU): that needs a CUDA-enabled UCX (docs/ucx-backend.md)");
