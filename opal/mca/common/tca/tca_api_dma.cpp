@@ -28,6 +28,19 @@ tcaResult add_descriptor(tcaDesc *desc, const tca::Descriptor &d) {
     });
 }
 
+// f(Device *, channel index) on the channel dma_channel names, resolved as
+// every channel call does (model/owned_id.hpp).
+template <class F>
+tcaResult on_channel(int dma_channel, F &&f) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        int ch = -1;
+        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
+            r != tcaSuccess)
+            return r;
+        return f(dev, ch);
+    });
+}
+
 }  // namespace
 
 extern "C" {
@@ -122,11 +135,7 @@ tcaResult tcaDescClear(tcaDesc *desc) {
 // Channels are named by id (model/owned_id.hpp): an acquired channel only
 // by its holder's id, one nobody holds by its plain number.
 tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
-            r != tcaSuccess)
-            return r;
+    return on_channel(dma_channel, [&](tca::Device *dev, int ch) {
         return guarded([&] {
             return descs().with(desc, [&](tcaDesc *live) {
                 const tcaResult r = dev->load_chain(ch, live->chain);
@@ -141,43 +150,22 @@ tcaResult tcaDescSet(tcaDesc *desc, int dma_channel) {
 }
 
 tcaResult tcaStartDMADesc(int dma_channel) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
-            r != tcaSuccess)
-            return r;
-        return dev->start_channel(ch);
-    });
+    return on_channel(dma_channel, [](tca::Device *dev, int ch) { return dev->start_channel(ch); });
 }
 
 tcaResult tcaWaitDMAC(int dma_channel) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
-            r != tcaSuccess)
-            return r;
-        return dev->wait_channel(ch, true);
-    });
+    return on_channel(dma_channel,
+                      [](tca::Device *dev, int ch) { return dev->wait_channel(ch, true); });
 }
 
 tcaResult tcaAbortDMAC(int dma_channel) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
-            r != tcaSuccess)
-            return r;
-        return dev->abort_channel(ch);
-    });
+    return on_channel(dma_channel, [](tca::Device *dev, int ch) { return dev->abort_channel(ch); });
 }
 
 tcaResult tcaTestDMAC(int dma_channel, int *done) {
-    return on_device([&](tca::Device *dev) -> tcaResult {
-        if (done == nullptr)
-            return tcaErrorInvalidValue;
-        int ch = -1;
-        if (const tcaResult r = dev->resources().channels.resolve(dma_channel, &ch);
-            r != tcaSuccess)
-            return r;
+    if (done == nullptr)
+        return on_device([](tca::Device *) { return tcaErrorInvalidValue; });
+    return on_channel(dma_channel, [&](tca::Device *dev, int ch) {
         return guarded([&] {
             const tcaResult r = dev->wait_channel(ch, false);
             *done = r != tcaErrorNotReady;
