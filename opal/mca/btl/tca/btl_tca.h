@@ -188,6 +188,15 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                     void *cbdata);
 void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *endpoint, uint8_t tag,
                              const void *payload, size_t size);
+/* put.c: a peer's small put (PUT_SMALL) */
+void mca_btl_tca_put_control(struct mca_btl_base_endpoint_t *endpoint, const void *payload,
+                             size_t size);
+size_t mca_btl_tca_get_request_bytes(void);
+/* The emulated get's state (tca-btl core): set up in component init, torn down at shutdown. */
+int mca_btl_tca_get_init(void);
+void mca_btl_tca_get_fini(void);
+
+/* answers.c: the btl's own requests and answers (get, small put, atomics) */
 /* Sends a request the gets table holds (by cookie: gets, small puts), and
  * forgets it where it could not go. */
 int mca_btl_tca_send_request(struct mca_btl_base_endpoint_t *endpoint, mca_btl_base_tag_t tag,
@@ -201,15 +210,8 @@ bool mca_btl_tca_take_answer(int how, struct mca_btl_base_endpoint_t *ep, const 
                              mca_btl_tca_rdma_done_t *done);
 /* The answer to a peer's get or small put: GET_DONE {cookie, status}. */
 void mca_btl_tca_send_done(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
-/* put.c: a peer's small put (PUT_SMALL) */
-void mca_btl_tca_put_control(struct mca_btl_base_endpoint_t *endpoint, const void *payload,
-                             size_t size);
 /* The put run for a peer's get finished (or failed): answer it. */
 void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *endpoint, uint64_t cookie, int status);
-size_t mca_btl_tca_get_request_bytes(void);
-/* The emulated get's state (tca-btl core): set up in component init, torn down at shutdown. */
-int mca_btl_tca_get_init(void);
-void mca_btl_tca_get_fini(void);
 
 /* atomic.c: atomics run by the target's progress (tca-btl/remote_atomics.hpp) */
 int mca_btl_tca_aop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,

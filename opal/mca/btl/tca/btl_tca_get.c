@@ -67,13 +67,6 @@ static void answer_with_data(struct mca_btl_base_endpoint_t *ep, uint64_t cookie
         mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
 }
 
-void mca_btl_tca_send_done(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
-    const tca_btl_get_done_t done = {.cookie = cookie, .status = status};
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_tca_send_control(ep, MCA_BTL_TCA_TAG_GET_DONE, &done,
-                                                               sizeof(done), NULL, 0)))
-        mca_btl_tca_fatal(ep, "answering a get (no descriptor)", tcaErrorNoMemory);
-}
-
 int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                     void *local_address, uint64_t remote_address,
                     struct mca_btl_base_registration_handle_t *local_handle,
@@ -129,12 +122,6 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                     NULL, 0);
 }
 
-/* Owner: the put for a peer finished (the data is visible there) or failed. */
-void mca_btl_tca_get_served(struct mca_btl_base_endpoint_t *ep, uint64_t cookie, int status) {
-    OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.gets_served, 1);
-    mca_btl_tca_send_done(ep, cookie, status);
-}
-
 static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_request_t *req) {
     if (OPAL_UNLIKELY(!tca_btl_get_request_servable(req, mca_btl_tca_component.node, ep->node))) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
@@ -151,26 +138,6 @@ static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_reques
                                       (size_t) req->size, need_dma);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
         mca_btl_tca_send_done(ep, req->cookie, rc); /* it did not start: no callback */
-}
-
-int mca_btl_tca_send_request(struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag,
-                             const void *req, size_t len, uint64_t cookie, const void *data,
-                             size_t data_len) {
-    const int rc = mca_btl_tca_send_control(ep, tag, req, len, data, data_len);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
-        tca_btl_get_cancel(mca_btl_tca_component.gets, cookie);
-    return rc;
-}
-
-bool mca_btl_tca_take_answer(int how, struct mca_btl_base_endpoint_t *ep, const char *topic,
-                             uint64_t cookie, const unsigned char *owner,
-                             mca_btl_tca_rdma_done_t *d) {
-    if (OPAL_UNLIKELY(TCA_BTL_GET_OK != how))
-        tca_show_help(HELP_FILE, topic, ep->node, (unsigned long long) cookie);
-    if (TCA_BTL_GET_UNKNOWN == how)
-        return false;
-    memcpy(d, owner, sizeof(*d));
-    return true;
 }
 
 /* The cookie came from the peer: the core looks it up, never dereferences it.
