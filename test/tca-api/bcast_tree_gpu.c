@@ -30,33 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DMA_CH 0
-#define WAIT_TAG 0x100
-#define DMA_FLAG (tcaDMAUseInternal | tcaDMAUseNotifyInternal | tcaDMANotify | tcaDMANotifySelf)
-#define WARMUP 2
-#define IS_POW_2(x) (((x) & ((x) -1)) == 0)
-
-static int me, nprocs;
-
-/* The root's payload in iteration `it`: differs between sizes and iterations. */
-static uint8_t pattern(size_t i, int it, size_t size) {
-    return (uint8_t) (i * 7u + (unsigned) it * 13u + (unsigned) size * 3u + 1u);
-}
-
-static int lowbit(int r) {
-    return r & -r;
-}
+#include "bcast_tree_common.h"
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (!IS_POW_2(nprocs)) {
-        if (0 == me)
-            fprintf(stderr, "bcast_tree_gpu: the process count must be a power of two\n");
-        exit(EXIT_FAILURE);
-    }
-    TCA_SAFE_CALL(tcaInit());
+    tree_init(&argc, &argv, "bcast_tree_gpu");
     int devices = 0;
     if (cudaSuccess != cudaGetDeviceCount(&devices) || 0 == devices) {
         if (0 == me)

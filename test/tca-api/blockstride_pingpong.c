@@ -9,6 +9,7 @@
  */
 #include "mpi-help.h"
 #include "tca-help.h"
+#include "program_end.h"
 
 #define WAIT_SLOT 0
 #define WAIT_TAG 0x100
@@ -92,10 +93,5 @@ int main(int argc, char **argv) {
         TCA_SAFE_CALL(tcaFree(recv, tcaMemoryCPU));
     }
 
-    MPI_SAFE_CALL(MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-    if (0 == me)
-        printf("%s: %d errors\n", errors ? "FAILED" : "PASSED", errors);
-    MPI_SAFE_CALL(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_Finalize();
-    return errors ? 1 : 0;
+    return program_end(me, errors);
 }

@@ -10,6 +10,7 @@
 #include "mpi-help.h"
 #include "cuda-help.h"
 #include "tca-help.h"
+#include "program_end.h"
 
 #define WAIT_SLOT 0
 #define WAIT_TAG 0x100
@@ -93,10 +94,5 @@ int main(int argc, char **argv) {
     }
 
     CUDA_SAFE_CALL(cudaFreeHost(host));
-    MPI_SAFE_CALL(MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-    if (0 == me)
-        printf("%s: %d errors\n", errors ? "FAILED" : "PASSED", errors);
-    MPI_SAFE_CALL(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_Finalize();
-    return errors ? 1 : 0;
+    return program_end(me, errors);
 }

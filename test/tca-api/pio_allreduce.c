@@ -12,6 +12,7 @@
  */
 #include "mpi-help.h"
 #include "tca-help.h"
+#include "program_end.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -122,10 +123,5 @@ int main(int argc, char **argv) {
         free(partner);
     }
 
-    MPI_SAFE_CALL(MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-    if (0 == me)
-        printf("%s: %d errors\n", errors ? "FAILED" : "PASSED", errors);
-    MPI_SAFE_CALL(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_Finalize();
-    return errors ? 1 : 0;
+    return program_end(me, errors);
 }

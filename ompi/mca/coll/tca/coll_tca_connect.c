@@ -1,8 +1,8 @@
 /*
  * coll_tca_connect.c - the one-time exchange of a persistent broadcast: each
- * rank sends its tree neighbours its buffer handle and counters (posted by
- * bcast_init, never waited for), and once every answer is in, the engine is
- * built from them (for the offload engine: the descriptor program).
+ * rank sends its tree neighbours its buffer handle and counters, posted by
+ * bcast_init and never waited for (progress builds the engine from the
+ * answers: coll_tca_request.c), and what a post that failed leaves behind.
  */
 #include "coll_tca_request.h"
 
@@ -65,44 +65,4 @@ void mca_coll_tca_park_after_failed_post(mca_coll_tca_request_t *r) {
     OPAL_THREAD_LOCK(&c->lock);
     mca_coll_tca_request_park_locked(r);
     OPAL_THREAD_UNLOCK(&c->lock);
-}
-
-/* The one-time exchange is done (its buffers may go)?  Frees the PML
- * requests when it is. */
-int mca_coll_tca_exchange_finished(mca_coll_tca_request_t *r) {
-    for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
-            return 0;
-    for (int i = 0; i < r->nexchange; ++i)
-        if (NULL != r->exchange[i])
-            ompi_request_free(&r->exchange[i]);
-    r->nexchange = 0;
-    return 1;
-}
-
-/* Exchange done?  Then build the engine and say which one runs (verbose). */
-int mca_coll_tca_try_connect(mca_coll_tca_request_t *r) {
-    if (!mca_coll_tca_exchange_finished(r))
-        return 0;
-    tcaResult e = mca_coll_tca_injected(TCA_COLL_FAIL_CONNECT);
-    if (tcaSuccess == e)
-        e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
-    if (tcaSuccess != e) {
-        r->state = FAILED;
-        r->error_class = mca_coll_tca_request_fail("building the broadcast program", e);
-        return -1;
-    }
-    const int engine = tca_coll_bcast_engine(r->core);
-    char used[96];
-    snprintf(used, sizeof(used), "%s engine%s",
-             TCA_COLL_ENGINE_OFFLOAD == engine ? "offload" : "thread",
-             TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine &&
-                     TCA_COLL_ENGINE_OFFLOAD != engine
-                 ? " (no DMA channel free for the offload engine)"
-                 : "");
-    char line[sizeof(r->shape) + sizeof(used)];
-    snprintf(line, sizeof(line), r->shape, used);
-    opal_output_verbose(10, ompi_coll_base_framework.framework_output, "coll:tca: %s", line);
-    r->state = IDLE;
-    return 1;
 }

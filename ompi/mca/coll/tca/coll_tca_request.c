@@ -133,6 +133,46 @@ mca_coll_tca_request_new(tca_coll_bcast_t *core, const tca_coll_peer_info_t *min
     return r;
 }
 
+/* The one-time exchange is done (its buffers may go)?  Frees the PML
+ * requests when it is. */
+int mca_coll_tca_exchange_finished(mca_coll_tca_request_t *r) {
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i] && !REQUEST_COMPLETE(r->exchange[i]))
+            return 0;
+    for (int i = 0; i < r->nexchange; ++i)
+        if (NULL != r->exchange[i])
+            ompi_request_free(&r->exchange[i]);
+    r->nexchange = 0;
+    return 1;
+}
+
+/* Exchange done?  Then build the engine and say which one runs (verbose). */
+int mca_coll_tca_try_connect(mca_coll_tca_request_t *r) {
+    if (!mca_coll_tca_exchange_finished(r))
+        return 0;
+    tcaResult e = mca_coll_tca_injected(TCA_COLL_FAIL_CONNECT);
+    if (tcaSuccess == e)
+        e = tca_coll_bcast_connect(r->core, &r->parent, r->children);
+    if (tcaSuccess != e) {
+        r->state = FAILED;
+        r->error_class = mca_coll_tca_request_fail("building the broadcast program", e);
+        return -1;
+    }
+    const int engine = tca_coll_bcast_engine(r->core);
+    char used[96];
+    snprintf(used, sizeof(used), "%s engine%s",
+             TCA_COLL_ENGINE_OFFLOAD == engine ? "offload" : "thread",
+             TCA_COLL_ENGINE_OFFLOAD == mca_coll_tca_component.engine &&
+                     TCA_COLL_ENGINE_OFFLOAD != engine
+                 ? " (no DMA channel free for the offload engine)"
+                 : "");
+    char line[sizeof(r->shape) + sizeof(used)];
+    snprintf(line, sizeof(line), r->shape, used);
+    opal_output_verbose(10, ompi_coll_base_framework.framework_output, "coll:tca: %s", line);
+    r->state = IDLE;
+    return 1;
+}
+
 /* c->lock held.  Starts the built engine (RUNNING), or gives the request up. */
 static int kick(mca_coll_tca_request_t *r) {
     tcaResult e = mca_coll_tca_injected(TCA_COLL_FAIL_START);

@@ -1,7 +1,8 @@
 /* coll_tca_request.h - the persistent broadcast request, shared by its three
  * files: bcast_init.c (planning and the agreement of the ranks),
- * coll_tca_connect.c (the one-time exchange with the tree neighbours and the
- * engine it builds) and coll_tca_request.c (start, progress, free). */
+ * coll_tca_connect.c (posting the one-time exchange with the tree
+ * neighbours) and coll_tca_request.c (the engine built from it, start,
+ * progress, free). */
 #ifndef MCA_COLL_TCA_REQUEST_H
 #define MCA_COLL_TCA_REQUEST_H
 
@@ -32,6 +33,12 @@ typedef struct mca_coll_tca_request_t {
 OBJ_CLASS_DECLARATION(mca_coll_tca_request_t);
 
 /* request.c */
+/* c->lock held: the one-time exchange is done (its PML requests freed)? */
+int mca_coll_tca_exchange_finished(mca_coll_tca_request_t *r);
+/* Exchange done?  Then build the engine and say which one runs.  0: not yet;
+ * 1: built (IDLE); -1: failed (FAILED). */
+int mca_coll_tca_try_connect(mca_coll_tca_request_t *r);
+
 /* A built request for the core planned in bcast_init, taking over core,
  * children and exchange (NULL: no memory; the caller still owns them). */
 mca_coll_tca_request_t *
@@ -51,12 +58,6 @@ tcaResult mca_coll_tca_injected(int step);
 /* connect.c */
 int mca_coll_tca_post_exchange(mca_coll_tca_request_t *r, struct ompi_communicator_t *comm);
 void mca_coll_tca_park_after_failed_post(mca_coll_tca_request_t *r);
-/* c->lock held: the one-time exchange is done (its PML requests freed)? */
-int mca_coll_tca_exchange_finished(mca_coll_tca_request_t *r);
-/* Exchange done?  Then build the engine and say which one runs.  0: not yet;
- * 1: built (IDLE); -1: failed (FAILED). */
-int mca_coll_tca_try_connect(mca_coll_tca_request_t *r);
-
 END_C_DECLS
 
 #endif
