@@ -81,8 +81,9 @@ TEST(Bounce, BothWaysWithEveryThreadServing) {
         opt));
 }
 
-// Node 0 writes into node 1 while node 1 is stopped (SIGSTOP) for three times
-// the wait timeout.  The write gives up after the timeout (it used to wait
+// Node 0 writes into node 1 while node 1 is stopped (SIGSTOP; resumed once
+// the write returned, or by the Stopper's watchdog at six times the wait
+// timeout).  The write gives up after the timeout (it used to wait
 // for as long as the peer lived, which made every put to a stopped or wedged
 // peer hang its caller, tcaFinalize included): tcaErrorTimeout, and the same
 // write succeeds once the peer runs again.  test/device/bounded_wait_test.cpp
@@ -99,28 +100,20 @@ TEST(Bounce, StoppedPeerTimesOutThenWriteSucceeds) {
             auto &[buf, mine, peer, target] = pair;
             if (node == 0) {
                 fill_pattern(buf.data(), n, 5);
-                NODE_CHECK(kill(target, SIGSTOP) == 0);
-                // A stop takes effect asynchronously: write only once it has.
-                for (int i = 0; i < 5000 && process_state(target) != 'T'; ++i)
-                    usleep(1000);
-                NODE_CHECK(process_state(target) == 'T');
-                std::thread resume([target] {
-                    std::this_thread::sleep_for(std::chrono::seconds(3));
-                    kill(target, SIGCONT);
-                });
+                Stopper stop(target);
+                NODE_CHECK(stop.stopped());
                 const auto t0 = std::chrono::steady_clock::now();
                 const tcaResult r = tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0);
                 const double waited =
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                resume.join();
+                stop.resume();
                 const tcaResult again = tcaPioWrite(&peer, 0, buf.data(), n, 0, 0, 0);
                 board.value[1].store(again == tcaSuccess ? 1
                                                          : 2);  // node 1 waits for this either way
                 std::fprintf(stderr, "write to a stopped peer: %s after %.1f s\n",
                              tcaGetErrorString(r), waited);
                 NODE_EXPECT_RESULT(tcaErrorTimeout, r);
-                NODE_CHECK(waited > 0.9 &&
-                           waited < 2.5);  // about the timeout, well before the SIGCONT
+                NODE_CHECK(waited > 0.9 && waited < 2.5);  // about the timeout, not the watchdog
                 NODE_OK(again);
             } else {
                 // Not a tca wait: those would time out across the stop by design.

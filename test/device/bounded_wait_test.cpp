@@ -25,40 +25,6 @@ double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// Stops a process and resumes it when resume() is called, or after
-// kWatchdog at the latest: code that waits for ever (the defect these tests
-// catch) then comes back late instead of hanging until the harness kills it.
-class Stopper {
-public:
-    static constexpr double kWatchdog = 6.0;  // s
-    explicit Stopper(pid_t target) : target_(target) {
-        stopped_ = kill(target_, SIGSTOP) == 0;
-        // A stop takes effect asynchronously: go on only once it has.
-        for (int i = 0; i < 5000 && process_state(target_) != 'T'; ++i)
-            usleep(1000);
-        stopped_ = stopped_ && process_state(target_) == 'T';
-        watchdog_ = std::thread([this] {
-            const auto t0 = clock_type::now();
-            while (!resume_.load() && seconds_since(t0) < kWatchdog)
-                usleep(1000);
-            kill(target_, SIGCONT);
-        });
-    }
-    ~Stopper() { resume(); }
-    bool stopped() const { return stopped_; }
-    void resume() {
-        resume_.store(true);
-        if (watchdog_.joinable())
-            watchdog_.join();
-    }
-
-private:
-    pid_t target_;
-    bool stopped_ = false;
-    std::atomic<bool> resume_{false};
-    std::thread watchdog_;
-};
-
 constexpr const char *kBounceEnv = "TCA_SINGLE_COPY=0;TCA_SHARED_HEAP=0;TCA_TIMEOUT_MS=1000";
 constexpr double kTimeout = 1.0;    // s, as TCA_TIMEOUT_MS above
 constexpr double kLateAfter = 1.8;  // s: a bounded wait has returned by then

@@ -75,6 +75,27 @@ char process_state(pid_t pid) {
     return paren != nullptr && paren + 2 < buf + n ? paren[2] : '?';
 }
 
+Stopper::Stopper(pid_t target) : target_(target) {
+    stopped_ = kill(target_, SIGSTOP) == 0;
+    // A stop takes effect asynchronously: go on only once it has.
+    for (int i = 0; i < 5000 && process_state(target_) != 'T'; ++i)
+        usleep(1000);
+    stopped_ = stopped_ && process_state(target_) == 'T';
+    watchdog_ = std::thread([this] {
+        const auto t0 = std::chrono::steady_clock::now();
+        while (!resume_.load() &&
+               std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(kWatchdog))
+            usleep(1000);
+        kill(target_, SIGCONT);
+    });
+}
+
+void Stopper::resume() {
+    resume_.store(true);
+    if (watchdog_.joinable())
+        watchdog_.join();
+}
+
 tcaHandle register_and_swap(int node, Board &board, void *buf, size_t size, tcaMemoryType type,
                             tcaHandle *mine) {
     const tcaResult r = tcaCreateHandle(mine, buf, size, type);

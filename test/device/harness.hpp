@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tca.h"
@@ -69,6 +70,27 @@ struct StoppablePair {
 };
 // The state letter of /proc/<pid>/stat ('T' = stopped, '?' = unreadable).
 char process_state(pid_t pid);
+
+// Stops a process (SIGSTOP, waiting until it is stopped) and resumes it when
+// resume() is called, or after kWatchdog at the latest: code that waits for
+// ever (the defect the stopped-target tests catch) then comes back late
+// instead of hanging until the harness kills it.
+class Stopper {
+public:
+    static constexpr double kWatchdog = 6.0;  // s
+    explicit Stopper(pid_t target);
+    ~Stopper() { resume(); }
+    Stopper(const Stopper &) = delete;
+    Stopper &operator=(const Stopper &) = delete;
+    bool stopped() const { return stopped_; }
+    void resume();
+
+private:
+    pid_t target_;
+    bool stopped_ = false;
+    std::atomic<bool> resume_{false};
+    std::thread watchdog_;
+};
 
 // The usual start of a two-node test: tcaMalloc `size` bytes of `type`,
 // register them, swap handles through board slot 0.  Fails the node on error.
