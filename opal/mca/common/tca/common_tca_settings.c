@@ -29,8 +29,10 @@ static const char *source_words(mca_base_var_source_t source, const char *file) 
     case MCA_BASE_VAR_SOURCE_FILE:
         snprintf(buf, sizeof(buf), "in %s", NULL != file ? file : "a parameter file");
         return buf;
+    case MCA_BASE_VAR_SOURCE_OVERRIDE:
+        return "in Open MPI's override file";
     default:
-        return "by the program";
+        return "through MPI_T";
     }
 }
 
