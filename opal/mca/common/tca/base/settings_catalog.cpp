@@ -40,13 +40,13 @@ std::vector<Setting> make_catalog() {
          4},
         {"TCA_SINGLE_COPY", "single_copy", "auto",
          "How puts reach another process's private host memory: 1 single copy by the kernel "
-         "(process_vm_writev), 0 through a bounce buffer copied in by the target, auto: "
-         "whichever node 0 measures cheaper at start-up (btl tca then picks its protocols to "
-         "match)",
+         "(process_vm_writev), 0 through a bounce buffer copied in by the target, auto: PIO "
+         "writes the way node 0 measures cheaper at start-up, DMA by single copy (btl tca then "
+         "picks its protocols to match)",
          4},
         {"TCA_SHARED_HEAP", "shared_heap", d.shared_heap ? "1" : "0",
-         "1: device memory (tcaMalloc of host memory, btl tca's rings) is shared memory the "
-         "other nodes map; 0: private, written by single copy or the bounce path",
+         "1: tcaMalloc'd host memory is shared memory the other nodes map (their puts into it "
+         "are plain stores); 0: private, written by single copy or the bounce path",
          5},
         {"TCA_INTERNAL_SIZE", "internal_size", format_size(kInternalSize.fallback),
          "Internal (PIO-mapped) memory per node, " + format_size(kInternalSize.min) + ".." +
