@@ -108,8 +108,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
      * peer writing into it a key fetch (a round trip), and dropping it a
      * revoke (another): keep them, as btl openib did, unless the user chose
      * (mpi_leave_pinned).  grdma reads this when the rcache is created
-     * (module init, below).  Kept registrations took a quarter off large
-     * messages across hosts (docs/results.md). */
+     * (module init, below).  Large messages across hosts were faster with
+     * the registrations kept (docs/results.md). */
     if (c->across_hosts && -1 == opal_leave_pinned)
         opal_leave_pinned = 1;
     if (OPAL_SUCCESS != opal_free_list_init(&c->frags,
