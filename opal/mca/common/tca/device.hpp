@@ -60,6 +60,23 @@ public:
     virtual Result release(void *ptr, tcaMemoryType type) = 0;
     virtual Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) = 0;
     virtual Result deregister(const tcaHandle &h) = 0;
+    // tcaHandleOfAddress: a live host registration of `node` covering
+    // [addr, addr + size).  Only a device whose registration tables every
+    // node reads can answer.
+    virtual Result find_host_registration(int node, uint64_t addr, uint64_t size,
+                                          tcaHandle *out) const {
+        (void) node;
+        (void) addr;
+        (void) size;
+        (void) out;
+        return tcaErrorNotSupported;
+    }
+    // tcaRevokeHandle: deregister from a memory-release hook (no allocation,
+    // no lock held while memory is released); a device that cannot says so.
+    virtual Result revoke(const tcaHandle &h) noexcept {
+        (void) h;
+        return tcaErrorNotSupported;
+    }
 
     // Checks a descriptor fully (structure, put-only rule, live registrations).
     virtual Result validate(const Descriptor &d) const = 0;

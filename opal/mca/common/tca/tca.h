@@ -161,6 +161,21 @@ TCA_API tcaResult tcaMalloc(void **ptr, size_t size, tcaMemoryType type);
 TCA_API tcaResult tcaFree(void *ptr, tcaMemoryType type);
 TCA_API tcaResult tcaCreateHandle(tcaHandle *handle, void *addr, size_t size, tcaMemoryType type);
 TCA_API tcaResult tcaDestroyHandle(tcaHandle *handle); /* extension: deregister */
+/* Extension: the live registration of `node`'s host memory (not tcaMalloc'd
+ * internal memory, not GPU memory) that covers [addr, addr + size) of that
+ * node's address space, as a handle: for a client that knows where it writes
+ * but whose handle may be stale (a table the owner rearranges).  It names
+ * memory the owner registered; tcaErrorNotRegistered if no live registration
+ * covers the range, tcaErrorNotSupported on a device whose registrations only
+ * their owner knows (ucx: the key is fetched by a put). */
+TCA_API tcaResult tcaHandleOfAddress(int node, uint64_t addr, size_t size, tcaHandle *handle);
+/* Extension: ends this node's registration at once, from any context - a
+ * memory-release hook (munmap) included: it allocates nothing and takes no
+ * lock that is held while memory is given back.  Later puts into it fail with
+ * tcaErrorNotRegistered, a later tcaDestroyHandle of it as well.
+ * tcaErrorNotSupported where the device cannot end a registration without
+ * messages (ucx): tcaDestroyHandle then, outside the hook. */
+TCA_API tcaResult tcaRevokeHandle(const tcaHandle *handle);
 /* tcaCreateHandleList (collective over MPI_COMM_WORLD) is in libtcacomm and
  * declared by tca-help.h: programs that include only tca-api.h declare it
  * themselves, with their own pointer type. */

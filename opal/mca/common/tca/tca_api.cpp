@@ -236,6 +236,24 @@ tcaResult tcaDestroyHandle(tcaHandle *handle) {
     });
 }
 
+tcaResult tcaHandleOfAddress(int node, uint64_t addr, size_t size, tcaHandle *handle) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (handle == nullptr)
+            return tcaErrorInvalidHandle;
+        if (node < 0 || node >= dev->topology().num_nodes())
+            return tcaErrorInvalidValue;
+        return dev->find_host_registration(node, addr, size, handle);
+    });
+}
+
+tcaResult tcaRevokeHandle(const tcaHandle *handle) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (handle == nullptr)
+            return tcaErrorInvalidHandle;
+        return dev->revoke(*handle);
+    });
+}
+
 tcaResult tcaPioWrite(tcaHandle *dst, off_t dst_off, const void *src, size_t size, int flags,
                       int slot, int tag) {
     return on_device([&](tca::Device *dev) -> tcaResult {

@@ -197,6 +197,7 @@ Result LocalMemory::register_memory(void *addr, size_t size, tcaMemoryType type,
     e.arena = arena;
     e.arena_off = arena_off;
     e.arena_serial = arena_serial;
+    e.global = h.global;
     e.key.store(h.key, std::memory_order_release);
     *out = h;
     return tcaSuccess;
@@ -212,10 +213,18 @@ void LocalMemory::describe(DeviceInfo *i) const {
     i->max_registrations = static_cast<int>(kMaxRegistrations);
 }
 
-void LocalMemory::deregister(uint32_t reg_index) {
+// Allocates nothing (free_regs_ keeps its capacity for every entry): this also
+// runs from memory-release hooks (tcaRevokeHandle).
+Result LocalMemory::deregister(uint32_t reg_index, uint64_t key) noexcept {
     std::lock_guard g(reg_lock_);
-    nodes_.own().registrations()[reg_index].key.store(0, std::memory_order_release);
+    auto &entry_key = nodes_.own().registrations()[reg_index].key;
+    // Checked again under the lock: two deregistrations of one handle (a
+    // hook's and the owner's) end it once, never a newer registration of the slot.
+    if (entry_key.load(std::memory_order_relaxed) != key)
+        return tcaErrorNotRegistered;
+    entry_key.store(0, std::memory_order_release);
     free_regs_.push_back(reg_index);
+    return tcaSuccess;
 }
 
 // tcaFree of memory that still has handles: those handles go stale, so a

@@ -34,8 +34,9 @@ public:
     // Size 0 gives a valid handle of 0 bytes: 0-byte descriptors on it are
     // no-ops, anything else is out of range.
     Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out);
-    // A checked handle of this node's (the device checks it).
-    void deregister(uint32_t reg_index);
+    // A checked handle of this node's (the device checks it); key: the
+    // handle's (tcaErrorNotRegistered if the entry has ended meanwhile).
+    Result deregister(uint32_t reg_index, uint64_t key) noexcept;
     bool uses_shared_heap() const noexcept { return use_shared_heap_; }
     // Heaps and registrations in use, for tcaQueryDevice / tcaQueryBackend.
     void describe(DeviceInfo *i) const;

@@ -26,6 +26,7 @@
 #include "loopback/local_memory.hpp"
 #include "loopback/node_set.hpp"
 #include "loopback/notifications.hpp"
+#include "loopback/registration_lookup.hpp"
 #include "loopback/remote_writer.hpp"
 #include "loopback/shared_heap.hpp"
 #include "loopback/term_cleanup.hpp"
@@ -153,9 +154,16 @@ public:
             return tcaErrorInvalidHandle;  // only the owner deregisters
         if (Result r = writer_.check_registration(h); r != tcaSuccess)
             return r;
-        memory_.deregister(h.reg_index);
-        return tcaSuccess;
+        return memory_.deregister(h.reg_index, h.key);
     }
+    Result find_host_registration(int node, uint64_t addr, uint64_t size,
+                                  tcaHandle *out) const override {
+        return loopback::find_host_registration(nodes_.view(node).registrations(), node, addr, size,
+                                                out);
+    }
+    // deregister allocates nothing and its lock is never held while memory
+    // is given back: safe in a memory-release hook.
+    Result revoke(const tcaHandle &h) noexcept override { return deregister(h); }
 
     Result validate(const Descriptor &d) const override {
         if (Result r = validate_descriptor(d, nodes_.self(), nodes_.size()); r != tcaSuccess)

@@ -73,6 +73,7 @@ struct RegistrationEntry {
     uint32_t arena = 0;
     uint64_t arena_off = 0;
     uint64_t arena_serial = 0;
+    uint64_t global = 0;  // the handle's global address (tcaHandleOfAddress rebuilds handles)
 };
 
 // One shared-heap arena of the node: a POSIX shm file the owner made
