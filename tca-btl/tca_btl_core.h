@@ -246,6 +246,20 @@ TCA_BTL_CORE_HIDDEN int tca_btl_atomics_pending(const tca_btl_atomics_t *a);
 TCA_BTL_CORE_HIDDEN int tca_btl_atomic_run(const tca_btl_atomic_request_t *req, int self_node,
                                            uint64_t *old);
 
+/* ---- window registrations (window_registrations.hpp): host memory osc rdma
+ * keeps registered until MPI_Win_free, not cached, ended at once when the
+ * program gives the memory back ---- */
+typedef struct tca_btl_windows tca_btl_windows_t;
+TCA_BTL_CORE_HIDDEN tca_btl_windows_t *tca_btl_windows_new(uint32_t capacity);
+TCA_BTL_CORE_HIDDEN void tca_btl_windows_free(tca_btl_windows_t *w);
+/* tcaSuccess with *out and *slot, or the device's error (tcaErrorNoResource: all slots taken). */
+TCA_BTL_CORE_HIDDEN int tca_btl_windows_add(tca_btl_windows_t *w, void *addr, size_t size,
+                                            tcaHandle *out, uint32_t *slot);
+TCA_BTL_CORE_HIDDEN void tca_btl_windows_remove(tca_btl_windows_t *w, uint32_t slot);
+/* From the memory-release hook: [addr, addr + len) was given back. */
+TCA_BTL_CORE_HIDDEN void tca_btl_windows_released(tca_btl_windows_t *w, uintptr_t addr, size_t len);
+TCA_BTL_CORE_HIDDEN uint64_t tca_btl_windows_revoked(const tca_btl_windows_t *w);
+
 /* ---- the data path by size, as one line for the verbose output ---- */
 typedef struct tca_btl_path {
     uint64_t eager_limit; /* up to here: the rings */

@@ -46,9 +46,11 @@ struct mca_btl_base_registration_handle_t {
     tcaHandle h;
 };
 
+/* base.rcache is NULL for a window's registration (register.c): not grdma's. */
 typedef struct mca_btl_tca_reg_t {
     mca_rcache_base_registration_t base;
     mca_btl_base_registration_handle_t handle;
+    uint32_t window_slot; /* a window's: its slot in the core's table */
 } mca_btl_tca_reg_t;
 
 struct mca_btl_base_endpoint_t;
@@ -94,6 +96,9 @@ typedef struct mca_btl_tca_component_t {
     /* atomics */
     tca_btl_atomics_t *atomics;      /* ours, waiting for ATOMIC_DONE (tca-btl core) */
     volatile int64_t atomics_served; /* peers' atomics run on our memory (verbose at finalize) */
+    tca_btl_windows_t *windows;      /* window registrations (tca-btl core) */
+    int memory_hook;                 /* memory given back ends window registrations (register.c) */
+    volatile int64_t handles_found;  /* remote handles found again by address (register.c) */
     int gpu_initialized; /* tca_ompi_gpu_init started Open MPI's GPU support (and needs its fini) */
     bool build_optimized; /* btl tca's C++ core and libtca's were compiled with optimization */
 } mca_btl_tca_component_t;
@@ -115,7 +120,24 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
 int mca_btl_tca_finalize(struct mca_btl_base_module_t *btl);
-int mca_btl_tca_module_init(mca_btl_tca_module_t *module);
+
+/* register.c */
+int mca_btl_tca_registrations_init(mca_btl_tca_module_t *module);
+void mca_btl_tca_registrations_fini(mca_btl_tca_module_t *module);
+struct mca_btl_base_registration_handle_t *
+mca_btl_tca_register_mem(struct mca_btl_base_module_t *btl,
+                         struct mca_btl_base_endpoint_t *endpoint, void *base, size_t size,
+                         uint32_t flags);
+int mca_btl_tca_deregister_mem(struct mca_btl_base_module_t *btl,
+                               struct mca_btl_base_registration_handle_t *handle);
+/* The registration a put, get or atomic of size bytes at remote_address of
+ * ep's node goes into, copied to *out: the handle it was given if that covers
+ * the range, else the target's live registration that does (a handle osc rdma
+ * read from a table its owner rearranged); OPAL_ERR_BAD_PARAM (said at
+ * btl_base_verbose 1) if none. */
+int mca_btl_tca_remote_handle(const struct mca_btl_base_endpoint_t *ep,
+                              const struct mca_btl_base_registration_handle_t *remote_handle,
+                              uint64_t remote_address, size_t size, tcaHandle *out);
 
 /* send.c */
 int mca_btl_tca_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,

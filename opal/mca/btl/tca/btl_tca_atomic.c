@@ -96,17 +96,16 @@ static void complete(const mca_btl_tca_rdma_done_t *d, uint64_t old, int status)
 }
 
 /* An atomic on our own memory: the target's side run here, at once. */
-static int run_own(const mca_btl_tca_rdma_done_t *d,
-                   struct mca_btl_base_registration_handle_t *remote_handle,
+static int run_own(const mca_btl_tca_rdma_done_t *d, const tcaHandle *remote,
                    uint64_t remote_address, uint32_t op, uint32_t core_flags, uint64_t operand,
                    uint64_t compare) {
     const tca_btl_atomic_request_t req = {.addr = remote_address,
                                           .operand = operand,
                                           .compare = compare,
-                                          .reg_addr = remote_handle->h.addr,
-                                          .reg_size = remote_handle->h.size,
-                                          .reg_node = remote_handle->h.node,
-                                          .reg_region = remote_handle->h.region,
+                                          .reg_addr = remote->addr,
+                                          .reg_size = remote->size,
+                                          .reg_node = remote->node,
+                                          .reg_region = remote->region,
                                           .flags = (uint8_t) core_flags,
                                           .op = op};
     uint64_t old = 0;
@@ -127,6 +126,11 @@ static int start(struct mca_btl_base_endpoint_t *ep, void *local_address,
     if (OPAL_UNLIKELY(0 == op || (flags & ~MCA_BTL_ATOMIC_FLAG_32BIT) || NULL == remote_handle))
         return OPAL_ERR_NOT_AVAILABLE;
     const uint32_t core_flags = (flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? TCA_BTL_ATOMIC_32BIT : 0;
+    tcaHandle remote;
+    const int found =
+        mca_btl_tca_remote_handle(ep, remote_handle, remote_address, core_flags ? 4 : 8, &remote);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != found))
+        return found;
     const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc,
                                           .endpoint = ep,
                                           .local_address = local_address,
@@ -136,11 +140,11 @@ static int start(struct mca_btl_base_endpoint_t *ep, void *local_address,
                                           .result_bytes = fetch ? (core_flags ? 4 : 8) : 0};
     tca_btl_atomic_request_t req;
     if (NULL == ep->peer) /* on our own memory (osc rdma on itself) */
-        return run_own(&done, remote_handle, remote_address, op, core_flags, operand, compare);
+        return run_own(&done, &remote, remote_address, op, core_flags, operand, compare);
     /* Full: osc progresses and retries; outside the registration or misaligned: nothing is sent. */
-    const int begun = mca_btl_tca_begin_status(tca_btl_atomic_begin(
-        mca_btl_tca_component.atomics, ep->node, &done, sizeof(done), &remote_handle->h,
-        remote_address, op, core_flags, operand, compare, &req));
+    const int begun = mca_btl_tca_begin_status(
+        tca_btl_atomic_begin(mca_btl_tca_component.atomics, ep->node, &done, sizeof(done), &remote,
+                             remote_address, op, core_flags, operand, compare, &req));
     if (OPAL_UNLIKELY(OPAL_SUCCESS != begun))
         return begun;
     const int rc =

@@ -116,7 +116,8 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
                                             mca_btl_tca_frag_object_size() + c->slot_payload, 64,
                                             OBJ_CLASS(mca_btl_tca_frag_t), 0, 0, 64, -1, 64, NULL,
                                             0, NULL, NULL, NULL) ||
-        OPAL_SUCCESS != mca_btl_tca_module_init(m)) {
+        OPAL_SUCCESS != mca_btl_tca_registrations_init(m)) {
+        mca_btl_tca_registrations_fini(m);
         mca_btl_tca_device_stop(c);
         return NULL;
     }
@@ -125,6 +126,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         mca_btl_tca_atomic_fini();
         mca_btl_tca_put_fini();
         mca_btl_tca_get_fini();
+        mca_btl_tca_registrations_fini(m);
         mca_btl_tca_device_stop(c);
         return NULL;
     }

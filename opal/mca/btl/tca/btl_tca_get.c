@@ -81,8 +81,12 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
      * it out ourselves (osc rdma registers nothing up to
      * btl_get_local_registration_threshold, which is get_inline_max). */
     const size_t inline_max = mca_btl_tca_component.set.get_inline_max;
-    if (OPAL_UNLIKELY(NULL == remote_handle || (NULL == local_handle && size > inline_max)))
+    if (OPAL_UNLIKELY(NULL == local_handle && size > inline_max))
         return OPAL_ERR_BAD_PARAM;
+    tcaHandle remote;
+    const int found = mca_btl_tca_remote_handle(ep, remote_handle, remote_address, size, &remote);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != found))
+        return found;
     tcaHandle host_dst = mca_btl_tca_host_range(local_address, size);
     const tcaHandle *dst = NULL == local_handle ? &host_dst : &local_handle->h;
     const mca_btl_tca_rdma_done_t done = {.cbfunc = cbfunc,
@@ -93,15 +97,14 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .cbdata = cbdata,
                                           .result_bytes = size <= UINT32_MAX ? (uint32_t) size : 0};
     if (NULL == ep->peer) /* from our own memory (osc rdma on itself) */
-        return mca_btl_tca_copy_own(&done, dst, (uint64_t) (uintptr_t) local_address,
-                                    &remote_handle->h, remote_address, size);
+        return mca_btl_tca_copy_own(&done, dst, (uint64_t) (uintptr_t) local_address, &remote,
+                                    remote_address, size);
     /* Small and host memory on both sides: the short request, answered inline. */
-    if (size <= inline_max && tcaMemoryCPU == remote_handle->h.region &&
-        tcaMemoryCPU == dst->region) {
+    if (size <= inline_max && tcaMemoryCPU == remote.region && tcaMemoryCPU == dst->region) {
         tca_btl_get_small_t small;
         const int begun = mca_btl_tca_begin_status(tca_btl_get_begin_small(
-            mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
-            remote_address, dst, (uint64_t) (uintptr_t) local_address, size, &small));
+            mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote, remote_address, dst,
+            (uint64_t) (uintptr_t) local_address, size, &small));
         if (OPAL_UNLIKELY(OPAL_SUCCESS != begun))
             return begun;
         return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_SMALL, &small, sizeof(small),
@@ -114,8 +117,8 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     tca_btl_get_request_t req;
     /* Full: ob1 queues the get and retries. */
     const int begun_get = mca_btl_tca_begin_status(tca_btl_get_begin(
-        mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote_handle->h,
-        remote_address, &local_handle->h, (uint64_t) (uintptr_t) local_address, size, &req));
+        mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote, remote_address,
+        &local_handle->h, (uint64_t) (uintptr_t) local_address, size, &req));
     if (OPAL_UNLIKELY(OPAL_SUCCESS != begun_get))
         return begun_get;
     return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req), req.cookie,

@@ -1,6 +1,6 @@
 /*
- * btl_tca_module.c - the module: reachability (add_procs), registration
- * (grdma rcache over device handles), error callback and finalize.
+ * btl_tca_module.c - the module: reachability (add_procs), error callback
+ * and finalize (registration: btl_tca_register.c).
  */
 #include "btl_tca.h"
 #include "btl_tca_endpoint.h"
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "opal/class/opal_bitmap.h"
-#include "opal/mca/rcache/base/base.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
@@ -17,11 +16,6 @@
 
 static int tca_register_error(struct mca_btl_base_module_t *btl,
                               mca_btl_base_module_error_cb_fn_t cbfunc);
-static struct mca_btl_base_registration_handle_t *
-tca_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                 void *base, size_t size, uint32_t flags);
-static int tca_deregister_mem(struct mca_btl_base_module_t *btl,
-                              struct mca_btl_base_registration_handle_t *handle);
 
 mca_btl_tca_module_t mca_btl_tca_module = {
     .super =
@@ -42,8 +36,8 @@ mca_btl_tca_module_t mca_btl_tca_module = {
             .btl_atomic_cswap = mca_btl_tca_acswap,
             .btl_dump = mca_btl_base_dump,
             .btl_register_error = tca_register_error,
-            .btl_register_mem = tca_register_mem,
-            .btl_deregister_mem = tca_deregister_mem,
+            .btl_register_mem = mca_btl_tca_register_mem,
+            .btl_deregister_mem = mca_btl_tca_deregister_mem,
         },
 };
 
@@ -65,87 +59,6 @@ static void endpoint_destruct(mca_btl_tca_endpoint_t *ep) {
     OBJ_DESTRUCT(&ep->lock);
 }
 OBJ_CLASS_INSTANCE(mca_btl_tca_endpoint_t, opal_list_item_t, endpoint_construct, endpoint_destruct);
-
-/* ---- registration: device handles, cached by grdma ---- */
-
-static int rcache_register(void *reg_data, void *base, size_t size,
-                           mca_rcache_base_registration_t *reg) {
-    mca_btl_tca_reg_t *r = (mca_btl_tca_reg_t *) reg;
-    tcaMemoryType type =
-        tcaMemoryCPU; /* libtca still asks CUDA about pointers of processes that loaded it */
-    (void) reg_data;
-#if OPAL_CUDA_GDR_SUPPORT
-    /* grdma handed us the whole allocation (cuMemGetAddressRange): base is what
-     * a CUDA IPC handle names, and put/get address the user's pointer as
-     * an offset into it. */
-    if (reg->flags & TCA_RCACHE_FLAGS_GPU_MEM)
-        type = tcaMemoryGPU;
-#endif
-    const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, type);
-    if (tcaSuccess == rc)
-        return OPAL_SUCCESS;
-    return tcaErrorNoMemory == rc ? OPAL_ERR_OUT_OF_RESOURCE
-                                  : OPAL_ERROR; /* grdma evicts and retries */
-}
-
-static int rcache_deregister(void *reg_data, mca_rcache_base_registration_t *reg) {
-    mca_btl_tca_reg_t *r = (mca_btl_tca_reg_t *) reg;
-    (void) reg_data;
-    return tcaSuccess == tcaDestroyHandle(&r->handle.h) ? OPAL_SUCCESS : OPAL_ERROR;
-}
-
-int mca_btl_tca_module_init(mca_btl_tca_module_t *module) {
-    mca_rcache_base_resources_t res = {
-        .cache_name = "tca",
-        .reg_data = module,
-        .sizeof_reg = sizeof(mca_btl_tca_reg_t),
-        .register_mem = rcache_register,
-        .deregister_mem = rcache_deregister,
-    };
-    module->rcache = mca_rcache_base_module_create("grdma", module, &res);
-    if (NULL == module->rcache) {
-        tca_show_help("help-btl-tca.txt", "rcache-failed");
-        return OPAL_ERROR;
-    }
-    return OPAL_SUCCESS;
-}
-
-/* Any access flags are accepted: ob1 asks for REMOTE_READ even on buffers
- * that will only be written (the put-only device never reads remotely). */
-static struct mca_btl_base_registration_handle_t *
-tca_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
-                 void *base, size_t size, uint32_t flags) {
-    mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
-    mca_btl_tca_reg_t *reg = NULL;
-    uint32_t rcache_flags = 0;
-    (void) endpoint;
-    const int access = (int) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
-#if OPAL_CUDA_GDR_SUPPORT
-    /* ob1 marks GPU buffers; grdma then registers the whole CUDA allocation
-     * (page rounding could leave it) and drops entries of freed GPU memory. */
-    if (flags & MCA_BTL_REG_FLAG_CUDA_GPU_MEM)
-        rcache_flags |= TCA_RCACHE_FLAGS_GPU_MEM;
-#endif
-    /* ob1 chooses between RDMA and its copy protocol by whether it can
-     * register the whole message (mca_pml_ob1_rdma_btls asks for REMOTE_READ,
-     * nothing else does): a refusal up to btl_min_rdma_pipeline_size sends
-     * such messages by copy, as that parameter says, on the sender's side too. */
-    if (MCA_BTL_REG_FLAG_REMOTE_READ == flags && size <= m->super.btl_min_rdma_pipeline_size)
-        return NULL;
-    if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, rcache_flags, access,
-                                                   (mca_rcache_base_registration_t **) &reg))
-        return NULL;
-    return &reg->handle;
-}
-
-static int tca_deregister_mem(struct mca_btl_base_module_t *btl,
-                              struct mca_btl_base_registration_handle_t *handle) {
-    mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
-    mca_btl_tca_reg_t *reg =
-        (mca_btl_tca_reg_t *) ((intptr_t) handle - offsetof(mca_btl_tca_reg_t, handle));
-    m->rcache->rcache_deregister(m->rcache, &reg->base);
-    return OPAL_SUCCESS;
-}
 
 #if OPAL_CUDA_SUPPORT
 /* ob1 enables its GPU zero copy (a GPU get) per peer when a BTL reports
@@ -310,9 +223,7 @@ int mca_btl_tca_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 int mca_btl_tca_finalize(struct mca_btl_base_module_t *btl) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
     mca_btl_tca_component_stop_thread();
-    if (NULL != m->rcache)
-        mca_rcache_base_module_destroy(m->rcache); /* drops the device handles */
-    m->rcache = NULL;
+    mca_btl_tca_registrations_fini(m);
     mca_btl_tca_component_shutdown();
     return OPAL_SUCCESS;
 }

@@ -73,24 +73,27 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
                                           .local_handle = local_handle,
                                           .cbcontext = cbcontext,
                                           .cbdata = cbdata};
+    tcaHandle remote;
+    const int found = mca_btl_tca_remote_handle(ep, remote_handle, remote_address, size, &remote);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != found))
+        return found;
     if (NULL == ep->peer) { /* into our own memory (osc rdma on itself) */
         /* Without a registration the source is host memory (osc passes none for small puts). */
         tcaHandle src = mca_btl_tca_host_range(local_address, size);
         if (NULL != local_handle)
             src = local_handle->h;
-        return mca_btl_tca_copy_own(&done, &remote_handle->h, remote_address, &src,
+        return mca_btl_tca_copy_own(&done, &remote, remote_address, &src,
                                     (uint64_t) (uintptr_t) local_address, size);
     }
     /* Small, from and into host memory: a message the target copies in and
      * answers (GET_DONE completes it like a get). */
-    if (size <= mca_btl_tca_component.set.put_inline_max &&
-        tcaMemoryCPU == remote_handle->h.region &&
+    if (size <= mca_btl_tca_component.set.put_inline_max && tcaMemoryCPU == remote.region &&
         (NULL == local_handle || tcaMemoryCPU == local_handle->h.region)) {
         const tcaHandle src = mca_btl_tca_host_range(local_address, size);
         tca_btl_get_small_t req;
         const int begun = mca_btl_tca_begin_status(
             tca_btl_get_begin_small(mca_btl_tca_component.gets, ep->node, &done, sizeof(done),
-                                    &remote_handle->h, remote_address, &src, src.addr, size, &req));
+                                    &remote, remote_address, &src, src.addr, size, &req));
         if (OPAL_UNLIKELY(OPAL_SUCCESS != begun))
             return begun;
         return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_PUT_SMALL, &req, sizeof(req),
@@ -100,8 +103,8 @@ int mca_btl_tca_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
      * (ob1 puts from GPU buffers when an emulated get failed and it falls
      * back to its PUT protocol). */
     const int need_dma = NULL != local_handle && tcaMemoryGPU == local_handle->h.region;
-    return mca_btl_tca_put_ex(&done, NULL == local_handle ? NULL : &local_handle->h,
-                              &remote_handle->h, remote_address, size, need_dma);
+    return mca_btl_tca_put_ex(&done, NULL == local_handle ? NULL : &local_handle->h, &remote,
+                              remote_address, size, need_dma);
 }
 
 /* src: the local registration (NULL: PIO only).  need_dma: the source is GPU
