@@ -5,10 +5,13 @@
 # that differ), RUNS (the run repeated, every one checked; default 1),
 # EXPECT_FAILURE (1: must fail; ended: must end, any status)/MAX_SECONDS, a check_output
 # function over the run's output, or OMPI_INFO=1 for the parameter check, or
-# PARAM_TABLE for one short run per row of hostile settings (see below).
+# PARAM_TABLE for one short run per row of hostile settings (see below), or
+# CONFORMANCE_NPS for a one-sided conformance run on each of those numbers of
+# ranks, judged against Open MPI's own transport (conformance_case.sh).
 case_file=$1
 srcdir=${srcdir:-.}
 NP=2 TEST= MCA= MPMD= RUNS=1 EXPECT_FAILURE=0 MAX_SECONDS=300 OMPI_INFO=0 BIN=tca_p2p_test PARAM_TABLE= ROW_SECONDS=30
+CONFORMANCE_NPS=
 . "$case_file"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The components of this build; TCA_COMPONENT_DIR=ompi: those of an Open MPI
@@ -85,6 +88,15 @@ fi
 
 shm_before=$(mktemp)
 ls /dev/shm 2>/dev/null | grep '^tca-' >"$shm_before"
+if [ -n "$CONFORMANCE_NPS" ]; then
+    # Every combination on each number of ranks, judged against the reference.
+    export run
+    (. "$srcdir/test/mpi/conformance_case.sh")
+    status=$?
+    left=$(sh "$srcdir/test/shm_left_behind.sh" "$shm_before") || { echo "FAIL: shared-memory segments left behind:"; echo "$left"; status=1; }
+    rm -f "$shm_before"
+    exit $status
+fi
 if [ -n "$PARAM_TABLE" ]; then
     # Rows "NAME VALUE OUTCOME PATTERN": run $BIN once with the MCA parameter
     # NAME (or, for TCA_*, the environment variable) set to VALUE (<empty>: "").
