@@ -12,7 +12,10 @@ round's.  Rounds are grouped by the probe: a round whose cache-line ping-pong
 took more than SLOW_FACTOR times the run's fastest is a "slow" round (line
 transfers between the two cores were dear then); each group gets its ratios.
 --pair A:B adds the ratio A/B per size (the in-tree build against the
-out-of-tree one of the same commit).
+out-of-tree one of the same commit); --pair A:B:BAR also judges it, on the
+median of the per-round ratios: A/B <= BAR where lower is better, >= 1/BAR
+where higher is (met or MISSED, counted apart from the goals against the
+references).
 """
 import argparse
 import statistics
@@ -62,7 +65,8 @@ def main():
     ap.add_argument("--tca", default="tca", help="the configuration judged")
     ap.add_argument("--refs", default="vader,vader-nocopy,ucx", help="reference configurations")
     ap.add_argument("--show", default="", help="more configurations to list (medians)")
-    ap.add_argument("--pair", action="append", default=[], help="A:B, the ratio A/B per size")
+    ap.add_argument("--pair", action="append", default=[],
+                    help="A:B, the ratio A/B per size; A:B:BAR judges it (A within BAR x B)")
     ap.add_argument("--benches", default="latency,plat,bw,bibw")
     args = ap.parse_args()
     refs = [r for r in args.refs.split(",") if r]
@@ -106,6 +110,7 @@ def main():
     print(f"  (slow: over {SLOW_FACTOR}x the run's fastest ping-pong)")
 
     met = missed = 0
+    pair_verdicts = defaultdict(lambda: [0, 0])  # pair -> [met, missed]
     for bench in args.benches.split(","):
         sizes = sorted({k[2] for k in val if k[1] == bench})
         if not sizes:
@@ -167,17 +172,28 @@ def main():
                 line += f" {(f'{statistics.median(rr):.2f}/{worst_of(rr):.2f}' if rr else '-'):>18}"
             print(line)
         for pair in args.pair:
-            a, b = pair.split(":")
+            a, b, *bar = pair.split(":")
+            bar = float(bar[0]) if bar else None
             rows = []
             for size in sizes:
                 da, db = val.get((a, bench, size), {}), val.get((b, bench, size), {})
                 rr = [da[r] / db[r] for r in rounds if r in da and r in db and db[r] > 0]
                 if rr:
-                    rows.append((size, statistics.median(rr), worst_of(rr)))
+                    m = statistics.median(rr)
+                    verdict = ""
+                    if bar is not None:
+                        ok = m <= bar if lo else m >= 1 / bar
+                        pair_verdicts[pair][0 if ok else 1] += 1
+                        verdict = " met" if ok else " MISSED"
+                    rows.append((size, m, worst_of(rr), verdict))
             if rows:
-                print(f"  {a} / {b} (same round): " + ", ".join(
-                    f"{s} {m:.2f} (worst {w:.2f})" for s, m, w in rows))
+                goal_text = f", goal {'<=' if lo else '>='} {bar if lo else 1 / bar:.2f}" if bar else ""
+                print(f"  {a} / {b} (same round{goal_text}): " + ", ".join(
+                    f"{s} {m:.2f} (worst {w:.2f}){v}" for s, m, w, v in rows))
     print(f"\ngoals (latency: every round; bandwidth and one-sided: median): {met} met, {missed} missed")
+    for pair, (pm, px) in pair_verdicts.items():
+        a, b, bar = pair.split(":")
+        print(f"pair goals ({a} within {bar}x {b}, median of the per-round ratios): {pm} met, {px} missed")
     return 0
 
 

@@ -82,7 +82,7 @@ TEST(Bounce, BothWaysWithEveryThreadServing) {
 }
 
 // Node 0 writes into node 1 while node 1 is stopped (SIGSTOP; resumed once
-// the write returned, or by the Stopper's watchdog at six times the wait
+// the write returned, or by the Stopper's watchdog at twenty times the wait
 // timeout).  The write gives up after the timeout (it used to wait
 // for as long as the peer lived, which made every put to a stopped or wedged
 // peer hang its caller, tcaFinalize included): tcaErrorTimeout, and the same
@@ -91,7 +91,7 @@ TEST(Bounce, BothWaysWithEveryThreadServing) {
 TEST(Bounce, StoppedPeerTimesOutThenWriteSucceeds) {
     NodeOptions opt;
     opt.env = "TCA_SINGLE_COPY=0;TCA_TIMEOUT_MS=1000";
-    opt.timeout_s = 30;
+    opt.timeout_s = 120;
     EXPECT_TRUE(run_nodes(
         2,
         [](int node, Board &board) {
@@ -113,7 +113,10 @@ TEST(Bounce, StoppedPeerTimesOutThenWriteSucceeds) {
                 std::fprintf(stderr, "write to a stopped peer: %s after %.1f s\n",
                              tcaGetErrorString(r), waited);
                 NODE_EXPECT_RESULT(tcaErrorTimeout, r);
-                NODE_CHECK(waited > 0.9 && waited < 2.5);  // about the timeout, not the watchdog
+                // Not before the timeout (load only makes it later), and long
+                // before the watchdog: 10x the timeout, which a loaded machine
+                // cannot take from a write that gave up in time (2.5 s could).
+                NODE_CHECK(waited > 0.9 && waited < 10.0);
                 NODE_OK(again);
             } else {
                 // Not a tca wait: those would time out across the stop by design.

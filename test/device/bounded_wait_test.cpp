@@ -6,6 +6,7 @@
 // tcaFinalize does not wait for the stopped target.  A failed or aborted run
 // is reported to every thread that waits for it.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,8 +27,27 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 constexpr const char *kBounceEnv = "TCA_SINGLE_COPY=0;TCA_SHARED_HEAP=0;TCA_TIMEOUT_MS=1000";
-constexpr double kTimeout = 1.0;    // s, as TCA_TIMEOUT_MS above
-constexpr double kLateAfter = 1.8;  // s: a bounded wait has returned by then
+constexpr double kTimeout = 1.0;  // s, as TCA_TIMEOUT_MS above
+// A bounded wait has returned by then: 10x the timeout (it used to be 1.8 s,
+// which the scheduler of a loaded machine can take from a wait that ended in
+// time), half the Stopper's watchdog, at which the old code's waits ended.
+constexpr double kLateAfter = 10 * kTimeout;
+static_assert(kLateAfter < Stopper::kWatchdog, "the watchdog must come later");
+
+// Until a waiter thread sleeps (state 'S' in /proc, as the Stopper reads a
+// process's) at 10 looks in a row, 1 ms apart: it is inside its wait, which
+// sleeps 10 ms at a time, not on its way there (a lock taken on the way
+// would put it to sleep for a moment only).  Bounded (60 s): a thread that
+// never gets there fails the test, not hangs it.
+bool sleeps_soon(pid_t tid) {
+    for (int i = 0, asleep = 0; i < 60000; ++i) {
+        asleep = process_state(tid) == 'S' ? asleep + 1 : 0;
+        if (asleep == 10)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
 
 // A DMA into a stopped target: tcaWaitDMAC says tcaErrorTimeout after about
 // the timeout, and after SIGCONT the same run completes with its bytes.  A
@@ -37,7 +57,7 @@ constexpr double kLateAfter = 1.8;  // s: a bounded wait has returned by then
 TEST(BoundedWait, DmaWaitOnStoppedTargetTimesOutThenCompletes) {
     NodeOptions opt;
     opt.env = kBounceEnv;
-    opt.timeout_s = 60;
+    opt.timeout_s = 120;
     EXPECT_TRUE(run_nodes(
         2,
         [](int node, Board &board) {
@@ -71,8 +91,12 @@ TEST(BoundedWait, DmaWaitOnStoppedTargetTimesOutThenCompletes) {
                                  "after %.3f s\n",
                                  len, start_s, tcaGetErrorString(r), waited);
                     stop.resume();
-                    NODE_CHECK(start_s < 0.5);  // a start does not wait for the target
+                    // A start does not wait for the target (the old code waited
+                    // as long as it was stopped: until the watchdog).
+                    NODE_CHECK(start_s < kLateAfter);
                     NODE_EXPECT_RESULT(tcaErrorTimeout, r);
+                    // Not before the timeout (load only makes it later), and
+                    // long before the watchdog.
                     NODE_CHECK(waited >= 0.9 * kTimeout && waited < kLateAfter);
                     // The run went on: it completes once the target runs.
                     t0 = clock_type::now();
@@ -100,7 +124,7 @@ TEST(BoundedWait, DmaWaitOnStoppedTargetTimesOutThenCompletes) {
 TEST(BoundedWait, PioWriteToStoppedTargetTimesOut) {
     NodeOptions opt;
     opt.env = kBounceEnv;
-    opt.timeout_s = 60;
+    opt.timeout_s = 120;
     EXPECT_TRUE(run_nodes(
         2,
         [](int node, Board &board) {
@@ -137,11 +161,13 @@ TEST(BoundedWait, PioWriteToStoppedTargetTimesOut) {
 // tcaFinalize with a DMA run still waiting for a stopped target returns at
 // once: the engine thread gives the bounce copy up when told to stop.  The
 // old code joined an engine thread that waited for as long as the target
-// lived.
+// lived (until the watchdog).  Here the timeout is a minute, so a finalize
+// that waited for it would come back at the watchdog too; the bound, 10 s,
+// is what a loaded machine cannot take from a finalize that returns at once.
 TEST(BoundedWait, FinalizeDoesNotWaitForAStoppedTarget) {
     NodeOptions opt;
-    opt.env = kBounceEnv;
-    opt.timeout_s = 60;
+    opt.env = "TCA_SINGLE_COPY=0;TCA_SHARED_HEAP=0;TCA_TIMEOUT_MS=60000";
+    opt.timeout_s = 120;
     EXPECT_TRUE(run_nodes(
         2,
         [](int node, Board &board) {
@@ -165,7 +191,7 @@ TEST(BoundedWait, FinalizeDoesNotWaitForAStoppedTarget) {
                              tcaGetErrorString(r), took);
                 stop.resume();
                 board.end_barrier(node);  // the harness's own tcaFinalize would find no node now
-                std::_Exit(r == tcaSuccess && took < kTimeout ? 0 : 1);
+                std::_Exit(r == tcaSuccess && took < kLateAfter ? 0 : 1);
             }
             return 0;
         },
@@ -188,10 +214,21 @@ TEST(BoundedWait, EveryWaiterSeesTheRunsError) {
         NODE_OK(tcaDescSet(d, 2));
         NODE_OK(tcaStartDMADesc(2));
         std::atomic<int> results[2] = {-1, -1};
+        std::atomic<pid_t> tids[2] = {0, 0};
         std::vector<std::thread> waiters;
-        for (auto &res : results)
-            waiters.emplace_back([&res] { res.store(tcaWaitDMAC(2)); });
-        usleep(200 * 1000);  // both are waiting
+        for (int i = 0; i < 2; ++i)
+            waiters.emplace_back([&results, &tids, i] {
+                tids[i].store(static_cast<pid_t>(syscall(SYS_gettid)));
+                results[i].store(tcaWaitDMAC(2));
+            });
+        // Both are waiting (a thread that came later would find the error
+        // said already, by design): not a pause that a loaded machine may
+        // outlast, their state.
+        for (auto &tid : tids) {
+            while (tid.load() == 0)
+                usleep(1000);
+            NODE_CHECK(sleeps_soon(tid.load()));
+        }
         NODE_OK(tcaDestroyHandle(&hd));
         NODE_OK(tcaCounterAdd(41, 1));
         for (auto &t : waiters)
@@ -220,10 +257,18 @@ TEST(BoundedWait, AbortedRunsAreReportedToEveryWaiter) {
         NODE_OK(tcaStartDMADesc(3));
         NODE_OK(tcaStartDMADesc(3));  // queued behind it
         std::atomic<int> results[2] = {-1, -1};
+        std::atomic<pid_t> tids[2] = {0, 0};
         std::vector<std::thread> waiters;
-        for (auto &res : results)
-            waiters.emplace_back([&res] { res.store(tcaWaitDMAC(3)); });
-        usleep(200 * 1000);
+        for (int i = 0; i < 2; ++i)
+            waiters.emplace_back([&results, &tids, i] {
+                tids[i].store(static_cast<pid_t>(syscall(SYS_gettid)));
+                results[i].store(tcaWaitDMAC(3));
+            });
+        for (auto &tid : tids) {  // both are waiting (as above)
+            while (tid.load() == 0)
+                usleep(1000);
+            NODE_CHECK(sleeps_soon(tid.load()));
+        }
         NODE_OK(tcaAbortDMAC(3));
         for (auto &t : waiters)
             t.join();

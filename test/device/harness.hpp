@@ -74,10 +74,12 @@ char process_state(pid_t pid);
 // Stops a process (SIGSTOP, waiting until it is stopped) and resumes it when
 // resume() is called, or after kWatchdog at the latest: code that waits for
 // ever (the defect the stopped-target tests catch) then comes back late
-// instead of hanging until the harness kills it.
+// instead of hanging until the harness kills it.  20 s: twice the 10 s by
+// which the tests' bounded waits (1 s timeouts) must have returned, so that
+// "came back at the watchdog" is never the scheduler of a loaded machine.
 class Stopper {
 public:
-    static constexpr double kWatchdog = 6.0;  // s
+    static constexpr double kWatchdog = 20.0;  // s
     explicit Stopper(pid_t target);
     ~Stopper() { resume(); }
     Stopper(const Stopper &) = delete;

@@ -306,7 +306,10 @@ static void test_free_late(void) {
             const double t0 = MPI_Wtime();
             MPI_Request_free(&req);
             const double t = MPI_Wtime() - t0;
-            if (t > 1.0)
+            /* A free that waited for the late ranks would wait for good (they
+             * start only after this free) or until the device's timeout
+             * (30 s by default): 10 s tells either from a loaded machine. */
+            if (t > 10.0)
                 FAIL("free late: MPI_Request_free waited %.2f s for late ranks (iteration %d)", t,
                      it);
             for (int r = 1; r < size; r++)

@@ -640,9 +640,11 @@ static void test_overlap(void) {
     if (rank == 1) {
         printf("overlap: %d of %d 1 MiB receives completed while the receiver computed\n",
                completed_during_compute, rounds);
-        /* Without a working progress thread none completes; under load a few
-         * may still miss the window. */
-        if (completed_during_compute < rounds / 2)
+        /* Without a working progress thread none completes.  How many do is
+         * up to the scheduler of a loaded machine (8 of 10 with the cores
+         * busy): one is proof enough; none in ten 0.2 s windows is no
+         * accident of load. */
+        if (completed_during_compute == 0)
             FAIL("the progress thread did not complete the receive during compute");
     }
     free(b);

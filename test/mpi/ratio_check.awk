@@ -4,6 +4,8 @@
 # the better value of each kept (pairs: bandwidth, higher is better; others
 # time).  Every (where, bench, size) must have tca within limit x the reference
 # (plus slack microseconds for times).  Variables: limit, slack, ref_name.
+# The tests use it for collapses only (limit 10: many_in_flight.sh,
+# test/multihost/run.sh); how close tca comes is scripts/bench-coll.sh's.
 # Prints one line per size; exits 1 on a miss or a missing configuration.
 {
     k = $2 " " $3 " " $4

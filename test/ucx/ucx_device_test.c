@@ -327,8 +327,9 @@ static void writes_with_counter_adds(void) {
  * bulk path) and a 64 B one, the first waiting for local counter 9 to reach
  * 1 + epoch, the last adding 1 to counter 10 at the next rank once its data
  * is there.  Epoch 0 is fired by a local add, epoch 1 by the next rank's
- * remote add while we wait in libtca, epoch 2 by one while we sleep outside
- * libtca (our progress thread issues the run). */
+ * remote add while we wait in libtca, epoch 2 by one while we stay outside
+ * libtca until the previous rank's data is here (our progress thread issues
+ * the run). */
 static void triggered_chains(void) {
     const size_t big = 100u << 10, bytes = big + 64;
     unsigned char *src = NULL, *dst = NULL;
@@ -368,13 +369,30 @@ static void triggered_chains(void) {
         } else {
             OK(tcaCounterAddRemote(prev, trigger, 1));
             if (epoch == 2) {
-                const struct timespec away = {0, 300 * 1000 * 1000};
-                nanosleep(&away, NULL);
-                OK(tcaCounterRead(arrived, &v));
-                CHECK(v == a0 + 3,
+                /* Away from libtca (no call into it, here or at the sender,
+                 * which waits the same way) until the data is here: only
+                 * the sender's progress thread can have issued its run.
+                 * Looked for in our memory every millisecond, for up to a
+                 * minute (it was a single look after 300 ms, which a loaded
+                 * machine's scheduler could outlast); without the thread
+                 * it never comes. */
+                const struct timespec tick = {0, 1000 * 1000};
+                const volatile unsigned char *seen = dst;
+                size_t missing = bytes;
+                for (int ms = 0; ms < 60000 && missing > 0; ++ms) {
+                    nanosleep(&tick, NULL);
+                    /* a cheap look first (the rows' last bytes), then all */
+                    if (seen[big - 1] != pattern(big - 1, prev, round) ||
+                        seen[bytes - 1] != pattern(bytes - 1, prev, round))
+                        continue;
+                    missing = 0;
+                    for (size_t i = 0; i < bytes; ++i)
+                        missing += seen[i] != pattern(i, prev, round);
+                }
+                CHECK(0 == missing,
                       "epoch 2: the data did not arrive while its sender was away from libtca "
-                      "(counter %d is %llu)",
-                      arrived, (unsigned long long) v);
+                      "(%zu of %zu bytes missing after a minute)",
+                      missing, bytes);
             }
         }
         OK(tcaCounterWait(arrived, a0 + (uint64_t) epoch + 1));
