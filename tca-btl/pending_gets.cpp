@@ -25,7 +25,7 @@ int PendingGets::begin_small(int peer_node, const void *owner, size_t len, const
         src.region != tcaMemoryCPU || dst.region != tcaMemoryCPU || !inside(src, src_addr, size) ||
         !inside(dst, dst_addr, size))
         return TCA_BTL_GET_BAD;
-    *req = tca_btl_get_small_t{0, src_addr, size, src.addr, src.size, src.node, src.region, {}};
+    *req = tca_btl_get_small_t{0, src_addr, size, src.key, src.reg_index, src.node, src.region, 0};
     return ops_.begin(peer_node, owner, len, &req->cookie) ? TCA_BTL_GET_OK : TCA_BTL_GET_FULL;
 }
 
@@ -63,12 +63,11 @@ int tca_btl_get_begin_small(tca_btl_gets_t *g, int peer_node, const void *owner,
                             uint64_t dst_addr, uint64_t size, tca_btl_get_small_t *req) {
     return g->gets.begin_small(peer_node, owner, len, *src, src_addr, *dst, dst_addr, size, req);
 }
-int tca_btl_get_small_servable(const tca_btl_get_small_t *req, int self_node) {
-    tcaHandle reg{};
-    reg.addr = req->reg_addr;
-    reg.size = req->reg_size;
-    return req->reg_node == static_cast<uint16_t>(self_node) && req->reg_region == tcaMemoryCPU &&
-           tca::btl::inside(reg, req->src_addr, req->size);
+int tca_btl_get_small_servable(const tca_btl_get_small_t *req, const tcaHandle *reg,
+                               int self_node) {
+    return reg != nullptr && reg->node == static_cast<uint16_t>(self_node) &&
+           req->reg_node == reg->node && reg->region == tcaMemoryCPU && req->reg_key == reg->key &&
+           req->reg_index == reg->reg_index && tca::btl::inside(*reg, req->src_addr, req->size);
 }
 void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie) {
     g->gets.cancel(cookie);

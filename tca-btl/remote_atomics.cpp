@@ -13,14 +13,13 @@ uint64_t operand_bytes(uint32_t flags) {
     return (flags & TCA_BTL_ATOMIC_32BIT) != 0 ? 4 : 8;
 }
 
-bool well_formed(const tca_btl_atomic_request_t &r) {
+// reg: the registration the request names (its slot and key), host memory.
+bool well_formed(const tca_btl_atomic_request_t &r, const tcaHandle &reg) {
     const uint64_t bytes = operand_bytes(r.flags);
-    tcaHandle reg{};
-    reg.addr = r.reg_addr;
-    reg.size = r.reg_size;
     return r.op >= TCA_BTL_ATOMIC_ADD && r.op < TCA_BTL_ATOMIC_OPS_END &&
            (r.flags & ~uint32_t{TCA_BTL_ATOMIC_32BIT}) == 0 && r.addr % bytes == 0 &&
-           r.reg_region == tcaMemoryCPU && inside(reg, r.addr, bytes);
+           reg.region == tcaMemoryCPU && r.reg_region == reg.region && r.reg_key == reg.key &&
+           r.reg_index == reg.reg_index && r.reg_node == reg.node && inside(reg, r.addr, bytes);
 }
 
 // min/max have no fetch_ form before C++26: a compare-exchange loop.
@@ -68,8 +67,9 @@ T run_on(T *p, uint32_t op, T v, T compare) {
 
 }  // namespace
 
-bool run_atomic(const tca_btl_atomic_request_t &req, int self_node, uint64_t *old) noexcept {
-    if (req.reg_node != static_cast<uint16_t>(self_node) || !well_formed(req))
+bool run_atomic(const tca_btl_atomic_request_t &req, const tcaHandle &reg, int self_node,
+                uint64_t *old) noexcept {
+    if (reg.node != static_cast<uint16_t>(self_node) || !well_formed(req, reg))
         return false;
     if ((req.flags & TCA_BTL_ATOMIC_32BIT) != 0) {
         const int32_t r =
@@ -92,14 +92,14 @@ int PendingAtomics::begin(int peer_node, const void *owner, size_t len, const tc
     req->addr = addr;
     req->operand = operand;
     req->compare = compare;
-    req->reg_addr = target.addr;
-    req->reg_size = target.size;
+    req->reg_key = target.key;
+    req->reg_index = target.reg_index;
     req->reg_node = target.node;
     req->reg_region = target.region;
     req->flags = static_cast<uint8_t>(flags);
     req->op = op;
     if (len > TCA_BTL_OWNER_BYTES || target.node != static_cast<uint16_t>(peer_node) ||
-        flags > UINT8_MAX || !well_formed(*req))
+        flags > UINT8_MAX || !well_formed(*req, target))
         return TCA_BTL_GET_BAD;
     return ops_.begin(peer_node, owner, len, &req->cookie) ? TCA_BTL_GET_OK : TCA_BTL_GET_FULL;
 }
@@ -139,8 +139,10 @@ int tca_btl_atomic_finish(tca_btl_atomics_t *a, const tca_btl_atomic_done_t *don
 int tca_btl_atomics_pending(const tca_btl_atomics_t *a) {
     return a->atomics.pending();
 }
-int tca_btl_atomic_run(const tca_btl_atomic_request_t *req, int self_node, uint64_t *old) {
-    return tca::btl::run_atomic(*req, self_node, old) ? TCA_BTL_GET_OK : TCA_BTL_GET_BAD;
+int tca_btl_atomic_run(const tca_btl_atomic_request_t *req, const tcaHandle *reg, int self_node,
+                       uint64_t *old) {
+    return reg != nullptr && tca::btl::run_atomic(*req, *reg, self_node, old) ? TCA_BTL_GET_OK
+                                                                              : TCA_BTL_GET_BAD;
 }
 
 }  // extern "C"

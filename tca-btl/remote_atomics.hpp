@@ -13,10 +13,12 @@
 
 namespace tca::btl {
 
-// The target's side: false (nothing touched) for a request that is not on
-// self_node's host memory, not inside the registration, misaligned, or of an
-// unknown operation.
-bool run_atomic(const tca_btl_atomic_request_t &req, int self_node, uint64_t *old) noexcept;
+// The target's side, on reg, the live registration the request's slot and
+// key name (the caller looks it up: tcaHandleOfKey): false (nothing touched)
+// for a request that is not on self_node's host memory, not inside the
+// registration, misaligned, or of an unknown operation.
+bool run_atomic(const tca_btl_atomic_request_t &req, const tcaHandle &reg, int self_node,
+                uint64_t *old) noexcept;
 
 // The origin's side: checks, then a record until the answer.
 class PendingAtomics {

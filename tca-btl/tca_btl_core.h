@@ -148,11 +148,11 @@ typedef struct tca_btl_get_small {
     uint64_t cookie;
     uint64_t src_addr; /* in the owner's address space */
     uint64_t size;
-    uint64_t reg_addr; /* the owner's registration it names: base, length, node, type */
-    uint64_t reg_size;
+    uint64_t reg_key;   /* the owner's registration it names: key and table slot (the */
+    uint32_t reg_index; /* owner looks the live one up: tcaHandleOfKey), node and type */
     uint16_t reg_node;
     uint8_t reg_region;
-    uint8_t reserved[5];
+    uint8_t reserved;
 } tca_btl_get_small_t;
 /* The requester's gets in flight: owner records beside a cookie table. */
 typedef struct tca_btl_gets tca_btl_gets_t;
@@ -175,8 +175,10 @@ TCA_BTL_CORE_HIDDEN int tca_btl_get_begin_small(tca_btl_gets_t *g, int peer_node
                                                 size_t len, const tcaHandle *src, uint64_t src_addr,
                                                 const tcaHandle *dst, uint64_t dst_addr,
                                                 uint64_t size, tca_btl_get_small_t *req);
-/* The owner's check of a small get: its own host registration, inside it. */
-TCA_BTL_CORE_HIDDEN int tca_btl_get_small_servable(const tca_btl_get_small_t *req, int self_node);
+/* The owner's check of a small get (or put): reg, the live registration its
+ * slot and key name (tcaHandleOfKey), is its own host memory and holds it. */
+TCA_BTL_CORE_HIDDEN int tca_btl_get_small_servable(const tca_btl_get_small_t *req,
+                                                   const tcaHandle *reg, int self_node);
 /* The request could not be sent: forget it. */
 TCA_BTL_CORE_HIDDEN void tca_btl_get_cancel(tca_btl_gets_t *g, uint64_t cookie);
 /* An answer from from_node: OK or WRONG_PEER with the owner record copied
@@ -211,9 +213,9 @@ typedef struct tca_btl_atomic_request { /* one cache line with the ring's header
     uint64_t addr;                      /* in the target's address space, aligned to the operand */
     uint64_t operand;                   /* the value (CSWAP: the new value) */
     uint64_t compare;                   /* CSWAP only */
-    uint64_t reg_addr;                  /* the target's registration it names: base, length, */
-    uint64_t reg_size;
-    uint16_t reg_node; /* node and memory type */
+    uint64_t reg_key;   /* the target's registration it names: key and table slot (the */
+    uint32_t reg_index; /* target looks the live one up: tcaHandleOfKey), node and type */
+    uint16_t reg_node;
     uint8_t reg_region;
     uint8_t flags; /* TCA_BTL_ATOMIC_32BIT */
     uint32_t op;   /* TCA_BTL_ATOMIC_* */
@@ -240,11 +242,12 @@ TCA_BTL_CORE_HIDDEN int tca_btl_atomic_finish(tca_btl_atomics_t *a,
                                               const tca_btl_atomic_done_t *done, int from_node,
                                               void *owner);
 TCA_BTL_CORE_HIDDEN int tca_btl_atomics_pending(const tca_btl_atomics_t *a);
-/* The target: a peer's request on our own host memory (self_node's CPU
- * registrations only, inside them, aligned, a known operation) is run and
- * *old set: TCA_BTL_GET_OK; anything else is refused untouched: TCA_BTL_GET_BAD. */
-TCA_BTL_CORE_HIDDEN int tca_btl_atomic_run(const tca_btl_atomic_request_t *req, int self_node,
-                                           uint64_t *old);
+/* The target: a peer's request on our own host memory (reg: the live
+ * registration its slot and key name, tcaHandleOfKey; self_node's CPU memory
+ * only, inside it, aligned, a known operation) is run and *old set:
+ * TCA_BTL_GET_OK; anything else is refused untouched: TCA_BTL_GET_BAD. */
+TCA_BTL_CORE_HIDDEN int tca_btl_atomic_run(const tca_btl_atomic_request_t *req,
+                                           const tcaHandle *reg, int self_node, uint64_t *old);
 
 /* ---- window registrations (window_registrations.hpp): host memory osc rdma
  * keeps registered until MPI_Win_free, not cached, ended at once when the

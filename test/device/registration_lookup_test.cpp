@@ -1,7 +1,8 @@
-// registration_lookup_test.cpp - tcaHandleOfAddress and tcaRevokeHandle: a
-// node finds another node's live host registration by address (the owner's
-// current handle, whatever the caller held), and a revoked registration
-// refuses every later put, a second deregistration included.
+// registration_lookup_test.cpp - tcaHandleOfAddress, tcaHandleOfKey and
+// tcaRevokeHandle: a node finds another node's live host registration by
+// address (the owner's current handle, whatever the caller held) or by table
+// slot and key, and a revoked registration refuses every later put and
+// lookup, a second deregistration included.
 #include <vector>
 
 #include "harness.hpp"
@@ -38,6 +39,15 @@ TEST(RegistrationLookup, AnAddressFindsTheOwnersCurrentRegistration) {
                        found.size == first.size && found.reg_index == first.reg_index);
             NODE_OK(tcaHandleOfAddress(1, second.addr + 4096, 4096, &found));
             NODE_CHECK(found.key == second.key);
+            // By table slot and key: the registration itself, never another key's.
+            NODE_OK(tcaHandleOfKey(1, second.reg_index, second.key, &found));
+            NODE_CHECK(found.addr == second.addr && found.size == second.size &&
+                       found.region == tcaMemoryCPU);
+            NODE_EXPECT_RESULT(tcaErrorNotRegistered,
+                               tcaHandleOfKey(1, second.reg_index, second.key + 2, &found));
+            NODE_EXPECT_RESULT(tcaErrorNotRegistered,
+                               tcaHandleOfKey(1, first.reg_index, second.key, &found));
+            NODE_EXPECT_RESULT(tcaErrorInvalidValue, tcaHandleOfKey(-1, 0, 1, &found));
             // Across both registrations, past the end, another node's range: none.
             NODE_EXPECT_RESULT(tcaErrorNotRegistered,
                                tcaHandleOfAddress(1, first.addr + 4000, 200, &found));
@@ -52,6 +62,8 @@ TEST(RegistrationLookup, AnAddressFindsTheOwnersCurrentRegistration) {
             NODE_EXPECT_RESULT(tcaErrorNotRegistered, tcaPioWrite(&stale, 10, &b, 1, 0, 0, 0));
             NODE_EXPECT_RESULT(tcaErrorNotRegistered,
                                tcaHandleOfAddress(1, first.addr + 10, 1, &found));
+            NODE_EXPECT_RESULT(tcaErrorNotRegistered,
+                               tcaHandleOfKey(1, first.reg_index, first.key, &found));
             NODE_OK(tcaPioWrite(&live, 10, &b, 1, 0, 0, 0));
             // Only the owner revokes its registrations.
             NODE_EXPECT_RESULT(tcaErrorInvalidHandle, tcaRevokeHandle(&live));

@@ -24,7 +24,14 @@
  *                rank 0 walks the list: every element once, each rank's in order
  *   list_plain   the same with MPI_Get and MPI_Put (and flushes) instead of
  *                fetch-and-op
+ *   late_small   (erroneous on purpose) rank 0 unmaps its window's memory and
+ *                maps new memory at the same address; rank 1's later small
+ *                put, fetch-and-op and compare-and-swap into the window must
+ *                not touch the new memory (its registration ended with it)
+ *   late_large   the same with a 64 KiB put: the job ends with btl tca's
+ *                message (its put is refused, nothing written)
  */
+#define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include <mpi.h>
 
 #include <stddef.h>
@@ -32,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static int rank, size;
 
@@ -382,9 +390,63 @@ static void test_list(void) {
     ok(MPI_Win_free(&win), "MPI_Win_free");
 }
 
+/* ---- late: accesses after the target gave the memory back ---- */
+static int late_large;
+
+static void test_late(void) {
+    enum { BYTES = 1 << 20 };
+    unsigned char *mem =
+        mmap(NULL, BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (MAP_FAILED == mem)
+        FAIL("mmap");
+    MPI_Win win;
+    ok(MPI_Win_create(mem, BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win), "MPI_Win_create");
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Win_fence(0, win);
+    MPI_Win_fence(0, win);
+    int same = 1;
+    if (rank == 0) { /* gives the memory back; something else takes its place */
+        if (0 != munmap(mem, BYTES))
+            FAIL("munmap");
+        void *again = mmap(mem, BYTES, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        same = again == mem;
+        if (MAP_FAILED == again)
+            FAIL("mmap at the old address");
+        memset(again, 0xaa, BYTES);
+    }
+    MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!same)
+        FAIL("late: the new memory did not come at the old address");
+    if (rank == 1) { /* erroneous: the window's memory is gone */
+        static unsigned char buf[65536];
+        memset(buf, 0x55, sizeof(buf));
+        long one = 1, old = 0, cmp = 0, swap = 7;
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+        MPI_Put(buf, 64, MPI_BYTE, 0, 0, 64, MPI_BYTE, win);
+        MPI_Fetch_and_op(&one, &old, MPI_LONG, 0, 8192, MPI_SUM, win);
+        MPI_Compare_and_swap(&swap, &cmp, &old, MPI_LONG, 0, 16384, win);
+        if (late_large)
+            MPI_Put(buf, sizeof(buf), MPI_BYTE, 0, 32768, sizeof(buf), MPI_BYTE, win);
+        MPI_Win_unlock(0, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        size_t written = 0;
+        for (size_t i = 0; i < BYTES; i++)
+            written += mem[i] != 0xaa;
+        if (written)
+            FAIL("late: %zu bytes of the memory that replaced the window's were written", written);
+        printf("late: nothing written into the memory that replaced the window's\n");
+        munmap(mem, BYTES);
+    }
+    MPI_Win_free(&win);
+}
+
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "";
     plain = !strcmp(name, "list_plain");
+    late_large = !strcmp(name, "late_large");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -395,7 +457,9 @@ int main(int argc, char **argv) {
     } tests[] = {{"free_early", test_free_early},
                  {"shared_first", test_shared_first},
                  {"list", test_list},
-                 {"list_plain", test_list}};
+                 {"list_plain", test_list},
+                 {"late_small", test_late},
+                 {"late_large", test_late}};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (strcmp(name, tests[i].name))
             continue;

@@ -33,6 +33,8 @@ public:
         throw std::bad_alloc();
     }
     Result deregister(const tcaHandle &) override { boom(); }
+    Result registration_of_key(int, uint32_t, uint64_t, tcaHandle *) const override { boom(); }
+    Result find_host_registration(int, uint64_t, uint64_t, tcaHandle *) const override { boom(); }
     Result validate(const Descriptor &) const override { boom(); }
     Result pio_write(const tcaHandle &, uint64_t, const void *, size_t, int, int, int) override {
         boom();
@@ -92,6 +94,8 @@ TEST(ApiGuard, EveryEntryPointAnswersWhenTheDeviceThrows) {
     EXPECT_TRUE(guarded_error(tcaFree(buf, tcaMemoryCPU)));
     EXPECT_TRUE(guarded_error(tcaCreateHandle(&h, buf, sizeof buf, tcaMemoryCPU)));
     EXPECT_TRUE(guarded_error(tcaDestroyHandle(&h)));
+    EXPECT_TRUE(guarded_error(tcaHandleOfKey(0, 0, 1, &h)));
+    EXPECT_TRUE(guarded_error(tcaHandleOfAddress(0, 0, 8, &h)));
     tcaDesc *d = tcaDescNew();
     ASSERT_NE(d, nullptr);
     EXPECT_TRUE(guarded_error(tcaDescSetMemcpy(d, &h, 0, &h, 0, 8, 0, 0, 0)));

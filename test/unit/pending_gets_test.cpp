@@ -147,3 +147,32 @@ TEST(GetRequest, TheOwnerServesOnlyItsOwnRegistrationsIntoTheAsker) {
 }
 
 }  // namespace
+
+namespace {
+
+// A small get names the owner's registration by table slot and key; the
+// owner serves it only inside the live registration it found by them.
+TEST(PendingGets, ASmallGetIsServedInsideTheLiveRegistrationItNames) {
+    tca::btl::PendingGets g(4);
+    tcaHandle src = handle(2, 0x10000, 4096), dst = handle(5, 0x90000, 4096);
+    src.region = dst.region = tcaMemoryCPU;
+    src.key = 0x1234567;
+    src.reg_index = 17;
+    const long owner = 1;
+    tca_btl_get_small_t req;
+    ASSERT_EQ(g.begin_small(2, &owner, sizeof owner, src, 0x10100, dst, 0x90000, 64, &req),
+              TCA_BTL_GET_OK);
+    EXPECT_EQ(req.reg_key, src.key);
+    EXPECT_EQ(req.reg_index, 17u);
+    EXPECT_TRUE(tca_btl_get_small_servable(&req, &src, 2));
+    EXPECT_FALSE(tca_btl_get_small_servable(&req, nullptr, 2)) << "no live registration";
+    EXPECT_FALSE(tca_btl_get_small_servable(&req, &src, 3)) << "not ours";
+    tcaHandle renewed = src;
+    renewed.key += 2;
+    EXPECT_FALSE(tca_btl_get_small_servable(&req, &renewed, 2)) << "a newer registration";
+    tcaHandle shrunk = src;
+    shrunk.size = 0x100;
+    EXPECT_FALSE(tca_btl_get_small_servable(&req, &shrunk, 2)) << "outside the live one";
+}
+
+}  // namespace

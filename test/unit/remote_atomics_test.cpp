@@ -38,8 +38,8 @@ tca_btl_atomic_request_t request(const tcaHandle &h, const void *at, uint32_t op
     r.addr = reinterpret_cast<uint64_t>(at);
     r.operand = operand;
     r.compare = compare;
-    r.reg_addr = h.addr;
-    r.reg_size = h.size;
+    r.reg_key = h.key;
+    r.reg_index = h.reg_index;
     r.reg_node = h.node;
     r.reg_region = h.region;
     r.flags = static_cast<uint8_t>(flags);
@@ -47,6 +47,8 @@ tca_btl_atomic_request_t request(const tcaHandle &h, const void *at, uint32_t op
     return r;
 }
 
+// It names the registration by its table slot and key; the target looks the
+// live one up (tcaHandleOfKey) and runs it only there.
 TEST(RemoteAtomics, ARequestIsOneCacheLineWithTheRingsHeaderWord) {
     EXPECT_LE(sizeof(tca_btl_atomic_request_t) + 8, 64u);
 }
@@ -75,7 +77,7 @@ TEST(RemoteAtomics, EveryOperationGivesTheOldValueAndLeavesTheNew64) {
     for (const Case &c : cases) {
         word[1] = c.before;
         uint64_t old = 0;
-        ASSERT_TRUE(run_atomic(request(h, &word[1], c.op, 0, static_cast<uint64_t>(c.operand)),
+        ASSERT_TRUE(run_atomic(request(h, &word[1], c.op, 0, static_cast<uint64_t>(c.operand)), h,
                                kSelf, &old))
             << "op " << c.op;
         EXPECT_EQ(static_cast<int64_t>(old), c.before) << "op " << c.op;
@@ -99,7 +101,7 @@ TEST(RemoteAtomics, ThirtyTwoBitOperationsTouchFourBytes) {
         word[1] = static_cast<int32_t>(c.before);
         uint64_t old = 0;
         ASSERT_TRUE(run_atomic(
-            request(h, &word[1], c.op, TCA_BTL_ATOMIC_32BIT, static_cast<uint32_t>(c.operand)),
+            request(h, &word[1], c.op, TCA_BTL_ATOMIC_32BIT, static_cast<uint32_t>(c.operand)), h,
             kSelf, &old));
         EXPECT_EQ(static_cast<int32_t>(old), c.before) << "op " << c.op;
         EXPECT_EQ(old >> 32, 0u);  // the old value in the low half only
@@ -113,17 +115,17 @@ TEST(RemoteAtomics, CompareAndSwapStoresOnlyOnAMatch) {
     alignas(8) int64_t word = 7;
     const tcaHandle h = handle_of(&word, sizeof word);
     uint64_t old = 0;
-    ASSERT_TRUE(run_atomic(request(h, &word, TCA_BTL_ATOMIC_CSWAP, 0, 100, 6), kSelf, &old));
+    ASSERT_TRUE(run_atomic(request(h, &word, TCA_BTL_ATOMIC_CSWAP, 0, 100, 6), h, kSelf, &old));
     EXPECT_EQ(old, 7u);
     EXPECT_EQ(word, 7);
-    ASSERT_TRUE(run_atomic(request(h, &word, TCA_BTL_ATOMIC_CSWAP, 0, 100, 7), kSelf, &old));
+    ASSERT_TRUE(run_atomic(request(h, &word, TCA_BTL_ATOMIC_CSWAP, 0, 100, 7), h, kSelf, &old));
     EXPECT_EQ(old, 7u);
     EXPECT_EQ(word, 100);
     alignas(4) int32_t w32 = -1;
     const tcaHandle h32 = handle_of(&w32, sizeof w32);
     ASSERT_TRUE(
         run_atomic(request(h32, &w32, TCA_BTL_ATOMIC_CSWAP, TCA_BTL_ATOMIC_32BIT, 5, 0xffffffffu),
-                   kSelf, &old));
+                   h32, kSelf, &old));
     EXPECT_EQ(old, 0xffffffffu);
     EXPECT_EQ(w32, 5);
 }
@@ -131,29 +133,40 @@ TEST(RemoteAtomics, CompareAndSwapStoresOnlyOnAMatch) {
 TEST(RemoteAtomics, RequestsOffOurRegistrationsAreRefusedUntouched) {
     alignas(8) int64_t word[4] = {1, 2, 3, 4};
     const tcaHandle h = handle_of(&word[1], 16);  // word[1], word[2]
-    const auto refused = [&](tca_btl_atomic_request_t r, const char *why) {
+    const auto refused = [&](const tcaHandle &reg, tca_btl_atomic_request_t r, const char *why) {
         uint64_t old = 12345;
-        EXPECT_FALSE(run_atomic(r, kSelf, &old)) << why;
+        EXPECT_FALSE(run_atomic(r, reg, kSelf, &old)) << why;
         EXPECT_EQ(old, 12345u) << why;
     };
-    refused(request(h, &word[0], TCA_BTL_ATOMIC_ADD, 0, 1), "before the registration");
-    refused(request(h, &word[3], TCA_BTL_ATOMIC_ADD, 0, 1), "after it");
-    refused(request(h, reinterpret_cast<char *>(&word[2]) + 4, TCA_BTL_ATOMIC_ADD, 0, 1),
+    refused(h, request(h, &word[0], TCA_BTL_ATOMIC_ADD, 0, 1), "before the registration");
+    refused(h, request(h, &word[3], TCA_BTL_ATOMIC_ADD, 0, 1), "after it");
+    refused(h, request(h, reinterpret_cast<char *>(&word[2]) + 4, TCA_BTL_ATOMIC_ADD, 0, 1),
             "straddling its end (and misaligned)");
-    refused(request(h, reinterpret_cast<char *>(&word[1]) + 2, TCA_BTL_ATOMIC_ADD,
+    refused(h,
+            request(h, reinterpret_cast<char *>(&word[1]) + 2, TCA_BTL_ATOMIC_ADD,
                     TCA_BTL_ATOMIC_32BIT, 1),
             "misaligned 32-bit");
-    refused(request(h, &word[1], 0, 0, 1), "operation 0");
-    refused(request(h, &word[1], TCA_BTL_ATOMIC_OPS_END, 0, 1), "unknown operation");
-    refused(request(h, &word[1], TCA_BTL_ATOMIC_ADD, 0x10, 1), "unknown flag");
-    refused(request(handle_of(&word[1], 16, kSelf + 1), &word[1], TCA_BTL_ATOMIC_ADD, 0, 1),
+    refused(h, request(h, &word[1], 0, 0, 1), "operation 0");
+    refused(h, request(h, &word[1], TCA_BTL_ATOMIC_OPS_END, 0, 1), "unknown operation");
+    refused(h, request(h, &word[1], TCA_BTL_ATOMIC_ADD, 0x10, 1), "unknown flag");
+    refused(handle_of(&word[1], 16, kSelf + 1),
+            request(handle_of(&word[1], 16, kSelf + 1), &word[1], TCA_BTL_ATOMIC_ADD, 0, 1),
             "another node's registration");
     tcaHandle gpu = h;
     gpu.region = tcaMemoryGPU;
-    refused(request(gpu, &word[1], TCA_BTL_ATOMIC_ADD, 0, 1), "GPU memory");
+    refused(gpu, request(gpu, &word[1], TCA_BTL_ATOMIC_ADD, 0, 1), "GPU memory");
     tcaHandle internal = h;
     internal.region = tcaMemoryInternal;
-    refused(request(internal, &word[1], TCA_BTL_ATOMIC_ADD, 0, 1), "internal memory (an offset)");
+    refused(internal, request(internal, &word[1], TCA_BTL_ATOMIC_ADD, 0, 1),
+            "internal memory (an offset)");
+    // The live registration the target found by slot and key must be the one
+    // the request names (a late request for memory given back finds none).
+    tcaHandle renewed = h;
+    renewed.key = h.key + 2;
+    refused(renewed, request(h, &word[1], TCA_BTL_ATOMIC_ADD, 0, 1), "another key");
+    tcaHandle moved = h;
+    moved.reg_index = h.reg_index + 1;
+    refused(moved, request(h, &word[1], TCA_BTL_ATOMIC_ADD, 0, 1), "another table slot");
     EXPECT_EQ(word[0], 1);
     EXPECT_EQ(word[1], 2);
     EXPECT_EQ(word[2], 3);
@@ -174,10 +187,11 @@ TEST(RemoteAtomics, ConcurrentRequestsAndTheTargetsOwnAtomicsLoseNothing) {
         threads.emplace_back([&, t] {
             uint64_t old = 0;
             for (int i = 0; i < kEach; ++i) {
-                ASSERT_TRUE(run_atomic(request(hs, &sum, TCA_BTL_ATOMIC_ADD, 0, 3), kSelf, &old));
+                ASSERT_TRUE(
+                    run_atomic(request(hs, &sum, TCA_BTL_ATOMIC_ADD, 0, 3), hs, kSelf, &old));
                 const int64_t candidate = static_cast<int64_t>(i) * kThreads + t - 5000;
                 ASSERT_TRUE(run_atomic(
-                    request(ht, &top, TCA_BTL_ATOMIC_MAX, 0, static_cast<uint64_t>(candidate)),
+                    request(ht, &top, TCA_BTL_ATOMIC_MAX, 0, static_cast<uint64_t>(candidate)), ht,
                     kSelf, &old));
             }
         });

@@ -130,6 +130,12 @@ mca_btl_tca_register_mem(struct mca_btl_base_module_t *btl,
                          uint32_t flags);
 int mca_btl_tca_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle);
+/* Our live registration that a peer's request names by table slot and key (a
+ * small get or put, an atomic): false once it has ended - memory given back
+ * ends it (register.c), and a late request must not touch what took its place. */
+bool mca_btl_tca_own_registration(uint32_t reg_index, uint64_t key, tcaHandle *out);
+/* Whether a whole handle of ours (a large get's source, our own memory) still lives as it says. */
+bool mca_btl_tca_own_handle_live(const tcaHandle *h);
 /* The registration a put, get or atomic of size bytes at remote_address of
  * ep's node goes into, copied to *out: the handle it was given if that covers
  * the range, else the target's live registration that does (a handle osc rdma

@@ -102,14 +102,15 @@ static int run_own(const mca_btl_tca_rdma_done_t *d, const tcaHandle *remote,
     const tca_btl_atomic_request_t req = {.addr = remote_address,
                                           .operand = operand,
                                           .compare = compare,
-                                          .reg_addr = remote->addr,
-                                          .reg_size = remote->size,
+                                          .reg_key = remote->key,
+                                          .reg_index = remote->reg_index,
                                           .reg_node = remote->node,
                                           .reg_region = remote->region,
                                           .flags = (uint8_t) core_flags,
                                           .op = op};
     uint64_t old = 0;
-    if (OPAL_UNLIKELY(TCA_BTL_GET_OK != tca_btl_atomic_run(&req, mca_btl_tca_component.node, &old)))
+    if (OPAL_UNLIKELY(TCA_BTL_GET_OK !=
+                      tca_btl_atomic_run(&req, remote, mca_btl_tca_component.node, &old)))
         return OPAL_ERR_BAD_PARAM;
     complete(d, old, OPAL_SUCCESS);
     return OPAL_SUCCESS;
@@ -192,11 +193,13 @@ int mca_btl_tca_acswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 /* Target: run a peer's request on our memory and answer it. */
 static void serve(struct mca_btl_base_endpoint_t *ep, const tca_btl_atomic_request_t *req) {
     tca_btl_atomic_done_t done = {.cookie = req->cookie, .status = OPAL_SUCCESS};
-    if (OPAL_UNLIKELY(TCA_BTL_GET_OK !=
-                      tca_btl_atomic_run(req, mca_btl_tca_component.node, &done.old))) {
+    tcaHandle reg;
+    if (OPAL_UNLIKELY(!mca_btl_tca_own_registration(req->reg_index, req->reg_key, &reg) ||
+                      TCA_BTL_GET_OK !=
+                          tca_btl_atomic_run(req, &reg, mca_btl_tca_component.node, &done.old))) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
-                            "btl:tca: atomic request from node %d outside our host registrations "
-                            "or misaligned: refused",
+                            "btl:tca: atomic request from node %d outside our live host "
+                            "registrations or misaligned: refused",
                             ep->node);
         done.status = OPAL_ERR_BAD_PARAM;
     }

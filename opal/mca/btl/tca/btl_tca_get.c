@@ -126,9 +126,11 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 }
 
 static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_request_t *req) {
-    if (OPAL_UNLIKELY(!tca_btl_get_request_servable(req, mca_btl_tca_component.node, ep->node))) {
+    if (OPAL_UNLIKELY(!tca_btl_get_request_servable(req, mca_btl_tca_component.node, ep->node) ||
+                      !mca_btl_tca_own_handle_live(&req->src))) {
         opal_output_verbose(1, opal_btl_base_framework.framework_output,
-                            "btl:tca: get request from node %d outside our registration: refused",
+                            "btl:tca: get request from node %d outside our live registrations: "
+                            "refused",
                             ep->node);
         mca_btl_tca_send_done(ep, req->cookie, OPAL_ERR_BAD_PARAM);
         return;
@@ -178,8 +180,10 @@ void mca_btl_tca_get_control(struct mca_btl_base_endpoint_t *ep, uint8_t tag, co
         finish_get(ep, &done, NULL, 0);
     } else if (MCA_BTL_TCA_TAG_GET_SMALL == tag && size == sizeof(tca_btl_get_small_t)) {
         tca_btl_get_small_t req;
+        tcaHandle reg;
         memcpy(&req, payload, sizeof(req));
-        if (OPAL_LIKELY(tca_btl_get_small_servable(&req, mca_btl_tca_component.node) &&
+        if (OPAL_LIKELY(mca_btl_tca_own_registration(req.reg_index, req.reg_key, &reg) &&
+                        tca_btl_get_small_servable(&req, &reg, mca_btl_tca_component.node) &&
                         req.size <=
                             mca_btl_tca_component.slot_payload - sizeof(tca_btl_get_done_t)))
             answer_with_data(ep, req.cookie, req.src_addr, (size_t) req.size);

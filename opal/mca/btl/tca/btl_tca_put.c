@@ -185,11 +185,14 @@ void mca_btl_tca_put_control(struct mca_btl_base_endpoint_t *ep, const void *pay
         return;
     }
     memcpy(&req, payload, sizeof(req));
+    tcaHandle reg;
     if (OPAL_UNLIKELY(req.size != size - sizeof(req) ||
-                      !tca_btl_get_small_servable(&req, mca_btl_tca_component.node))) {
+                      !mca_btl_tca_own_registration(req.reg_index, req.reg_key, &reg) ||
+                      !tca_btl_get_small_servable(&req, &reg, mca_btl_tca_component.node))) {
         opal_output_verbose(
             1, opal_btl_base_framework.framework_output,
-            "btl:tca: small put from node %d outside our host registrations: refused", ep->node);
+            "btl:tca: small put from node %d outside our live host registrations: refused",
+            ep->node);
         mca_btl_tca_send_done(ep, req.cookie, OPAL_ERR_BAD_PARAM);
         return;
     }

@@ -180,6 +180,19 @@ int mca_btl_tca_deregister_mem(struct mca_btl_base_module_t *btl,
     return OPAL_SUCCESS;
 }
 
+/* ---- our registrations a peer's request names ---- */
+
+bool mca_btl_tca_own_registration(uint32_t reg_index, uint64_t key, tcaHandle *out) {
+    return tcaSuccess == tcaHandleOfKey(mca_btl_tca_component.node, reg_index, key, out);
+}
+
+bool mca_btl_tca_own_handle_live(const tcaHandle *h) {
+    tcaHandle live;
+    return h->node == (uint16_t) mca_btl_tca_component.node &&
+           mca_btl_tca_own_registration(h->reg_index, h->key, &live) && live.addr == h->addr &&
+           live.size == h->size && live.region == h->region;
+}
+
 /* ---- remote handles ---- */
 
 int mca_btl_tca_remote_handle(const struct mca_btl_base_endpoint_t *ep,
@@ -191,8 +204,13 @@ int mca_btl_tca_remote_handle(const struct mca_btl_base_endpoint_t *ep,
     /* One copy: osc rdma may hand us a pointer into memory its owner changes. */
     memcpy(out, &remote_handle->h, sizeof(*out));
     if (OPAL_LIKELY(out->node == node && remote_address >= out->addr && size <= out->size &&
-                    remote_address - out->addr <= out->size - size))
+                    remote_address - out->addr <= out->size - size)) {
+        /* Our own memory is copied here and now, with no target to check that
+         * the registration still lives: we do. */
+        if (OPAL_UNLIKELY(NULL == ep->peer && !mca_btl_tca_own_handle_live(out)))
+            return OPAL_ERR_BAD_PARAM;
         return OPAL_SUCCESS;
+    }
     /* A dynamic window's handle that does not cover the address it came with:
      * osc rdma (Open MPI 4.1, one host) looks a region up in the target's
      * table under the target's lock but hands us a pointer into that table,

@@ -71,6 +71,10 @@ public:
         (void) out;
         return tcaErrorNotSupported;
     }
+    // tcaHandleOfKey: the live registration of `node` in table slot `index`
+    // with that key.
+    virtual Result registration_of_key(int node, uint32_t index, uint64_t key,
+                                       tcaHandle *out) const = 0;
     // tcaRevokeHandle: deregister from a memory-release hook (no allocation,
     // no lock held while memory is released); a device that cannot says so.
     virtual Result revoke(const tcaHandle &h) noexcept {

@@ -176,6 +176,14 @@ TCA_API tcaResult tcaHandleOfAddress(int node, uint64_t addr, size_t size, tcaHa
  * tcaErrorNotSupported where the device cannot end a registration without
  * messages (ucx): tcaDestroyHandle then, outside the hook. */
 TCA_API tcaResult tcaRevokeHandle(const tcaHandle *handle);
+/* Extension: the live registration of `node` in slot reg_index of its table
+ * with that key, as a handle: a peer can name a registration in 12 bytes
+ * (its handle's reg_index and key), and the owner finds it, or
+ * tcaErrorNotRegistered once it has ended (tcaDestroyHandle, tcaRevokeHandle,
+ * tcaFree) - never a newer registration of the slot.  Any node's on the
+ * loopback device, only this node's on the ucx device (tcaErrorNotSupported);
+ * a GPU registration's handle comes without its IPC handle. */
+TCA_API tcaResult tcaHandleOfKey(int node, uint32_t reg_index, uint64_t key, tcaHandle *handle);
 /* tcaCreateHandleList (collective over MPI_COMM_WORLD) is in libtcacomm and
  * declared by tca-help.h: programs that include only tca-api.h declare it
  * themselves, with their own pointer type. */

@@ -246,6 +246,16 @@ tcaResult tcaHandleOfAddress(int node, uint64_t addr, size_t size, tcaHandle *ha
     });
 }
 
+tcaResult tcaHandleOfKey(int node, uint32_t reg_index, uint64_t key, tcaHandle *handle) {
+    return on_device([&](tca::Device *dev) -> tcaResult {
+        if (handle == nullptr)
+            return tcaErrorInvalidHandle;
+        if (node < 0 || node >= dev->topology().num_nodes())
+            return tcaErrorInvalidValue;
+        return dev->registration_of_key(node, reg_index, key, handle);
+    });
+}
+
 tcaResult tcaRevokeHandle(const tcaHandle *handle) {
     return on_device([&](tca::Device *dev) -> tcaResult {
         if (handle == nullptr)

@@ -156,6 +156,11 @@ public:
             return r;
         return memory_.deregister(h.reg_index, h.key);
     }
+    Result registration_of_key(int node, uint32_t index, uint64_t key,
+                               tcaHandle *out) const override {
+        return loopback::registration_of_key(nodes_.view(node).registrations(), node, index, key,
+                                             out);
+    }
     Result find_host_registration(int node, uint64_t addr, uint64_t size,
                                   tcaHandle *out) const override {
         return loopback::find_host_registration(nodes_.view(node).registrations(), node, addr, size,

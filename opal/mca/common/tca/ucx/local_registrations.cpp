@@ -62,6 +62,23 @@ Result LocalRegistrations::local(const tcaHandle &h, unsigned char **base) const
     return local_locked(h, base);
 }
 
+Result LocalRegistrations::handle_of(uint32_t index, uint64_t key, int self, tcaHandle *out) const {
+    std::lock_guard g(lock_);
+    auto it = regs_.find(index);
+    if (it == regs_.end() || it->second.key != key)
+        return tcaErrorNotRegistered;
+    tcaHandle h{};
+    h.magic = TCA_HANDLE_MAGIC;
+    h.node = static_cast<uint16_t>(self);
+    h.region = static_cast<uint8_t>(it->second.type);
+    h.reg_index = index;
+    h.key = key;
+    h.addr = it->second.addr;
+    h.size = it->second.size;
+    *out = h;
+    return tcaSuccess;
+}
+
 Result LocalRegistrations::local_locked(const tcaHandle &h, unsigned char **base) const {
     auto it = regs_.find(h.reg_index);
     // The range too: a handle whose size was altered must not reach past the registration.

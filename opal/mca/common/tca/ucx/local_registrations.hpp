@@ -48,6 +48,8 @@ public:
     // Where one of ours starts locally (the source of a put), checked: the
     // handle's range must be the registration's.
     Result local(const tcaHandle &h, unsigned char **base) const;
+    // The handle of the live registration in slot `index` with `key` (tcaHandleOfKey).
+    Result handle_of(uint32_t index, uint64_t key, int self, tcaHandle *out) const;
     // A peer's write of `size` bytes at dst + off lands inside one of ours
     // only: `copy` runs on its address under the lock (a destroy cannot
     // unmap it meanwhile); tcaErrorNotRegistered where it would not land.

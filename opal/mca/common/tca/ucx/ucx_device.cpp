@@ -258,6 +258,13 @@ Result UcxDevice::deregister(const tcaHandle &h) {
     return revoke(h.reg_index, gone);  // then `gone` is unmapped
 }
 
+Result UcxDevice::registration_of_key(int node, uint32_t index, uint64_t key,
+                                      tcaHandle *out) const {
+    if (node != self_)
+        return tcaErrorNotSupported;
+    return regs_.handle_of(index, key, self_, out);
+}
+
 Result UcxDevice::validate(const Descriptor &d) const {
     if (Result r = validate_descriptor(d, self_, n_); r != tcaSuccess)
         return r;

@@ -111,6 +111,9 @@ public:
     Result register_memory(void *addr, size_t size, tcaMemoryType type, tcaHandle *out) override;
     Result deregister(const tcaHandle &h) override;
     Result validate(const Descriptor &d) const override;
+    // Only this node's: a peer's table is on its host.
+    Result registration_of_key(int node, uint32_t index, uint64_t key,
+                               tcaHandle *out) const override;
     Result pio_map(const tcaHandle &, void **addr) override;
     std::string backing_path() const override { return ""; }
 
