@@ -27,7 +27,7 @@ if ! why=$(sh "$cluster" can 2>&1); then
     echo "SKIP: cannot make network namespaces here ($why); run as root on Linux"
     exit 77
 fi
-for f in tca_p2p_test tca_bcast_test tca_rma_test .libs/mca_btl_tca.so; do
+for f in tca_p2p_test tca_bcast_test tca_rma_test tca_rma_lifetime_test .libs/mca_btl_tca.so; do
     [ -e "$top/$f" ] || { echo "FAIL: $f is not built (run make first)"; exit 1; }
 done
 
@@ -215,6 +215,14 @@ if [ -f "$top/.libs/tca_ucx.so" ]; then
     mpirun_on 300 4 1 --mca btl_tca_progress_thread on $on_ucx -np 4 ./tca_rma_test many
     s=0; [ $rc = 0 ] && grep -aq "^many: passed" "$out" || s=1; clean_hosts || s=1
     result "MPI one-sided on the ucx device: 3 origins on 3 hosts into one target (fetch-and-op tickets, accumulates, puts)" $s
+
+    # Window memory given back before MPI_Win_free (PSCW, fence, lock epochs
+    # with a 4 MiB put and a 4 MiB MPI_Send): no abort on the ucx device
+    # either, where a registration whose memory went ends at MPI_Win_free.
+    # shellcheck disable=SC2086
+    mpirun_on 300 2 1 $on_ucx -np 2 ./tca_rma_lifetime_test free_early
+    s=0; [ $rc = 0 ] && grep -aq "^free_early: passed" "$out" || s=1; clean_hosts || s=1
+    result "MPI one-sided on the ucx device: window memory given back before MPI_Win_free, 2 hosts" $s
 
     # Sub-clusters of 4 consecutive ranks mapped by node: each spans the 4
     # hosts; between the two sub-clusters, tcp.
