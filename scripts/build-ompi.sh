@@ -6,6 +6,9 @@
 #   4.1   bookworm's version (the one this machine runs: libopenmpi-dev)
 #   5.0   trixie's version (5.0.x; trixie's binaries need trixie's libc)
 #
+# Open MPI's own fixes this project carries, scripts/ompi-patches/SERIES-*.patch,
+# are applied to the source first (each says what it fixes).
+#
 # PREFIX defaults to an install kept in a cache outside the clone,
 #   ${TCA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tca}/openmpi-<version>-cuda-<flags hash>,
 # so fresh clones and CI pay for the build once per machine.  Idempotent: an
@@ -109,9 +112,16 @@ if [ "$in_tree" != 0 ]; then
     # components; their sources are rebuilt incrementally below.
     tree_hash=$(sh "$top/scripts/ompi-in-tree.sh" --build-files-hash)
 fi
+# Fixes of Open MPI's own that this project carries (scripts/ompi-patches/
+# SERIES-*.patch, applied to the source before it is configured; each says
+# what it fixes): part of the build's identity.
+patches=$(ls "$top"/scripts/ompi-patches/"$series"-*.patch 2>/dev/null || true)
+patches_hash=
+[ -z "$patches" ] || patches_hash=$(cat $patches | sha256sum | cut -c1-12)
 stamp_text="openmpi $upstream ($(basename "$tarball"))
 $flags${tree_hash:+
-in-tree build files $tree_hash}"
+in-tree build files $tree_hash}${patches_hash:+
+patches $patches_hash}"
 hash=$(printf '%s' "$stamp_text" | sha256sum | cut -c1-12)
 prefix=${2:-$cache/openmpi-$upstream-$kind-$hash}
 buildtree="$cache/build/openmpi-$upstream-$kind-$hash"
@@ -152,6 +162,9 @@ say "building Open MPI $upstream with CUDA from $tarball into $prefix ($jobs job
 tar -C "$work" -xf "$tarball"
 srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name "openmpi-$upstream*" | head -1)
 echo "$srcdir" >"$work/.srcdir"
+for p in $patches; do
+    patch -d "$srcdir" -p1 --forward <"$p" >&2 || { say "$(basename "$p") does not apply"; exit 1; }
+done
 if [ "$in_tree" != 0 ]; then
     sh "$top/scripts/ompi-in-tree.sh" "$srcdir" >&2
     (cd "$srcdir" && ./autogen.pl --force) >"$work/autogen.log" 2>&1 ||

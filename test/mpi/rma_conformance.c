@@ -209,25 +209,9 @@ typedef struct {
     MPI_Datatype vec; /* the target's strided type (T_VEC) */
     MPI_Request req;
     int failed; /* this rank saw it fail */
-    int raced;  /* its operation hit Open MPI 5's unlocked region lookup (below) */
 } slot_t;
 
-static long combos_run, combos_failed, combos_raced;
-
-/* Open MPI 5.0's osc rdma looks a dynamic window's region up in the target's
- * table - shared memory, on one host with a BTL of its native path - without
- * the lock that the target's MPI_Win_attach and MPI_Win_detach hold while they
- * move the table's entries (ompi_osc_rdma_find_dynamic_region; 4.1 took it),
- * so an access while its target attaches other memory can find no region
- * and fail with MPI_ERR_RMA_RANGE before the BTL sees it.  Over vader/sm
- * osc rdma takes its other path (no shared state) and never meets it.  Such
- * a combination is counted and said ("RACED"), not failed: the operation did
- * not happen, nothing else is wrong. */
-#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-#define RACY_REGION_LOOKUP 1
-#else
-#define RACY_REGION_LOOKUP 0
-#endif
+static long combos_run, combos_failed;
 
 static void describe(const slot_t *s, const char *memory, char *out, size_t n) {
     const combo_t *c = &s->c;
@@ -432,22 +416,6 @@ static long expect_target(const combo_t *c, int me, int i, int seed, const int *
     return v;
 }
 
-/* The operation's call returned rc. */
-static void op_called(const window_t *w, slot_t *s, int rc, const char *call) {
-    int cls = MPI_SUCCESS;
-    if (MPI_SUCCESS != rc)
-        MPI_Error_class(rc, &cls);
-    if (RACY_REGION_LOOKUP && FLAVOUR_DYNAMIC == w->flavour && MPI_ERR_RMA_RANGE == cls) {
-        char what[256];
-        describe(s, batch_memory, what, sizeof(what));
-        printf("RACED %s: rank %d: %s: MPI_ERR_RMA_RANGE (Open MPI 5's region lookup)\n", what,
-               rank, call);
-        s->raced = 1;
-        return;
-    }
-    ok(s, rc, call);
-}
-
 static void issue(window_t *w, slot_t *s, int target) {
     const combo_t *c = &s->c;
     const MPI_Datatype bt = basic_type(c->type);
@@ -465,50 +433,46 @@ static void issue(window_t *w, slot_t *s, int target) {
     s->req = MPI_REQUEST_NULL;
     switch (c->op) {
     case OP_PUT:
-        op_called(w, s, MPI_Put(in, c->count, bt, target, disp, tn, tt, w->win), "MPI_Put");
+        ok(s, MPI_Put(in, c->count, bt, target, disp, tn, tt, w->win), "MPI_Put");
         break;
     case OP_RPUT:
-        op_called(w, s, MPI_Rput(in, c->count, bt, target, disp, tn, tt, w->win, &s->req),
-                  "MPI_Rput");
+        ok(s, MPI_Rput(in, c->count, bt, target, disp, tn, tt, w->win, &s->req), "MPI_Rput");
         break;
     case OP_GET:
-        op_called(w, s, MPI_Get(out, c->count, bt, target, disp, tn, tt, w->win), "MPI_Get");
+        ok(s, MPI_Get(out, c->count, bt, target, disp, tn, tt, w->win), "MPI_Get");
         break;
     case OP_RGET:
-        op_called(w, s, MPI_Rget(out, c->count, bt, target, disp, tn, tt, w->win, &s->req),
-                  "MPI_Rget");
+        ok(s, MPI_Rget(out, c->count, bt, target, disp, tn, tt, w->win, &s->req), "MPI_Rget");
         break;
     case OP_ACC:
-        op_called(w, s, MPI_Accumulate(in, c->count, bt, target, disp, tn, tt, red, w->win),
-                  "MPI_Accumulate");
+        ok(s, MPI_Accumulate(in, c->count, bt, target, disp, tn, tt, red, w->win),
+           "MPI_Accumulate");
         break;
     case OP_RACC:
-        op_called(w, s,
-                  MPI_Raccumulate(in, c->count, bt, target, disp, tn, tt, red, w->win, &s->req),
-                  "MPI_Raccumulate");
+        ok(s, MPI_Raccumulate(in, c->count, bt, target, disp, tn, tt, red, w->win, &s->req),
+           "MPI_Raccumulate");
         break;
     case OP_GET_ACC:
-        op_called(w, s,
-                  MPI_Get_accumulate(in, c->count, bt, out, c->count, bt, target, disp, tn, tt, red,
-                                     w->win),
-                  "MPI_Get_accumulate");
+        ok(s,
+           MPI_Get_accumulate(in, c->count, bt, out, c->count, bt, target, disp, tn, tt, red,
+                              w->win),
+           "MPI_Get_accumulate");
         break;
     case OP_RGET_ACC:
-        op_called(w, s,
-                  MPI_Rget_accumulate(in, c->count, bt, out, c->count, bt, target, disp, tn, tt,
-                                      red, w->win, &s->req),
-                  "MPI_Rget_accumulate");
+        ok(s,
+           MPI_Rget_accumulate(in, c->count, bt, out, c->count, bt, target, disp, tn, tt, red,
+                               w->win, &s->req),
+           "MPI_Rget_accumulate");
         break;
     case OP_FOP:
-        op_called(w, s, MPI_Fetch_and_op(in, out, bt, target, disp, red, w->win),
-                  "MPI_Fetch_and_op");
+        ok(s, MPI_Fetch_and_op(in, out, bt, target, disp, red, w->win), "MPI_Fetch_and_op");
         break;
     default: { /* CAS: compare with what the target holds (or something else) */
         unsigned char compare[16];
         put_elem(compare, c->type, 0, 1, base_val(target, 0, s->seed) + (RED_CAS_MISS == c->red),
                  target);
-        op_called(w, s, MPI_Compare_and_swap(in, compare, out, bt, target, disp, w->win),
-                  "MPI_Compare_and_swap");
+        ok(s, MPI_Compare_and_swap(in, compare, out, bt, target, disp, w->win),
+           "MPI_Compare_and_swap");
         break;
     }
     }
@@ -694,21 +658,12 @@ static void run_batch(window_t *w, int sync, int pattern) {
             churn_attachments(w); /* while the epochs on us may still run */
     }
     epoch_close(w, sync, target, SYNC_PSCW == sync && -2 != exposure, slots, n);
-    /* Which operations did not happen (RACED, on any rank): not checked. */
     for (int k = 0; k < n; k++)
-        mine[k] = slots[k].raced;
-    MPI_Allreduce(mine, all, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    for (int k = 0; k < n; k++) {
-        slots[k].raced = all[k];
-        combos_raced += all[k];
-        if (!slots[k].raced)
-            check_fetched(&slots[k], target);
-    }
+        check_fetched(&slots[k], target);
     target_view_open(w, sync);
     if (norigins > 0)
         for (int k = 0; k < n; k++)
-            if (!slots[k].raced)
-                check_target(w, &slots[k], origins, norigins);
+            check_target(w, &slots[k], origins, norigins);
     target_view_close(w, sync);
     for (int k = 0; k < n; k++) {
         mine[k] = slots[k].failed;
@@ -878,12 +833,8 @@ int main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
-        printf("%s: %ld combinations, %ld failed on %d ranks in %.1f s (%zu bytes of window)%s\n",
-               name, combos_run, combos_failed + epoch_errors, size, MPI_Wtime() - t0, win_bytes,
-               combos_raced ? "; some RACED (Open MPI 5's region lookup)" : "");
-    if (combos_raced)
-        printf("%s: %ld combinations RACED: Open MPI 5's unlocked region lookup\n", name,
-               combos_raced);
+        printf("%s: %ld combinations, %ld failed on %d ranks in %.1f s (%zu bytes of window)\n",
+               name, combos_run, combos_failed + epoch_errors, size, MPI_Wtime() - t0, win_bytes);
     free(origin_buf);
     free(result_buf);
     MPI_Finalize();
