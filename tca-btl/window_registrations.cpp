@@ -97,7 +97,11 @@ struct tca_btl_windows {
 extern "C" {
 
 tca_btl_windows_t *tca_btl_windows_new(uint32_t capacity) {
-    return new (std::nothrow) tca_btl_windows(capacity);
+    try {
+        return new tca_btl_windows(capacity);
+    } catch (const std::bad_alloc &) {  // the tables too, not only the object
+        return nullptr;
+    }
 }
 void tca_btl_windows_free(tca_btl_windows_t *w) {
     delete w;

@@ -292,7 +292,8 @@ static void test_busy(void) {
         const double t0 = compute_now(), deadline = t0 + give_up_s;
         long done = 0;
         /* no MPI call in here */
-        while ((done = __atomic_load_n(&scalars(&w)->cas, __ATOMIC_ACQUIRE) - cas_start) < size - 1 &&
+        while ((done = __atomic_load_n(&scalars(&w)->cas, __ATOMIC_ACQUIRE) - cas_start) <
+                   size - 1 &&
                compute_now() < deadline)
             compute_for(0.001);
         printf("rank %d: computed %.3f s without MPI calls while %ld of %d epochs ended\n", rank,

@@ -41,9 +41,13 @@ BEGIN_C_DECLS
 #define MCA_BTL_TCA_TAG_PUT_SMALL (MCA_BTL_TAG_BTL + 0x17)
 
 /* The wire registration handle: a device handle is meaningful to every node
- * of the sub-cluster (node, base address, length, key). */
+ * of the sub-cluster (node, base address, length, key).  window: a window's
+ * registration (register.c), whose handle a peer may read where its owner
+ * rewrites it, so the data path checks it against the owner's table. */
 struct mca_btl_base_registration_handle_t {
     tcaHandle h;
+    uint32_t window;
+    uint32_t reserved;
 };
 
 /* base.rcache is NULL for a window's registration (register.c): not grdma's. */

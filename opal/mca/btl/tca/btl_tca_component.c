@@ -76,6 +76,17 @@ static int tca_component_open(void) {
     return OPAL_SUCCESS;
 }
 
+/* init failed after the registrations started: everything it started goes,
+ * the memory-release hook first (it points into this DSO, which Open MPI
+ * unloads next). */
+static void undo_init(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
+    mca_btl_tca_atomic_fini();
+    mca_btl_tca_put_fini();
+    mca_btl_tca_get_fini();
+    mca_btl_tca_registrations_fini(m);
+    mca_btl_tca_device_stop(c);
+}
+
 static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_progress_threads,
                                                   bool enable_mpi_threads) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
@@ -121,13 +132,11 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         mca_btl_tca_device_stop(c);
         return NULL;
     }
-    if (OPAL_SUCCESS != mca_btl_tca_get_init() || OPAL_SUCCESS != mca_btl_tca_put_init() ||
-        OPAL_SUCCESS != mca_btl_tca_atomic_init()) {
-        mca_btl_tca_atomic_fini();
-        mca_btl_tca_put_fini();
-        mca_btl_tca_get_fini();
-        mca_btl_tca_registrations_fini(m);
-        mca_btl_tca_device_stop(c);
+    btls = (mca_btl_base_module_t **) malloc(sizeof(*btls));
+    if (NULL == btls || OPAL_SUCCESS != mca_btl_tca_get_init() ||
+        OPAL_SUCCESS != mca_btl_tca_put_init() || OPAL_SUCCESS != mca_btl_tca_atomic_init()) {
+        free(btls);
+        undo_init(c, m);
         return NULL;
     }
 
@@ -138,17 +147,12 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         if (c->thread)
             tca_btl_progress_thread_stop(c->thread);
         c->thread = NULL;
-        mca_btl_tca_atomic_fini();
-        mca_btl_tca_put_fini();
-        mca_btl_tca_get_fini();
-        mca_btl_tca_device_stop(c);
+        free(btls);
+        undo_init(c, m);
         return NULL;
     }
 
     mca_btl_tca_report_path(c, m);
-    btls = (mca_btl_base_module_t **) malloc(sizeof(*btls));
-    if (NULL == btls)
-        return NULL;
     btls[0] = &m->super;
     c->module = m;
     *num_btls = 1;

@@ -6,7 +6,8 @@
  *    (tca-btl/window_registrations.hpp) as long as the window wants it, not
  *    cached, and ended at once when the program gives the memory back (Open
  *    MPI's memory-release hook), so that giving back window memory before
- *    MPI_Win_free is no abort and a late put cannot land in reused memory;
+ *    MPI_Win_free is no abort and a late put into it is refused (docs/mpi.md
+ *    says where it is not);
  * and the remote handles the data path is given, checked against the
  * address they come with (mca_btl_tca_remote_handle).
  */
@@ -80,9 +81,16 @@ int mca_btl_tca_registrations_init(mca_btl_tca_module_t *module) {
         tca_show_help("help-btl-tca.txt", "rcache-failed");
         return OPAL_ERROR;
     }
-    mca_btl_tca_component.windows = tca_btl_windows_new(TCA_WINDOW_REGISTRATIONS);
-    if (NULL == mca_btl_tca_component.windows)
+    /* One table for the process, kept after finalize: Open MPI runs a release
+     * callback outside its lock and does not wait for one that started before
+     * the hook was unregistered, so freeing the table could pull it from under
+     * a thread giving memory back (window registrations are all gone by then). */
+    static tca_btl_windows_t *process_windows = NULL;
+    if (NULL == process_windows)
+        process_windows = tca_btl_windows_new(TCA_WINDOW_REGISTRATIONS);
+    if (NULL == process_windows)
         return OPAL_ERR_OUT_OF_RESOURCE;
+    mca_btl_tca_component.windows = process_windows;
     const int hooked = opal_mem_hooks_register_release(memory_released, NULL);
     mca_btl_tca_component.memory_hook = OPAL_SUCCESS == hooked;
     /* Without hooks (mpi_leave_pinned 0, or no memory patcher) window memory
@@ -111,9 +119,8 @@ void mca_btl_tca_registrations_fini(mca_btl_tca_module_t *module) {
             mca_btl_tca_component.node,
             (unsigned long long) tca_btl_windows_revoked(mca_btl_tca_component.windows),
             (long long) mca_btl_tca_component.handles_found);
-        tca_btl_windows_free(mca_btl_tca_component.windows);
     }
-    mca_btl_tca_component.windows = NULL;
+    mca_btl_tca_component.windows = NULL; /* the table itself stays (init) */
 }
 
 /* ---- the module's register_mem / deregister_mem ---- */
@@ -130,6 +137,7 @@ static mca_btl_tca_reg_t *register_window(void *base, size_t size) {
         free(reg);
         return NULL;
     }
+    reg->handle.window = 1;
     return reg;
 }
 
@@ -195,21 +203,47 @@ bool mca_btl_tca_own_handle_live(const tcaHandle *h) {
 
 /* ---- remote handles ---- */
 
+/* A window's handle names the registration its bytes say: a copy taken
+ * while the owner rewrote them (osc rdma 4.1 hands us a pointer into a
+ * dynamic window's region table, which the owner's MPI_Win_attach shifts)
+ * can join one entry's address and length to another's key, which the device
+ * would refuse (a correct program's put ended the job).  Where the device can
+ * look the key up (the owner's table is mapped: one host), the copy must be
+ * that registration's.  Not found: a torn copy or a registration ended by
+ * memory given back (a late access, which the device refuses). */
+static bool handle_is_whole(int node, const tcaHandle *h) {
+    tcaHandle live;
+    const tcaResult r = tcaHandleOfKey(node, h->reg_index, h->key, &live);
+    if (tcaErrorNotSupported == r)
+        return true;
+    return tcaSuccess == r && live.addr == h->addr && live.size == h->size &&
+           live.region == h->region;
+}
+
+static bool handle_covers(const tcaHandle *h, int node, uint64_t remote_address, size_t size) {
+    return h->node == node && remote_address >= h->addr && size <= h->size &&
+           remote_address - h->addr <= h->size - size;
+}
+
 int mca_btl_tca_remote_handle(const struct mca_btl_base_endpoint_t *ep,
                               const struct mca_btl_base_registration_handle_t *remote_handle,
                               uint64_t remote_address, size_t size, tcaHandle *out) {
     const int node = NULL == ep->peer ? mca_btl_tca_component.node : ep->node;
     if (OPAL_UNLIKELY(NULL == remote_handle))
         return OPAL_ERR_BAD_PARAM;
-    /* One copy: osc rdma may hand us a pointer into memory its owner changes. */
-    memcpy(out, &remote_handle->h, sizeof(*out));
-    if (OPAL_LIKELY(out->node == node && remote_address >= out->addr && size <= out->size &&
-                    remote_address - out->addr <= out->size - size)) {
+    for (int copies = 1;; ++copies) {
+        /* One copy: osc rdma may hand us a pointer into memory its owner changes. */
+        memcpy(out, &remote_handle->h, sizeof(*out));
+        if (OPAL_UNLIKELY(!handle_covers(out, node, remote_address, size)))
+            break;
         /* Our own memory is copied here and now, with no target to check that
          * the registration still lives: we do. */
-        if (OPAL_UNLIKELY(NULL == ep->peer && !mca_btl_tca_own_handle_live(out)))
-            return OPAL_ERR_BAD_PARAM;
-        return OPAL_SUCCESS;
+        if (OPAL_UNLIKELY(NULL == ep->peer))
+            return mca_btl_tca_own_handle_live(out) ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
+        if (OPAL_LIKELY(!remote_handle->window) || handle_is_whole(node, out))
+            return OPAL_SUCCESS;
+        if (copies == 3) /* no whole copy in three: ended (the device refuses it) */
+            return OPAL_SUCCESS;
     }
     /* A dynamic window's handle that does not cover the address it came with:
      * osc rdma (Open MPI 4.1, one host) looks a region up in the target's
