@@ -100,13 +100,22 @@ kill_host_processes() {
         sleep 0.1; tries=$((tries + 1))
     done
 }
+# A process still there once the job's mpirun returned is given 30 s to be
+# gone: the launch wrappers exit and are reaped just after mpirun (one CI run
+# on a loaded machine saw "[sh] <defunct>" at once); a process we left behind
+# is still there then.
 # (Its own variables: a case's status `s` must survive the call.)
 clean_hosts() {
-    local dirty=0 h=1 left pids
+    local dirty=0 h=1 left pids tries
     while [ $h -le $hosts ]; do
         left=$(sh "$cluster" exec $h ls /dev/shm | grep -av "^marker$")
         [ -z "$left" ] || { echo "host $h /dev/shm: $left" >>"$out"; dirty=1; }
+        tries=0
         pids=$(ip netns pids "$prefix$h")
+        while [ -n "$pids" ] && [ $tries -lt 300 ]; do
+            sleep 0.1; tries=$((tries + 1))
+            pids=$(ip netns pids "$prefix$h")
+        done
         [ -z "$pids" ] || { echo "host $h processes: $(ps -o pid=,args= -p "$(echo $pids | tr ' ' ,)")" >>"$out"; dirty=1; }
         h=$((h + 1))
     done
