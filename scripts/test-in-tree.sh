@@ -26,7 +26,8 @@ prefix=$(TCA_OMPI_IN_TREE=1 sh scripts/build-ompi.sh 5.0 | tail -1)
 t1=$(date +%s)
 dest=$(sh scripts/tree-copy.sh build/ompi-in-tree --with-ompi="$prefix")
 cd "$dest"
-make -j"$(nproc)" tca_p2p_test tca_bcast_test tca_params_test tca_btl_param_names tca_mpi_bench >make-tests.out 2>&1 || { tail -30 make-tests.out; exit 1; }
+make -j"$(nproc)" tca_p2p_test tca_bcast_test tca_params_test tca_btl_param_names tca_mpi_bench \
+    tca_rma_lifetime_test tca_rma_conformance >make-tests.out 2>&1 || { tail -30 make-tests.out; exit 1; }
 t2=$(date +%s)
 export PATH="$prefix/bin:$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MAJOR=5
@@ -121,7 +122,8 @@ say=0
 
 # MPI cases over Open MPI's own copy of the components.
 IN_TREE_CASES=${IN_TREE_CASES:-"pingpong pingpong_copy_protocol persistent flood threads get_pingpong
- progress_thread_all peer_killed params_btl params_coll settings_precedence bcast_basic bcast_epochs bcast_without_btl_tca session_shared"}
+ progress_thread_all peer_killed params_btl params_coll settings_precedence bcast_basic bcast_epochs bcast_without_btl_tca session_shared
+ rma_lifetime_free_early rma_lifetime_shared_first rma_lifetime_list rma_lifetime_list_plain rma_conformance_dynamic"}
 for c in $IN_TREE_CASES; do
     check "MPI case $c" env TCA_COMPONENT_DIR=ompi sh test/mpi/run_case.sh "test/mpi/cases/$c.mpi"
 done
