@@ -14,9 +14,15 @@
 # PNG plots.  Usage: scripts/bench.sh [--in-tree] [rounds].  Expects a build
 # (scripts/build.sh); results go to bench-results/.
 #
-# TCA_BENCH_BASE=DIR: also the build of another commit in DIR (its components
-# and its tca_mpi_bench, against the same Open MPI), as "tca-base" in every
-# round, and tca's ratio to it per size ("nothing slower than before").
+# TCA_BENCH_BASE=DIR: also the build of another commit in DIR (its components,
+# against the same Open MPI, run by this commit's tca_mpi_bench), as
+# "tca-base" in every round, and tca's ratio to it per size ("nothing slower
+# than before").
+#
+# Point-to-point in both buffer shapes users run: OSU's (latency, and bw_one /
+# bibw_one: every message of a window from one buffer into one) and a window
+# of cold slices of a large buffer (bw, bibw); a bandwidth goal is met where
+# both shapes meet it.
 #
 # --in-tree: on Open MPI 5.0 built with the components in its tree (what a
 # site or a distribution builds: TCA_OMPI_IN_TREE=1 scripts/build-ompi.sh 5.0,
@@ -179,24 +185,29 @@ if [ -n "$base_dir" ] && [ "$in_tree" = 1 ]; then
 fi
 if [ -n "$base_dir" ]; then
     base_dir=$(cd "$base_dir" && pwd)
-    [ -f "$base_dir/.libs/mca_btl_tca.so" ] && [ -x "$base_dir/tca_mpi_bench" ] ||
-        { echo "TCA_BENCH_BASE: no built components and tca_mpi_bench in $base_dir" >&2; exit 1; }
+    [ -f "$base_dir/.libs/mca_btl_tca.so" ] ||
+        { echo "TCA_BENCH_BASE: no built components in $base_dir" >&2; exit 1; }
     configs="$configs tca-base"
 fi
+# Both buffer shapes: OSU's (one buffer reused by every message: latency,
+# bw_one, bibw_one) and a window of cold slices (bw, bibw).
+p2p="latency bw bw_one bibw bibw_one plat"
 run_config() {
     # shellcheck disable=SC2086
     case $1 in
-    tca) run tca tca_run $common "$mpi_bench" latency bw bibw plat ;;
-    tca-intree) run tca-intree intree_run $common "$mpi_bench" latency bw bibw plat ;;
+    tca) run tca tca_run $common "$mpi_bench" $p2p ;;
+    tca-intree) run tca-intree intree_run $common "$mpi_bench" $p2p ;;
     tca-thread) run tca-thread tca_run --mca btl_tca_progress_thread on $common "$mpi_bench" latency overlap ;;
     # Both paths into private memory, whichever libtca measured at start-up
     # for "tca" (tca_info says which).
     tca-bounce) (export TCA_SINGLE_COPY=0; run tca-bounce tca_run $common "$mpi_bench" latency bw) ;;
     tca-single) (export TCA_SINGLE_COPY=1; run tca-single tca_run $common "$mpi_bench" latency bw) ;;
-    "$sm_name") run "$sm_name" mpirun --mca pml ob1 $sm_btl $common "$mpi_bench" latency bw bibw plat ;;
-    "$sm_copy") run "$sm_copy" mpirun --mca pml ob1 $sm_btl $sm_nocopy $common "$mpi_bench" latency bw bibw plat ;;
-    ucx) [ -z "$ucx" ] || run ucx $ucx $common "$mpi_bench" latency bw bibw plat ;;
-    tca-base) (export TCA_COMPONENT_DIR="$base_dir"/.libs; run tca-base scripts/tca-mpirun $common "$base_dir"/tca_mpi_bench latency bw bibw plat) ;;
+    "$sm_name") run "$sm_name" mpirun --mca pml ob1 $sm_btl $common "$mpi_bench" $p2p ;;
+    "$sm_copy") run "$sm_copy" mpirun --mca pml ob1 $sm_btl $sm_nocopy $common "$mpi_bench" $p2p ;;
+    ucx) [ -z "$ucx" ] || run ucx $ucx $common "$mpi_bench" $p2p ;;
+    # The base commit's build with this commit's benchmark program (an older
+    # one may lack the one-buffer shapes): the same messages either way.
+    tca-base) (export TCA_COMPONENT_DIR="$base_dir"/.libs; run tca-base scripts/tca-mpirun $common "$mpi_bench" $p2p) ;;
     esac
 }
 for round in $(seq 1 "$repeats"); do
@@ -227,12 +238,12 @@ done
     fi
     # shellcheck disable=SC2086
     python3 scripts/bench_report.py "$raw" --refs "$sm_name,$sm_copy,ucx" --show "$show,$sm_name,$sm_copy,ucx" $pair
-    # Overlap with the progress thread: median and worst round per size (goal >= 85 % from 64 KiB).
+    # Overlap with the progress thread: median and worst round per size (goal >= 85 % in every round from 64 KiB).
     awk '$1 == "R" && $3 == "tca-thread" && $4 == "overlap" { v[$5] = v[$5] " " $6 }
          END { print "\nreceiver-side overlap with the progress thread (Irecv, compute >= max(t_pure, 3 ms), Wait), percent: median / worst round"
                for (s in v) { n = split(v[s], a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                               m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-                              printf "%9d %6.1f / %5.1f %s\n", s, m, a[1], (m >= 85) ? "met (>= 85)" : "MISSED (>= 85)" } }' "$raw" | sort -n -k1,1
+                              printf "%9d %6.1f / %5.1f %s\n", s, m, a[1], (a[1] >= 85) ? "met (>= 85 every round)" : "MISSED (>= 85 every round)" } }' "$raw" | sort -n -k1,1
     awk '$1 == "R" && $3 == "device" { d[++nd] = $6 } $1 == "R" && $3 == "tca" && $4 == "latency" && $5 == 8 { m[++nm] = $6 }
          function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                          return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }

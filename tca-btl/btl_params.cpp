@@ -25,6 +25,7 @@ constexpr const char *kMicros = "10..1000000 microseconds";
 
 constexpr const char *kThreadModes[] = {"off", "on", "auto"};  // TCA_BTL_THREAD_* order
 constexpr const char *kGetModes[] = {"off", "gpu", "all"};     // TCA_BTL_GET_* order
+constexpr const char *kRndvChoices[] = {"size", "traffic"};    // TCA_BTL_RNDV_BY_* order
 
 #define OWN(field) offsetof(tca_btl_settings_t, field)
 
@@ -140,6 +141,17 @@ const tca_btl_param_t kParams[] = {
      "rings). Must be the same on every process.",
      5, TCA_BTL_PARAM_INT, kGetModes, 3, TCA_BTL_GET_ALL, 0, 2, TCA_BTL_PARAM_ALL_EQ,
      "off, gpu or all", nullptr, nullptr, OWN(get_emulation)},
+    {"rendezvous_choice",
+     "How a host message beyond the eager limit and up to btl_tca_min_rdma_pipeline_size goes, "
+     "decided per message where single copy into another process pays (on one host). 'traffic' "
+     "(default): a lone message (nothing else of this process's rendezvous in flight to that peer "
+     "and nothing queued for its ring) by ob1's RGET rendezvous, one copy by the data's owner "
+     "behind the fewest messages; a message of a stream by ob1's copy protocol through the rings, "
+     "whose two copies run on both cores at once. 'size': by size alone (the copy protocol up to "
+     "btl_tca_min_rdma_pipeline_size). Where single copy is dear or off, and across hosts, every "
+     "such message goes by copy either way. Measurements: docs/mpi.md.",
+     5, TCA_BTL_PARAM_INT, kRndvChoices, 2, TCA_BTL_RNDV_BY_TRAFFIC, 0, 1, 0, "size or traffic",
+     nullptr, nullptr, OWN(rendezvous_choice)},
 
     // The common BTL parameters (Open MPI's BTL base registers them).
     {"exclusivity", nullptr, 0, TCA_BTL_PARAM_UINT32, nullptr, 0, 0, 0, UINT32_MAX,

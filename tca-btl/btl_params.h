@@ -34,6 +34,11 @@ enum {
     TCA_BTL_GET_ALL = 2  /* default; also host buffers: MCA_BTL_FLAGS_GET (ob1 RGET, osc rdma) */
 };
 
+enum {
+    TCA_BTL_RNDV_BY_SIZE = 0,   /* copy protocol up to the copy limit, RDMA beyond */
+    TCA_BTL_RNDV_BY_TRAFFIC = 1 /* default; a lone message by RDMA, a stream by copy */
+};
+
 /* btl tca's own parameters, as Open MPI stores them. */
 typedef struct tca_btl_settings {
     int subcluster_size;     /* 0: all processes of the node form one sub-cluster */
@@ -49,6 +54,7 @@ typedef struct tca_btl_settings {
     int poll_batch;         /* messages taken from one peer per progress pass */
     int poll_all_max_peers; /* with more peers, poll only the rings marked in our traffic line */
     int get_emulation;      /* TCA_BTL_GET_* */
+    int rendezvous_choice;  /* TCA_BTL_RNDV_BY_* */
 } tca_btl_settings_t;
 
 /* How Open MPI stores a value (its MCA_BASE_VAR_TYPE_*). */

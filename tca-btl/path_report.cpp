@@ -31,10 +31,17 @@ std::string describe(const tca_btl_path_t &p) {
              bytes_text(p.copy_max) + ": no copy protocol)";
     } else {
         s += "copy protocol through the rings (btl_tca_min_rdma_pipeline_size) ";
-        if (p.copy_max == UINT64_MAX)
+        const std::string limit =
+            p.copy_max == UINT64_MAX ? "at every size" : "up to " + bytes_text(p.copy_max);
+        if (p.lone_by_rdma)
+            s += "for the messages of a stream one way " + limit +
+                 "; a lone message, and the messages of streams both ways, by its " + rendezvous +
+                 " (btl_tca_rendezvous_choice traffic)" +
+                 (p.copy_max == UINT64_MAX ? "" : ", as every larger one");
+        else if (p.copy_max == UINT64_MAX)
             s += "at every size (measured: a copy into another process is dear here)";
         else
-            s += "up to " + bytes_text(p.copy_max) + ", larger ones by its " + rendezvous;
+            s += limit + ", larger ones by its " + rendezvous;
     }
     s += "; puts (" + std::string(p.put_mechanism[0] != '\0' ? p.put_mechanism : "device puts") +
          "): ";

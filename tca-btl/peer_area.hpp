@@ -19,6 +19,7 @@ struct alignas(64) PeerWords {
     std::atomic<uint64_t> consumed{0};  // how many of my messages that peer has consumed (credits)
     std::atomic<uint32_t> doorbell{
         0};  // that peer's progress thread sleeps: raise its interrupt after sending
+    std::atomic<uint32_t> streaming{0};  // that peer streams rendezvous messages to me
 };
 static_assert(sizeof(PeerWords) == 64);
 
@@ -101,6 +102,8 @@ public:
               ring_geometry(layout, peer_area)),
           peer_(peer_area), doorbell_wanted_(&words(own_area, layout, peer)->doorbell),
           my_doorbell_at_peer_(layout.words_offset(self) + offsetof(PeerWords, doorbell)),
+          peer_streaming_(&words(own_area, layout, peer)->streaming),
+          my_streaming_at_peer_(layout.words_offset(self) + offsetof(PeerWords, streaming)),
           my_mark_at_peer_(layout.traffic_offset() + offsetof(TrafficLine, from) +
                            size_t(self) * sizeof(uint32_t)),
           peer_polls_by_traffic_(peer_polls_by_traffic), peer_has_thread_(peer_has_thread) {}
@@ -149,6 +152,15 @@ public:
             (void) peer_.store<uint32_t>(my_doorbell_at_peer_, sleeping ? 1u : 0u);
     }
 
+    // Whether the peer told us it streams rendezvous messages to us, and
+    // telling it the same of us (rendezvous_choice.hpp): a hint, so relaxed.
+    bool peer_streams() const noexcept {
+        return peer_streaming_->load(std::memory_order_relaxed) != 0;
+    }
+    void announce_streaming(bool streaming) noexcept {
+        (void) peer_.store<uint32_t>(my_streaming_at_peer_, streaming ? 1u : 0u);
+    }
+
 private:
     tcaResult mark() noexcept {
         if (!peer_polls_by_traffic_)
@@ -171,6 +183,8 @@ private:
     RemoteArea peer_;
     const std::atomic<uint32_t> *doorbell_wanted_;
     size_t my_doorbell_at_peer_;  // offsets in the peer's area
+    const std::atomic<uint32_t> *peer_streaming_;
+    size_t my_streaming_at_peer_;
     size_t my_mark_at_peer_;
     bool peer_polls_by_traffic_;
     bool peer_has_thread_;

@@ -7,6 +7,7 @@
 #include "base/build_info.hpp"
 #include "peer_area.hpp"
 #include "progress_client.hpp"
+#include "rendezvous_choice.hpp"
 #include "ring_poller.hpp"
 
 using tca::btl::AreaLayout;
@@ -14,11 +15,13 @@ using tca::btl::MessageHeader;
 using tca::btl::PeerChannel;
 using tca::btl::ProgressClient;
 using tca::btl::RemoteArea;
+using tca::btl::RendezvousChooser;
 using tca::btl::RingGeometry;
 using tca::btl::RingPoller;
 
 struct tca_btl_peer {
     PeerChannel ch;
+    RendezvousChooser rendezvous;
 };
 struct tca_btl_poller {
     RingPoller poller;
@@ -59,7 +62,8 @@ tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, const tcaHandl
     try {
         return new tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area), area, layout,
                                             self, peer, peer_has_thread != 0,
-                                            peer_polls_by_traffic != 0)};
+                                            peer_polls_by_traffic != 0),
+                                RendezvousChooser{}};
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
@@ -125,6 +129,13 @@ int tca_btl_poller_poll(tca_btl_poller_t *p, tca_btl_deliver_fn deliver, void *c
 
 void tca_btl_peer_announce_sleep(tca_btl_peer_t *p, int sleeping) {
     p->ch.announce_sleep(sleeping != 0);
+}
+
+int tca_btl_peer_rendezvous_by_rdma(tca_btl_peer_t *p, const tca_btl_rendezvous_t *r) {
+    const RendezvousChooser::Choice c = p->rendezvous.choose(*r, p->ch.peer_streams());
+    if (c.announce != RendezvousChooser::Announce::kNothing)
+        p->ch.announce_streaming(c.announce == RendezvousChooser::Announce::kStreaming);
+    return c.rdma ? 1 : 0;
 }
 
 tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *),

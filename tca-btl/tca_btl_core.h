@@ -263,12 +263,27 @@ TCA_BTL_CORE_HIDDEN void tca_btl_windows_remove(tca_btl_windows_t *w, uint32_t s
 TCA_BTL_CORE_HIDDEN void tca_btl_windows_released(tca_btl_windows_t *w, uintptr_t addr, size_t len);
 TCA_BTL_CORE_HIDDEN uint64_t tca_btl_windows_revoked(const tca_btl_windows_t *w);
 
+/* ---- ob1's rendezvous protocol for a host message beyond the eager limit ---- */
+typedef struct tca_btl_rendezvous {
+    uint64_t size;                /* the message */
+    uint64_t copy_max;            /* the largest that may go by ob1's copy protocol */
+    int by_traffic;               /* btl_tca_rendezvous_choice traffic, and single copy pays */
+    int32_t rendezvous_in_flight; /* our RDMA rendezvous to this peer not yet finished */
+    int32_t queued;               /* descriptors waiting for room in the peer's ring */
+} tca_btl_rendezvous_t;
+/* 1: by RDMA (ob1's RGET: grant the registration), 0: by ob1's copy protocol
+ * (refuse it).  Tells the peer when we start or stop streaming to it
+ * (rendezvous_choice.hpp has the rules). */
+TCA_BTL_CORE_HIDDEN int tca_btl_peer_rendezvous_by_rdma(tca_btl_peer_t *p,
+                                                        const tca_btl_rendezvous_t *r);
+
 /* ---- the data path by size, as one line for the verbose output ---- */
 typedef struct tca_btl_path {
     uint64_t eager_limit; /* up to here: the rings */
     uint64_t copy_max;    /* up to here: ob1's copy protocol through the rings (UINT64_MAX: all) */
     uint64_t put_dma_min; /* puts from here on the DMA engine (0: none) */
     int get_for_host;     /* ob1 uses the emulated get (RGET) for host buffers */
+    int lone_by_rdma;     /* up to copy_max, a lone message by RDMA (rendezvous_choice traffic) */
     int poll_by_traffic;
     int peers, poll_all_max_peers;
     const char *put_mechanism; /* the device's (tcaQueryBackend) */

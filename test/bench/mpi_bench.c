@@ -5,6 +5,10 @@
  *               the device's published-style ping-pong)
  *   bw          bandwidth, window of 64 non-blocking sends, one ack per window
  *   bibw        bidirectional bandwidth, both sides post windows at once
+ *   bw_one      bw in OSU's shape: every message of the window from one send
+ *               buffer into one receive buffer (osu_bw, osu_mbw_mr), where bw
+ *               sends each from its own slice of a large buffer (cold caches)
+ *   bibw_one    bibw in OSU's shape (osu_bibw)
  *   plat        persistent latency: MPI_Send_init/MPI_Recv_init + MPI_Start
  *   overlap     receiver-side overlap: Irecv, compute (no MPI calls), Wait
  * Prints one "RESULT <benchmark> <bytes> <value>" line per measurement
@@ -23,7 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const size_t sizes[] = {1, 8, 64, 512, 4096, 16384, 65536, 262144, 1048576, 4194304};
+static const size_t sizes[] = {1,     8,     64,     512,    4096,    16384,
+                               32768, 65536, 131072, 262144, 1048576, 4194304};
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]), WINDOW = 64 };
 static int rank;
 static char *sbuf, *rbuf;
@@ -86,7 +91,8 @@ static void latency(int persistent, int only8) {
     }
 }
 
-static void bandwidth(int bidirectional) {
+/* one_buffer: OSU's shape (every message of the window in the same buffer). */
+static void bandwidth(int bidirectional, int one_buffer) {
     MPI_Request req[2 * WINDOW];
     for (int s = 0; s < NSIZES; s++) {
         const size_t n = sizes[s];
@@ -99,12 +105,12 @@ static void bandwidth(int bidirectional) {
             int nreq = 0;
             if (rank == 0 || bidirectional)
                 for (int w = 0; w < WINDOW; w++)
-                    MPI_Isend(sbuf + (size_t) w * n, (int) n, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD,
-                              &req[nreq++]);
+                    MPI_Isend(sbuf + (one_buffer ? 0 : (size_t) w * n), (int) n, MPI_CHAR, 1 - rank,
+                              2, MPI_COMM_WORLD, &req[nreq++]);
             if (rank == 1 || bidirectional)
                 for (int w = 0; w < WINDOW; w++)
-                    MPI_Irecv(rbuf + (size_t) w * n, (int) n, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD,
-                              &req[nreq++]);
+                    MPI_Irecv(rbuf + (one_buffer ? 0 : (size_t) w * n), (int) n, MPI_CHAR, 1 - rank,
+                              2, MPI_COMM_WORLD, &req[nreq++]);
             MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
             char ack = 0;
             if (rank == 1)
@@ -115,7 +121,8 @@ static void bandwidth(int bidirectional) {
         const double secs = MPI_Wtime() - t0;
         const double mbs = (double) n * WINDOW * iters * (bidirectional ? 2 : 1) / secs / 1e6;
         if (rank == 0)
-            printf("RESULT %s %zu %.1f\n", bidirectional ? "bibw" : "bw", n, mbs);
+            printf("RESULT %s%s %zu %.1f\n", bidirectional ? "bibw" : "bw",
+                   one_buffer ? "_one" : "", n, mbs);
     }
 }
 
@@ -124,8 +131,10 @@ static void bandwidth(int bidirectional) {
  * that sleeps while the application is in MPI looks in at most every 1 ms, so
  * it needs up to 2 ms to notice that the application computes. */
 static void overlap(void) {
-    for (int s = 6; s < NSIZES; s++) { /* 64 KiB and up */
+    for (int s = 0; s < NSIZES; s++) {
         const size_t n = sizes[s];
+        if (n < 65536)
+            continue;
         const int iters = 20;
         double pure = 0, total = 0;
         for (int phase = 0; phase < 2; phase++) {
@@ -225,9 +234,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(which[i], "plat"))
             latency(1, 0);
         else if (!strcmp(which[i], "bw"))
-            bandwidth(0);
+            bandwidth(0, 0);
         else if (!strcmp(which[i], "bibw"))
-            bandwidth(1);
+            bandwidth(1, 0);
+        else if (!strcmp(which[i], "bw_one"))
+            bandwidth(0, 1);
+        else if (!strcmp(which[i], "bibw_one"))
+            bandwidth(1, 1);
         else if (!strcmp(which[i], "overlap"))
             overlap();
         else if (rank == 0)

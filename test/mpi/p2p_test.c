@@ -160,6 +160,78 @@ static void test_bidir(void) {
     dbuf_free(in);
 }
 
+/* ---- the rendezvous protocol chosen per message (btl_tca_rendezvous_choice) ----
+ * Messages beyond the eager limit in the situations that pick each path: alone
+ * (RGET), a window one way (copy protocol after the first), windows both ways
+ * (RGET once each side has told the other it streams), and the changes between
+ * them, several times over so that the streaming word goes on and off.  The
+ * same send buffer carries several messages of a window at once (OSU's shape)
+ * or each its own slice; every byte is checked.  The case checks at finalize
+ * that both paths ran and that no granted registration was left behind. */
+static void rendezvous_window(unsigned char *out, unsigned char *in, size_t n, int count,
+                              int both_ways, int one_buffer, unsigned seed) {
+    const int peer = rank ^ 1;
+    const int sends = rank < peer || both_ways;
+    const int recvs = rank > peer || both_ways;
+    MPI_Request req[128];
+    int nreq = 0;
+    const unsigned mine = seed * 131u + (unsigned) rank, theirs = seed * 131u + (unsigned) peer;
+    if (sends && one_buffer)
+        dfill(out, n, mine);
+    for (int i = 0; i < count && sends; i++) {
+        if (!one_buffer)
+            dfill(out + (size_t) i * n, n, mine + (unsigned) i);
+        MPI_Isend(out + (one_buffer ? 0 : (size_t) i * n), (int) n, MPI_BYTE, peer, 40 + i,
+                  MPI_COMM_WORLD, &req[nreq++]);
+    }
+    if (recvs)
+        dzero(in, n * (size_t) count);
+    for (int i = 0; i < count && recvs; i++)
+        MPI_Irecv(in + (size_t) i * n, (int) n, MPI_BYTE, peer, 40 + i, MPI_COMM_WORLD,
+                  &req[nreq++]);
+    MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < count && recvs; i++)
+        dcheck(in + (size_t) i * n, n, theirs + (one_buffer ? 0u : (unsigned) i),
+               both_ways ? "rendezvous both ways" : "rendezvous window");
+}
+
+static void test_rendezvous(void) {
+    static const size_t sizes[] = {32769, 65536, 98305, 262147, 1048576 + 5};
+    enum { WINDOW = 16 };
+    const int peer = rank ^ 1;
+    if (peer >= size)
+        return;
+    const size_t most = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
+    unsigned char *out = dbuf_alloc(most * WINDOW), *in = dbuf_alloc(most * WINDOW);
+    unsigned seed = 1;
+    for (int lap = 0; lap < 3; lap++) {
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            const size_t n = sizes[s];
+            /* alone: a ping-pong */
+            for (int it = 0; it < 6; it++, seed++) {
+                if (rank < peer) {
+                    dfill(out, n, seed);
+                    MPI_Send(out, (int) n, MPI_BYTE, peer, 30, MPI_COMM_WORLD);
+                    dzero(in, n);
+                    MPI_Recv(in, (int) n, MPI_BYTE, peer, 31, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    dcheck(in, n, seed + 7, "rendezvous echo");
+                } else {
+                    dzero(in, n);
+                    MPI_Recv(in, (int) n, MPI_BYTE, peer, 30, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    dcheck(in, n, seed, "rendezvous alone");
+                    dfill(out, n, seed + 7);
+                    MPI_Send(out, (int) n, MPI_BYTE, peer, 31, MPI_COMM_WORLD);
+                }
+            }
+            /* streams: one way, then both ways, each from one buffer and from slices */
+            for (int shape = 0; shape < 4; shape++, seed++)
+                rendezvous_window(out, in, n, WINDOW, shape >= 2, shape & 1, seed);
+        }
+    }
+    dbuf_free(out);
+    dbuf_free(in);
+}
+
 /* ---- non-contiguous datatypes, both directions ---- */
 struct particle {
     int id;
@@ -771,7 +843,7 @@ int main(int argc, char **argv) {
                  {"comms", test_comms, 2},       {"allpairs", test_allpairs, 2},
                  {"overlap", test_overlap, 2},   {"kill", test_kill, 2},
                  {"bidir", test_bidir, 2},       {"mixed", test_mixed, 2},
-                 {"kill_get", test_kill_get, 2}};
+                 {"kill_get", test_kill_get, 2}, {"rendezvous", test_rendezvous, 2}};
     static const char *const gpu_tests[] = {"pingpong", "mixed", "bidir", "persistent", "threads"};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (strcmp(name, tests[i].name))

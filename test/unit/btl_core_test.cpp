@@ -426,6 +426,28 @@ TEST(PathReport, SaysUpToWhereOb1CopiesThroughTheRings) {
     EXPECT_EQ(std::strstr(text, "rendezvous"), nullptr) << text;
 }
 
+// btl_tca_rendezvous_choice traffic: the line says which messages go which way.
+TEST(PathReport, SaysWhichMessagesTheTrafficRuleSendsByRget) {
+    tca_btl_path_t path{};
+    path.eager_limit = 32 * 1024;
+    path.copy_max = UINT64_MAX;
+    path.get_for_host = 1;
+    path.lone_by_rdma = 1;
+    path.peers = 1;
+    path.put_mechanism = "process_vm_writev (single copy)";
+    char text[1024];
+    ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
+    EXPECT_NE(std::strstr(text, "for the messages of a stream one way at every size; a lone "
+                                "message, and the messages of streams both ways, by its RGET "
+                                "rendezvous"),
+              nullptr)
+        << text;
+    EXPECT_EQ(std::strstr(text, "measured: a copy into another process is dear"), nullptr) << text;
+    path.copy_max = 96 * 1024;  // the user's limit
+    ASSERT_GT(tca_btl_describe_path(&path, text, sizeof text), 0u);
+    EXPECT_NE(std::strstr(text, "one way up to 96 KiB;"), nullptr) << text;
+}
+
 TEST(PeerArea, ChannelsOfTwoNodesMeet) {
     const int nodes = 3;
     const AreaLayout layout(nodes, RingGeometry::for_payload(4, 100));

@@ -43,11 +43,12 @@ BEGIN_C_DECLS
 /* The wire registration handle: a device handle is meaningful to every node
  * of the sub-cluster (node, base address, length, key).  window: a window's
  * registration (register.c), whose handle a peer may read where its owner
- * rewrites it, so the data path checks it against the owner's table. */
+ * rewrites it, so the data path checks it against the owner's table.
+ * lent: ours only (a peer ignores it): a mca_btl_tca_lent_t's handle. */
 struct mca_btl_base_registration_handle_t {
     tcaHandle h;
     uint32_t window;
-    uint32_t reserved;
+    uint32_t lent;
 };
 
 /* base.rcache is NULL for a window's registration (register.c): not grdma's. */
@@ -56,6 +57,15 @@ typedef struct mca_btl_tca_reg_t {
     mca_btl_base_registration_handle_t handle;
     uint32_t window_slot; /* a window's: its slot in the core's table */
 } mca_btl_tca_reg_t;
+
+/* A registration granted to a lone rendezvous (btl_tca_rendezvous_choice
+ * traffic): grdma's, counted on its peer's endpoint until ob1 gives it back,
+ * so that the next message to that peer knows a rendezvous is in flight. */
+typedef struct mca_btl_tca_lent_t {
+    mca_btl_base_registration_handle_t handle; /* grdma's, lent = 1 */
+    mca_btl_tca_reg_t *reg;
+    struct mca_btl_base_endpoint_t *endpoint;
+} mca_btl_tca_lent_t;
 
 struct mca_btl_base_endpoint_t;
 struct mca_btl_tca_put_t;
@@ -76,6 +86,7 @@ typedef struct mca_btl_tca_component_t {
     struct mca_btl_base_endpoint_t *self_endpoint; /* our own process: RMA only (module.c) */
     int poll_by_traffic; /* we read our traffic line (published in the modex) */
     int across_hosts;    /* the device connects hosts (ucx): peers' areas are written by PIO */
+    int lone_by_rdma;    /* rendezvous_choice traffic in effect (protocols.c): register.c asks */
     opal_mutex_t
         endpoints_lock; /* add_procs: from MPI, and from progress for a sender MPI has not added */
     uint64_t senders_tried;   /* nodes progress tried to add (progress lock held) */
@@ -97,6 +108,9 @@ typedef struct mca_btl_tca_component_t {
     /* emulated gets */
     tca_btl_gets_t *gets;         /* ours, waiting for GET_DONE (tca-btl core) */
     volatile int64_t gets_served; /* puts run for peers' gets (reported at finalize, verbose) */
+    /* rendezvous_choice traffic: messages beyond the eager limit ob1 asked
+     * about, granted (RGET) and refused (copy protocol) */
+    volatile int64_t rendezvous_by_rdma, rendezvous_by_copy;
     /* atomics */
     tca_btl_atomics_t *atomics;      /* ours, waiting for ATOMIC_DONE (tca-btl core) */
     volatile int64_t atomics_served; /* peers' atomics run on our memory (verbose at finalize) */
@@ -286,7 +300,8 @@ bool mca_btl_tca_params_valid(mca_btl_tca_component_t *c, mca_btl_tca_module_t *
 
 /* protocols.c: what ob1 and osc may do, decided at init */
 void mca_btl_tca_set_protocols(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m);
-void mca_btl_tca_choose_copy_limit(mca_btl_tca_module_t *m); /* once the device runs */
+/* once the device runs */
+void mca_btl_tca_choose_copy_limit(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m);
 void mca_btl_tca_report_path(const mca_btl_tca_component_t *c, const mca_btl_tca_module_t *m);
 
 /* device.c: the session, the rings' area, the modex */

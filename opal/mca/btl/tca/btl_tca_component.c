@@ -80,6 +80,14 @@ static int tca_component_open(void) {
  * the memory-release hook first (it points into this DSO, which Open MPI
  * unloads next). */
 static void undo_init(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
+    int lent = 0;
+    for (int n = 0; n < TCA_MAX_NODES; ++n)
+        if (NULL != c->endpoints[n])
+            lent += c->endpoints[n]->rendezvous_in_flight;
+    opal_output_verbose(
+        5, opal_btl_base_framework.framework_output,
+        "btl:tca: node %d sent %lld rendezvous by RGET, %lld by copy, %d unfinished", c->node,
+        (long long) c->rendezvous_by_rdma, (long long) c->rendezvous_by_copy, lent);
     mca_btl_tca_atomic_fini();
     mca_btl_tca_put_fini();
     mca_btl_tca_get_fini();
@@ -114,7 +122,7 @@ static mca_btl_base_module_t **tca_component_init(int *num_btls, bool enable_pro
         mca_btl_tca_device_stop(c);
         return NULL;
     }
-    mca_btl_tca_choose_copy_limit(m);
+    mca_btl_tca_choose_copy_limit(c, m);
     /* On the ucx device a registration costs its owner a ucp_mem_map and a
      * peer writing into it a key fetch (a round trip), and dropping it a
      * revoke (another): keep them, as btl openib did, unless the user chose
@@ -170,6 +178,14 @@ void mca_btl_tca_component_shutdown(void) {
                         "btl:tca: node %d ran %lld atomics for peers, %d of its own unanswered",
                         c->node, (long long) c->atomics_served,
                         NULL == c->atomics ? 0 : tca_btl_atomics_pending(c->atomics));
+    int lent = 0;
+    for (int n = 0; n < TCA_MAX_NODES; ++n)
+        if (NULL != c->endpoints[n])
+            lent += c->endpoints[n]->rendezvous_in_flight;
+    opal_output_verbose(
+        5, opal_btl_base_framework.framework_output,
+        "btl:tca: node %d sent %lld rendezvous by RGET, %lld by copy, %d unfinished", c->node,
+        (long long) c->rendezvous_by_rdma, (long long) c->rendezvous_by_copy, lent);
     mca_btl_tca_atomic_fini();
     mca_btl_tca_put_fini();
     mca_btl_tca_get_fini();

@@ -46,6 +46,7 @@ static void endpoint_construct(mca_btl_tca_endpoint_t *ep) {
     ep->node = -1;
     ep->peer = NULL;
     ep->pending_count = 0;
+    ep->rendezvous_in_flight = 0;
 #if OPAL_CUDA_SUPPORT
     ep->cuda_get_announced = 0;
 #endif

@@ -79,6 +79,7 @@ void mca_btl_tca_report_path(const mca_btl_tca_component_t *c, const mca_btl_tca
                                                  : m->super.btl_min_rdma_pipeline_size,
                                  .put_dma_min = c->set.put_dma_min,
                                  .get_for_host = TCA_BTL_GET_ALL == c->set.get_emulation,
+                                 .lone_by_rdma = c->lone_by_rdma,
                                  .poll_by_traffic = c->poll_by_traffic,
                                  .peers = c->num_nodes - 1,
                                  .poll_all_max_peers = c->set.poll_all_max_peers,
@@ -103,12 +104,23 @@ void mca_btl_tca_report_path(const mca_btl_tca_component_t *c, const mca_btl_tca
  *   btl_rdma_pipeline_send_length: 96 KiB).  Puts from the eager limit on
  *   (btl_tca_min_rdma_pipeline_size 16K) cut one-way latency at 33-96 KiB
  *   but cost streams of such messages bandwidth and a computing receiver
- *   its overlap (docs/results.md, issue 50): not the default. */
-void mca_btl_tca_choose_copy_limit(mca_btl_tca_module_t *m) {
+ *   its overlap (docs/results.md, issue 50): not as the rule for every
+ *   message.  With btl_tca_rendezvous_choice traffic (the default) a lone
+ *   message up to the limit takes the RGET rendezvous all the same
+ *   (register.c asks tca_btl_rendezvous_by_rdma), a message of a stream
+ *   the copy protocol. */
+void mca_btl_tca_choose_copy_limit(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
     tcaBackendAttr backend;
+    const bool copy_pays_alone =
+        mca_common_tca_session_across_hosts() ||
+        (tcaSuccess == tcaQueryBackend(&backend) && backend.host_puts_by_target);
+    c->lone_by_rdma = TCA_BTL_RNDV_BY_TRAFFIC == c->set.rendezvous_choice && !copy_pays_alone;
     if (!tca_mca_var_is_default("opal", "btl", "tca", "min_rdma_pipeline_size"))
         return;
-    if (mca_common_tca_session_across_hosts() ||
-        (tcaSuccess == tcaQueryBackend(&backend) && backend.host_puts_by_target))
+    /* By traffic, every size may go by copy: ob1 asks us about each message up
+     * to this limit (beyond it, without mpi_leave_pinned, it runs its
+     * pipeline protocol without asking), and a lone one takes the RGET
+     * rendezvous all the same. */
+    if (copy_pays_alone || c->lone_by_rdma)
         m->super.btl_min_rdma_pipeline_size = SIZE_MAX;
 }

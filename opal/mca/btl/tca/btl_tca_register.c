@@ -42,6 +42,8 @@ static int rcache_register(void *reg_data, void *base, size_t size,
         type = tcaMemoryGPU;
 #endif
     r->window_slot = UINT32_MAX;
+    r->handle.window = 0;
+    r->handle.lent = 0;
     const tcaResult rc = tcaCreateHandle(&r->handle.h, base, size, type);
     if (tcaSuccess == rc)
         return OPAL_SUCCESS;
@@ -141,6 +143,42 @@ static mca_btl_tca_reg_t *register_window(void *base, size_t size) {
     return reg;
 }
 
+/* A host message up to btl_min_rdma_pipeline_size: by ob1's copy protocol
+ * (refused), or, a lone one with btl_tca_rendezvous_choice traffic, by its
+ * RGET rendezvous (granted, and counted on the peer until ob1 gives the
+ * registration back after the rendezvous' FIN). */
+static struct mca_btl_base_registration_handle_t *
+register_rendezvous(mca_btl_tca_module_t *m, struct mca_btl_base_endpoint_t *ep, void *base,
+                    size_t size, int access) {
+    if (!mca_btl_tca_component.lone_by_rdma || NULL == ep || NULL == ep->peer)
+        return NULL;
+    const tca_btl_rendezvous_t now = {.size = size,
+                                      .copy_max = m->super.btl_min_rdma_pipeline_size,
+                                      .by_traffic = 1,
+                                      .rendezvous_in_flight = ep->rendezvous_in_flight,
+                                      .queued = ep->pending_count};
+    if (!tca_btl_peer_rendezvous_by_rdma(ep->peer, &now)) {
+        (void) OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.rendezvous_by_copy, 1);
+        return NULL;
+    }
+    mca_btl_tca_lent_t *lent = malloc(sizeof(*lent));
+    mca_btl_tca_reg_t *reg = NULL;
+    if (NULL == lent)
+        return NULL;
+    if (OPAL_SUCCESS != m->rcache->rcache_register(m->rcache, base, size, 0, access,
+                                                   (mca_rcache_base_registration_t **) &reg)) {
+        free(lent);
+        return NULL;
+    }
+    lent->handle = reg->handle;
+    lent->handle.lent = 1;
+    lent->reg = reg;
+    lent->endpoint = ep;
+    (void) OPAL_THREAD_ADD_FETCH32(&ep->rendezvous_in_flight, 1);
+    (void) OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.rendezvous_by_rdma, 1);
+    return &lent->handle;
+}
+
 /* Any access flags are accepted: ob1 asks for REMOTE_READ even on buffers
  * that will only be written (the put-only device never reads remotely). */
 struct mca_btl_base_registration_handle_t *
@@ -150,7 +188,6 @@ mca_btl_tca_register_mem(struct mca_btl_base_module_t *btl,
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
     mca_btl_tca_reg_t *reg = NULL;
     uint32_t rcache_flags = 0;
-    (void) endpoint;
     const int access = (int) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
 #if OPAL_CUDA_GDR_SUPPORT
     /* ob1 marks GPU buffers; grdma then registers the whole CUDA allocation
@@ -160,10 +197,9 @@ mca_btl_tca_register_mem(struct mca_btl_base_module_t *btl,
 #endif
     /* ob1 chooses between RDMA and its copy protocol by whether it can
      * register the whole message (mca_pml_ob1_rdma_btls asks for REMOTE_READ,
-     * nothing else does): a refusal up to btl_min_rdma_pipeline_size sends
-     * such messages by copy, as that parameter says, on the sender's side too. */
+     * nothing else does): a refusal sends it by copy. */
     if (MCA_BTL_REG_FLAG_REMOTE_READ == flags && size <= m->super.btl_min_rdma_pipeline_size)
-        return NULL;
+        return register_rendezvous(m, endpoint, base, size, access);
     if ((flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC) && 0 == rcache_flags) {
         reg = register_window(base, size);
         return NULL == reg ? NULL : &reg->handle;
@@ -177,6 +213,13 @@ mca_btl_tca_register_mem(struct mca_btl_base_module_t *btl,
 int mca_btl_tca_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle) {
     mca_btl_tca_module_t *m = (mca_btl_tca_module_t *) btl;
+    if (handle->lent) {
+        mca_btl_tca_lent_t *lent = (mca_btl_tca_lent_t *) handle; /* its first member */
+        (void) OPAL_THREAD_ADD_FETCH32(&lent->endpoint->rendezvous_in_flight, -1);
+        m->rcache->rcache_deregister(m->rcache, &lent->reg->base);
+        free(lent);
+        return OPAL_SUCCESS;
+    }
     mca_btl_tca_reg_t *reg =
         (mca_btl_tca_reg_t *) ((intptr_t) handle - offsetof(mca_btl_tca_reg_t, handle));
     if (NULL == reg->base.rcache) { /* a window's */
