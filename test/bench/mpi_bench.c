@@ -96,7 +96,9 @@ static void bandwidth(int bidirectional, int one_buffer) {
     MPI_Request req[2 * WINDOW];
     for (int s = 0; s < NSIZES; s++) {
         const size_t n = sizes[s];
-        const int iters = iterations(n, 200, n >= 1048576 ? 5 : 20), warm = iters / 10 + 1;
+        /* 2000 windows up to 4 KiB: 200 windows of 1-8 B took 1.5 ms, too short
+         * a run to say a rate (one round to the next moved by 1.7x). */
+        const int iters = iterations(n, 2000, n >= 1048576 ? 5 : 20), warm = iters / 10 + 1;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = 0;
         for (int i = 0; i < iters + warm; i++) {
