@@ -270,6 +270,7 @@ typedef struct tca_btl_rendezvous {
     int by_traffic;               /* btl_tca_rendezvous_choice traffic, and single copy pays */
     int32_t rendezvous_in_flight; /* our RDMA rendezvous to this peer not yet finished */
     int32_t queued;               /* descriptors waiting for room in the peer's ring */
+    int same_buffer;              /* it starts where the previous one to this peer started */
 } tca_btl_rendezvous_t;
 /* 1: by RDMA (ob1's RGET: grant the registration), 0: by ob1's copy protocol
  * (refuse it).  Tells the peer when we start or stop streaming to it

@@ -15,8 +15,9 @@ using Announce = RendezvousChooser::Announce;
 
 namespace {
 
-tca_btl_rendezvous_t message(uint64_t size, int32_t in_flight, int32_t queued = 0) {
-    return {size, /*copy_max=*/UINT64_MAX, /*by_traffic=*/1, in_flight, queued};
+tca_btl_rendezvous_t message(uint64_t size, int32_t in_flight, int32_t queued = 0,
+                             int same_buffer = 0) {
+    return {size, /*copy_max=*/UINT64_MAX, /*by_traffic=*/1, in_flight, queued, same_buffer};
 }
 
 }  // namespace
@@ -39,6 +40,16 @@ TEST(RendezvousChoice, AStreamOneWayGoesByCopyAndSaysSoOnce) {
     const auto third = c.choose(message(65536, 1), false);
     EXPECT_FALSE(third.rdma);
     EXPECT_EQ(third.announce, Announce::kNothing);  // told already
+}
+
+// osu_bw's shape: every message of the window from one buffer, whose data the
+// previous single copy just read; up to what a cache holds.
+TEST(RendezvousChoice, AStreamFromTheBufferJustSentTakesTheRgetRendezvous) {
+    RendezvousChooser c;
+    EXPECT_TRUE(c.choose(message(262144, 1, 0, /*same_buffer=*/1), false).rdma);
+    EXPECT_TRUE(c.choose(message(RendezvousChooser::kCachedMax, 1, 0, 1), false).rdma);
+    EXPECT_FALSE(c.choose(message(RendezvousChooser::kCachedMax + 1, 1, 0, 1), false).rdma);
+    EXPECT_FALSE(c.choose(message(262144, 1, 0, /*same_buffer=*/0), false).rdma);
 }
 
 TEST(RendezvousChoice, DescriptorsWaitingForTheRingMakeAStreamToo) {

@@ -47,6 +47,7 @@ static void endpoint_construct(mca_btl_tca_endpoint_t *ep) {
     ep->peer = NULL;
     ep->pending_count = 0;
     ep->rendezvous_in_flight = 0;
+    ep->last_rendezvous = NULL;
 #if OPAL_CUDA_SUPPORT
     ep->cuda_get_announced = 0;
 #endif

@@ -156,7 +156,9 @@ register_rendezvous(mca_btl_tca_module_t *m, struct mca_btl_base_endpoint_t *ep,
                                       .copy_max = m->super.btl_min_rdma_pipeline_size,
                                       .by_traffic = 1,
                                       .rendezvous_in_flight = ep->rendezvous_in_flight,
-                                      .queued = ep->pending_count};
+                                      .queued = ep->pending_count,
+                                      .same_buffer = base == ep->last_rendezvous};
+    ep->last_rendezvous = base;
     if (!tca_btl_peer_rendezvous_by_rdma(ep->peer, &now)) {
         (void) OPAL_THREAD_ADD_FETCH64(&mca_btl_tca_component.rendezvous_by_copy, 1);
         return NULL;
