@@ -722,6 +722,35 @@ static void test_overlap(void) {
     free(b);
 }
 
+/* ---- the first rendezvous after MPI_Init, while the receiver computes ----
+ * The progress thread asks its peers to ring its doorbell when it goes to
+ * sleep; a thread that went to sleep before MPI had made the endpoints asked
+ * nobody, and slept its whole longest sleep (btl_tca_progress_thread_sleep_us)
+ * through every message: the case sets it to 10 s, so a receive that is not
+ * complete after 2 s of computing was left to that sleep (before the fix it
+ * completed only in MPI_Wait, every run). */
+static void test_overlap_first(void) {
+    const size_t n = 1 << 20;
+    unsigned char *b = xmalloc(n);
+    if (rank == 0) {
+        fill(b, n, 7u);
+        MPI_Send(b, (int) n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+    } else if (rank == 1) {
+        MPI_Request req;
+        int flag = 0;
+        MPI_Irecv(b, (int) n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &req);
+        compute_for(2.0); /* no MPI calls: only the progress thread moves it */
+        MPI_Request_get_status(req, &flag, MPI_STATUS_IGNORE);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        check(b, n, 7u, "first overlap");
+        printf("overlap_first: the first receive %s while the receiver computed\n",
+               flag ? "completed" : "did not complete");
+        if (!flag)
+            FAIL("the progress thread slept through the first rendezvous");
+    }
+    free(b);
+}
+
 /* ---- a peer dies mid-run: the job must end, not hang ---- */
 static void test_kill(void) {
     char c[64] = {0};
@@ -836,14 +865,23 @@ int main(int argc, char **argv) {
         const char *name;
         void (*fn)(void);
         int min_ranks;
-    } tests[] = {{"pingpong", test_pingpong, 2}, {"datatypes", test_datatypes, 2},
-                 {"matching", test_matching, 2}, {"flood", test_flood, 2},
-                 {"modes", test_modes, 2},       {"persistent", test_persistent, 2},
-                 {"waitmix", test_waitmix, 2},   {"threads", test_threads, 2},
-                 {"comms", test_comms, 2},       {"allpairs", test_allpairs, 2},
-                 {"overlap", test_overlap, 2},   {"kill", test_kill, 2},
-                 {"bidir", test_bidir, 2},       {"mixed", test_mixed, 2},
-                 {"kill_get", test_kill_get, 2}, {"rendezvous", test_rendezvous, 2}};
+    } tests[] = {{"pingpong", test_pingpong, 2},
+                 {"datatypes", test_datatypes, 2},
+                 {"matching", test_matching, 2},
+                 {"flood", test_flood, 2},
+                 {"modes", test_modes, 2},
+                 {"persistent", test_persistent, 2},
+                 {"waitmix", test_waitmix, 2},
+                 {"threads", test_threads, 2},
+                 {"comms", test_comms, 2},
+                 {"allpairs", test_allpairs, 2},
+                 {"overlap", test_overlap, 2},
+                 {"kill", test_kill, 2},
+                 {"bidir", test_bidir, 2},
+                 {"mixed", test_mixed, 2},
+                 {"kill_get", test_kill_get, 2},
+                 {"rendezvous", test_rendezvous, 2},
+                 {"overlap_first", test_overlap_first, 2}};
     static const char *const gpu_tests[] = {"pingpong", "mixed", "bidir", "persistent", "threads"};
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         if (strcmp(name, tests[i].name))

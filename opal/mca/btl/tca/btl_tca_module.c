@@ -160,6 +160,7 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                           struct opal_bitmap_t *reachable) {
     mca_btl_tca_component_t *c = &mca_btl_tca_component;
     const opal_proc_t *self = opal_proc_local_get();
+    bool added = false;
     (void) btl;
 
     for (size_t i = 0; i < nprocs; ++i) {
@@ -202,6 +203,7 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
             c->endpoints[modex->node] = ep;
             tca_btl_poller_add(c->poller, modex->node,
                                ep->peer); /* after the table: deliver finds ep */
+            added = true;
         }
         opal_mutex_unlock(&c->endpoints_lock);
         free(modex);
@@ -209,6 +211,10 @@ int mca_btl_tca_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (NULL != reachable)
             opal_bitmap_set_bit(reachable, (int) i);
     }
+    /* A progress thread asleep on its doorbell asked only the peers it knew:
+     * wake it, and it asks the new ones (btl_tca_progress.c). */
+    if (added && NULL != c->thread)
+        (void) tcaInterruptRaise(c->node);
     return OPAL_SUCCESS;
 }
 

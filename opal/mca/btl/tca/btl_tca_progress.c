@@ -16,10 +16,38 @@
 
 #define HELP_FILE "help-btl-tca.txt"
 
+/* Whom the thread asked for doorbells (engine thread only).  A peer whose
+ * endpoint was made after the thread went to sleep was never asked: its
+ * messages would not wake it, and the thread slept through them until its
+ * longest sleep ended (btl_tca_progress_thread_sleep_us, 100 ms: at start-up
+ * every rendezvous of the first ~100 ms completed only when the application
+ * waited - no overlap at all).  add_procs wakes the thread, and its next
+ * pass asks the new peers before it polls. */
+static int thread_sleeping;
+static uint64_t thread_told;
+
+static void tell_new_peers(void) {
+    mca_btl_tca_component_t *c = &mca_btl_tca_component;
+    bool told = false;
+    for (int n = 0; n < c->num_nodes; ++n) {
+        mca_btl_base_endpoint_t *ep = c->endpoints[n];
+        opal_atomic_rmb();
+        if (NULL == ep || (thread_told & (UINT64_C(1) << n)))
+            continue;
+        tca_btl_peer_announce_sleep(ep->peer, 1);
+        thread_told |= UINT64_C(1) << n;
+        told = true;
+    }
+    if (told) /* as announce_sleep's caller does: then poll, so no message is missed */
+        opal_atomic_mb();
+}
+
 static int thread_poll(void *ctx) {
     (void) ctx;
     if (opal_atomic_swap_32(&mca_btl_tca_component.progress_lock, 1))
         return 0;
+    if (thread_sleeping)
+        tell_new_peers();
 #if OPAL_CUDA_SUPPORT
     mca_btl_tca_cuda_bind_thread(); /* upcalls may unpack into GPU buffers */
 #endif
@@ -31,11 +59,16 @@ static int thread_poll(void *ctx) {
 
 static void thread_announce_sleep(void *ctx, int sleeping) {
     (void) ctx;
+    thread_sleeping = sleeping;
+    thread_told = 0;
     for (int n = 0; n < mca_btl_tca_component.num_nodes; ++n) {
         mca_btl_base_endpoint_t *ep = mca_btl_tca_component.endpoints[n];
         opal_atomic_rmb();
-        if (NULL != ep)
-            tca_btl_peer_announce_sleep(ep->peer, sleeping);
+        if (NULL == ep)
+            continue;
+        tca_btl_peer_announce_sleep(ep->peer, sleeping);
+        if (sleeping)
+            thread_told |= UINT64_C(1) << n;
     }
 }
 
