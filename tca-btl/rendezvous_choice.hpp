@@ -37,6 +37,7 @@ namespace tca::btl {
 class RendezvousChooser {
 public:
     static constexpr uint32_t kQuietAfter = 4;
+    static constexpr uint64_t kCachedMin = uint64_t{64} << 10;  // exclusive
     static constexpr uint64_t kCachedMax = uint64_t{1} << 20;
     enum class Announce { kNothing, kStreaming, kQuiet };
     struct Choice {
@@ -58,7 +59,7 @@ public:
         }
         lone_run_.store(0, std::memory_order_relaxed);
         const bool was = streaming_.exchange(true, std::memory_order_relaxed);
-        const bool cached = r.same_buffer && r.size <= kCachedMax;
+        const bool cached = r.same_buffer && r.size > kCachedMin && r.size <= kCachedMax;
         return {peer_streams || cached, was ? Announce::kNothing : Announce::kStreaming};
     }
 

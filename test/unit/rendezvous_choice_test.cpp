@@ -50,6 +50,9 @@ TEST(RendezvousChoice, AStreamFromTheBufferJustSentTakesTheRgetRendezvous) {
     EXPECT_TRUE(c.choose(message(RendezvousChooser::kCachedMax, 1, 0, 1), false).rdma);
     EXPECT_FALSE(c.choose(message(RendezvousChooser::kCachedMax + 1, 1, 0, 1), false).rdma);
     EXPECT_FALSE(c.choose(message(262144, 1, 0, /*same_buffer=*/0), false).rdma);
+    // Small ones: three ring messages per message cost more than a second copy.
+    EXPECT_FALSE(c.choose(message(RendezvousChooser::kCachedMin, 1, 0, 1), false).rdma);
+    EXPECT_TRUE(c.choose(message(RendezvousChooser::kCachedMin + 1, 1, 0, 1), false).rdma);
 }
 
 TEST(RendezvousChoice, DescriptorsWaitingForTheRingMakeAStreamToo) {
