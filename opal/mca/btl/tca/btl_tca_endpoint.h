@@ -14,7 +14,7 @@ struct mca_btl_base_endpoint_t {
     volatile int32_t pending_count;
     volatile int32_t rendezvous_in_flight;
     void *last_rendezvous;
-        /* where the last rendezvous ob1 asked about started (a hint) */ /* lone rendezvous granted, not given back */
+    /* where the last rendezvous ob1 asked about started (a hint) */ /* lone rendezvous granted, not given back */
 #if OPAL_CUDA_SUPPORT
     int cuda_get_announced; /* ob1 was told it may use its GPU get with this peer */
 #endif
