@@ -144,12 +144,15 @@ const tca_btl_param_t kParams[] = {
     {"rendezvous_choice",
      "How a host message beyond the eager limit and up to btl_tca_min_rdma_pipeline_size goes, "
      "decided per message where single copy into another process pays (on one host). 'traffic' "
-     "(default): a lone message (nothing else of this process's rendezvous in flight to that peer "
-     "and nothing queued for its ring) by ob1's RGET rendezvous, one copy by the data's owner "
-     "behind the fewest messages; a message of a stream by ob1's copy protocol through the rings, "
-     "whose two copies run on both cores at once. 'size': by size alone (the copy protocol up to "
-     "btl_tca_min_rdma_pipeline_size). Where single copy is dear or off, and across hosts, every "
-     "such message goes by copy either way. Measurements: docs/mpi.md.",
+     "(default): by ob1's RGET rendezvous (one copy by the data's owner behind the fewest "
+     "messages) a lone message (nothing else of this process's rendezvous in flight to that peer, "
+     "nothing queued for its ring), the messages of streams both ways, and those of a stream from "
+     "one buffer over 64 KiB and up to 1 MiB (its data is in the cache); by ob1's copy protocol "
+     "through the rings, whose two copies run on both cores at once, the other messages of a "
+     "stream one way. 'size': by size alone (the copy protocol up to "
+     "btl_tca_min_rdma_pipeline_size, 96 KiB by default). Where single copy is dear or off, and "
+     "across hosts, every such message goes by copy either way. Rules and measurements: "
+     "docs/mpi.md.",
      5, TCA_BTL_PARAM_INT, kRndvChoices, 2, TCA_BTL_RNDV_BY_TRAFFIC, 0, 1, 0, "size or traffic",
      nullptr, nullptr, OWN(rendezvous_choice)},
 
