@@ -80,14 +80,6 @@ static int tca_component_open(void) {
  * the memory-release hook first (it points into this DSO, which Open MPI
  * unloads next). */
 static void undo_init(mca_btl_tca_component_t *c, mca_btl_tca_module_t *m) {
-    int lent = 0;
-    for (int n = 0; n < TCA_MAX_NODES; ++n)
-        if (NULL != c->endpoints[n])
-            lent += c->endpoints[n]->rendezvous_in_flight;
-    opal_output_verbose(
-        5, opal_btl_base_framework.framework_output,
-        "btl:tca: node %d sent %lld rendezvous by RGET, %lld by copy, %d unfinished", c->node,
-        (long long) c->rendezvous_by_rdma, (long long) c->rendezvous_by_copy, lent);
     mca_btl_tca_atomic_fini();
     mca_btl_tca_put_fini();
     mca_btl_tca_get_fini();

@@ -144,9 +144,11 @@ static mca_btl_tca_reg_t *register_window(void *base, size_t size) {
 }
 
 /* A host message up to btl_min_rdma_pipeline_size: by ob1's copy protocol
- * (refused), or, a lone one with btl_tca_rendezvous_choice traffic, by its
- * RGET rendezvous (granted, and counted on the peer until ob1 gives the
- * registration back after the rendezvous' FIN). */
+ * (refused), or, where btl_tca_rendezvous_choice traffic picks it (a lone
+ * message, streams both ways, a stream from one buffer:
+ * tca-btl/rendezvous_choice.hpp), by its RGET rendezvous (granted, and
+ * counted on the peer until ob1 gives the registration back after the
+ * rendezvous' FIN). */
 static struct mca_btl_base_registration_handle_t *
 register_rendezvous(mca_btl_tca_module_t *m, struct mca_btl_base_endpoint_t *ep, void *base,
                     size_t size, int access) {
