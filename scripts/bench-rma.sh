@@ -15,13 +15,16 @@
 # TCA_BENCH_BASE=DIR: also the components of another commit's build in DIR
 # (against the same Open MPI) as "tca-base" in every round, and tca's ratio to
 # it per size (Open MPI 4.1 ran no window over btl tca before its atomics).
+# TCA_RMA_SIZES=FIRST:LAST: every power of two in that range (OSU's sizes)
+# instead of 8 B, 32 B, ... (x4) to 4 MiB; TCA_RMA_TESTS: the tests to run.
 BENCH_REPEATS=${BENCH_REPEATS:-12}
 . "$(dirname "$0")/bench-common.sh"
 common="--bind-to core -np 2"
 raw="$out/rma-raw.txt"
 : >"$raw"
 built tca_rma_bench tca_cacheline_probe
-tests="put_lat get_lat put_bw get_bw acc_lat fop_lat cas_lat"
+tests=${TCA_RMA_TESTS:-put_lat get_lat put_bw get_bw acc_lat fop_lat cas_lat}
+[ -z "${TCA_RMA_SIZES:-}" ] || tests="-s $TCA_RMA_SIZES $tests"
 
 # osc ucx needs pml ucx (4.1 selects it only for listed devices: name them all).
 ucx="mpirun --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ucx -x UCX_TLS=sm,self"

@@ -3,10 +3,12 @@
  * osu_get_bw, osu_acc_latency, osu_fop_latency, osu_cas_latency): rank 0 is
  * the origin of a passive-target epoch on rank 1 (MPI_Win_lock once, every
  * operation completed with MPI_Win_flush), rank 1 waits in a barrier.
- *   rma_bench [-w create|allocate] TEST...   (TEST: put_lat get_lat put_bw
- *   get_bw acc_lat fop_lat cas_lat, or "all")
+ *   rma_bench [-w create|allocate] [-s FIRST:LAST] TEST...   (TEST: put_lat
+ *   get_lat put_bw get_bw acc_lat fop_lat cas_lat, or "all")
  * -w allocate uses MPI_Win_allocate (Open MPI takes osc sm for it on one
- * host); create (default) MPI_Win_create on malloc'd memory.  Prints
+ * host); create (default) MPI_Win_create on malloc'd memory.  Sizes go 8 B,
+ * 32 B, ... (x4) to 4 MiB (accumulate to 32 KiB); -s FIRST:LAST measures
+ * every power of two from FIRST to LAST bytes instead (OSU's sizes).  Prints
  * "RESULT <test> <bytes> <value>": us per operation for the latencies, MB/s
  * for the bandwidths (a window of 64 operations per flush).  Run on 2 ranks
  * by scripts/bench-rma.sh.
@@ -21,6 +23,7 @@
 #define WINDOW 64
 
 static int rank;
+static size_t only_first, only_last; /* -s: every power of two in [first, last] */
 static MPI_Win win;
 static unsigned char *local;
 
@@ -85,7 +88,13 @@ static void cas_op(size_t bytes, int window) {
 
 static void sweep(const char *name, void (*op)(size_t, int), int window, size_t first, size_t last,
                   int bandwidth) {
-    for (size_t bytes = first; bytes <= last; bytes *= 4) {
+    size_t factor = 4;
+    if (only_last) {
+        first = only_first;
+        last = only_last < MAX_BYTES ? only_last : MAX_BYTES;
+        factor = 2;
+    }
+    for (size_t bytes = first; bytes <= last; bytes *= factor) {
         const double us = timed(op, bytes, window);
         if (rank == 0) {
             if (bandwidth)
@@ -107,9 +116,18 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rma_bench: run on exactly 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (argc > 2 && !strcmp(argv[1], "-w")) {
-        allocate = !strcmp(argv[2], "allocate");
-        first = 3;
+    for (; first + 1 < argc && argv[first][0] == '-'; first += 2) {
+        if (!strcmp(argv[first], "-w"))
+            allocate = !strcmp(argv[first + 1], "allocate");
+        else if (!strcmp(argv[first], "-s") &&
+                 2 == sscanf(argv[first + 1], "%zu:%zu", &only_first, &only_last) &&
+                 only_first > 0 && only_first <= only_last)
+            continue;
+        else {
+            if (rank == 0)
+                fprintf(stderr, "rma_bench: unknown option %s %s\n", argv[first], argv[first + 1]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     local = malloc(MAX_BYTES);
     memset(local, 1, MAX_BYTES);

@@ -148,6 +148,9 @@ mca_btl_tca_register_mem(struct mca_btl_base_module_t *btl,
                          uint32_t flags);
 int mca_btl_tca_deregister_mem(struct mca_btl_base_module_t *btl,
                                struct mca_btl_base_registration_handle_t *handle);
+/* A get's destination nobody registered (see get.c). */
+int mca_btl_tca_register_destination(void *base, size_t size, mca_btl_tca_reg_t **reg);
+void mca_btl_tca_release_destination(mca_btl_tca_reg_t *reg); /* NULL: nothing */
 /* Our live registration that a peer's request names by table slot and key (a
  * small get or put, an atomic): false once it has ended - memory given back
  * ends it (register.c), and a late request must not touch what took its place. */
@@ -184,7 +187,13 @@ typedef struct mca_btl_tca_rdma_done_t {
     void *local_address;
     struct mca_btl_base_registration_handle_t *local_handle;
     void *cbcontext, *cbdata;
-    uint64_t cookie;
+    union {
+        uint64_t cookie; /* the answer to a peer's get */
+        /* Our get into memory the caller did not register (osc rdma's
+         * MPI_Get): the destination registration btl tca took for the owner's
+         * put, given back when the get completes. */
+        struct mca_btl_tca_reg_t *own_reg;
+    };
     uint32_t result_bytes; /* bytes an answer may write to local_address: an atomic's old value
                               (0, 4, 8), a get's data (inline answers; 0: too large) */
 } mca_btl_tca_rdma_done_t;

@@ -76,13 +76,12 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     (void) btl;
     (void) flags;
     (void) order;
-    /* The owner writes into our registration: without one there is nothing it
-     * could name, but a small get's data comes back in the answer and we copy
-     * it out ourselves (osc rdma registers nothing up to
-     * btl_get_local_registration_threshold, which is get_inline_max). */
+    /* The owner writes into our registration; a small get's data comes back
+     * in the answer instead and we copy it out ourselves.  osc rdma registers
+     * no destination (btl_get_local_registration_threshold is SIZE_MAX: it
+     * would get into its own registered buffer and copy from there): a
+     * larger get registers it here. */
     const size_t inline_max = mca_btl_tca_component.set.get_inline_max;
-    if (OPAL_UNLIKELY(NULL == local_handle && size > inline_max))
-        return OPAL_ERR_BAD_PARAM;
     tcaHandle remote;
     const int found = mca_btl_tca_remote_handle(ep, remote_handle, remote_address, size, &remote);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != found))
@@ -110,19 +109,26 @@ int mca_btl_tca_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_SMALL, &small, sizeof(small),
                                         small.cookie, NULL, 0);
     }
-    /* The owner puts into our registration: a small get of GPU memory
-     * without one cannot be served. */
-    if (OPAL_UNLIKELY(NULL == local_handle))
-        return OPAL_ERR_BAD_PARAM;
+    /* The owner puts into our registration (one copy, by its core). */
+    mca_btl_tca_rdma_done_t owned = done;
+    if (NULL == local_handle) {
+        const int registered =
+            mca_btl_tca_register_destination(local_address, size, &owned.own_reg);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != registered))
+            return registered;
+        dst = &owned.own_reg->handle.h;
+    }
     tca_btl_get_request_t req;
     /* Full: ob1 queues the get and retries. */
-    const int begun_get = mca_btl_tca_begin_status(tca_btl_get_begin(
-        mca_btl_tca_component.gets, ep->node, &done, sizeof(done), &remote, remote_address,
-        &local_handle->h, (uint64_t) (uintptr_t) local_address, size, &req));
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != begun_get))
-        return begun_get;
-    return mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req), req.cookie,
-                                    NULL, 0);
+    int rc = mca_btl_tca_begin_status(
+        tca_btl_get_begin(mca_btl_tca_component.gets, ep->node, &owned, sizeof(owned), &remote,
+                          remote_address, dst, (uint64_t) (uintptr_t) local_address, size, &req));
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc))
+        rc = mca_btl_tca_send_request(ep, MCA_BTL_TCA_TAG_GET_REQ, &req, sizeof(req), req.cookie,
+                                      NULL, 0);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc))
+        mca_btl_tca_release_destination(owned.own_reg);
+    return rc;
 }
 
 static void serve_request(struct mca_btl_base_endpoint_t *ep, tca_btl_get_request_t *req) {
@@ -162,6 +168,7 @@ static void finish_get(struct mca_btl_base_endpoint_t *ep, const tca_btl_get_don
         else
             status = OPAL_ERROR; /* not the size asked for */
     }
+    mca_btl_tca_release_destination(d.own_reg); /* NULL unless get() took one */
     d.cbfunc(&mca_btl_tca_module.super, d.endpoint, d.local_address, d.local_handle, d.cbcontext,
              d.cbdata, status);
 }

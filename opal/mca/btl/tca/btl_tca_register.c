@@ -235,6 +235,23 @@ int mca_btl_tca_deregister_mem(struct mca_btl_base_module_t *btl,
     return OPAL_SUCCESS;
 }
 
+/* A get's destination the caller did not register: osc rdma registers none
+ * (btl_get_local_registration_threshold is SIZE_MAX), where its own bounce
+ * buffer would cost a copy of every byte; the owner's put needs one, taken
+ * here and cached by grdma like ob1's (a reused buffer finds it again). */
+int mca_btl_tca_register_destination(void *base, size_t size, mca_btl_tca_reg_t **reg) {
+    mca_rcache_base_module_t *rcache = mca_btl_tca_module.rcache;
+    *reg = NULL;
+    /* OUT_OF_RESOURCE once grdma found nothing to evict: the caller retries. */
+    return rcache->rcache_register(rcache, base, size, 0, MCA_BTL_REG_FLAG_LOCAL_WRITE,
+                                   (mca_rcache_base_registration_t **) reg);
+}
+
+void mca_btl_tca_release_destination(mca_btl_tca_reg_t *reg) {
+    if (NULL != reg)
+        mca_btl_tca_module.rcache->rcache_deregister(mca_btl_tca_module.rcache, &reg->base);
+}
+
 /* ---- our registrations a peer's request names ---- */
 
 bool mca_btl_tca_own_registration(uint32_t reg_index, uint64_t key, tcaHandle *out) {
