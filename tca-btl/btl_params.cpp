@@ -64,7 +64,8 @@ const tca_btl_param_t kParams[] = {
     {"progress_thread_check_us",
      "Progress thread: microseconds between its looks at whether the application still calls MPI "
      "(it takes over progress only after a whole interval without an MPI call); the shortest "
-     "interval.",
+     "interval. Also how long it polls on, rather than sleeping, while answers to its own "
+     "requests (gets, small puts, atomics) are due.",
      6, TCA_BTL_PARAM_INT, nullptr, 0, 200, 10, 1000000, 0, kMicros, nullptr, nullptr,
      OWN(thread_check_us)},
     {"progress_thread_check_max_us",

@@ -66,8 +66,20 @@ int ProgressClient::pass() {
         watch_from(clock::now());
         return n;
     }
-    if (n > 0)
+    if (n > 0) {
+        lingering_ = false;
         return n;
+    }
+    if (hooks_.awaiting != nullptr && hooks_.awaiting(hooks_.ctx)) {
+        const auto now = clock::now();
+        if (!lingering_) {
+            lingering_ = true;
+            linger_until_ = now + check_interval_;
+        }
+        if (now < linger_until_)
+            return 1;  // pass again at once: the answer is on its way
+    }
+    lingering_ = false;
     if (!announced_) {
         // Ask for doorbells, then look once more (pass again at once): a
         // message sent before a peer saw the request is found by that poll

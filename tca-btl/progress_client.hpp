@@ -9,7 +9,11 @@
 // been away for a whole interval (computing), it drives progress itself: it
 // polls while there is work and otherwise lets the thread sleep on the device
 // interrupt, having asked its peers to raise it after each message
-// (doorbell).  It never spins idle.
+// (doorbell).  It never spins idle: only while answers to its own requests
+// are due (an emulated get is answered within microseconds by the owner's
+// put), for at most one check interval, it polls on instead of sleeping -
+// a doorbell then would have to take the core back from the computing
+// application, which the kernel may grant only when its slice ends.
 #pragma once
 
 #include <atomic>
@@ -24,6 +28,9 @@ struct ProgressHooks {
     int (*poll)(void *ctx);                     // one progress pass; events handled
     void (*announce_sleep)(void *ctx, int on);  // ask peers (1) or not (0) to raise our interrupt
     void *ctx;
+    // After a pass that found nothing: are answers due from peers (gets,
+    // small puts, atomics in flight)?  NULL: never.
+    int (*awaiting)(void *ctx) = nullptr;
 };
 
 class ProgressClient {
@@ -66,6 +73,8 @@ private:
     // The engine thread's state.
     bool driving_ = false;
     bool announced_ = false;
+    bool lingering_ = false;  // polling on for answers due, until linger_until_
+    clock::time_point linger_until_;
     uint64_t seen_ = 0;
     std::chrono::microseconds interval_;
     clock::time_point next_look_;

@@ -140,11 +140,13 @@ int tca_btl_peer_rendezvous_by_rdma(tca_btl_peer_t *p, const tca_btl_rendezvous_
 
 tca_btl_progress_thread_t *tca_btl_progress_thread_start(int (*poll)(void *),
                                                          void (*announce_sleep)(void *, int),
-                                                         void *ctx, int check_interval_us,
-                                                         int check_max_us, int max_sleep_us) {
+                                                         int (*awaiting)(void *), void *ctx,
+                                                         int check_interval_us, int check_max_us,
+                                                         int max_sleep_us) {
     try {
-        return new tca_btl_progress_thread(tca::btl::ProgressHooks{poll, announce_sleep, ctx},
-                                           check_interval_us, check_max_us, max_sleep_us);
+        return new tca_btl_progress_thread(
+            tca::btl::ProgressHooks{poll, announce_sleep, ctx, awaiting}, check_interval_us,
+            check_max_us, max_sleep_us);
     } catch (...) {  // std::bad_alloc: the session's progress thread could not take it
         return nullptr;
     }

@@ -298,7 +298,8 @@ TCA_BTL_CORE_HIDDEN size_t tca_btl_describe_path(const tca_btl_path_t *path, cha
 typedef struct tca_btl_progress_thread tca_btl_progress_thread_t;
 TCA_BTL_CORE_HIDDEN tca_btl_progress_thread_t *
 tca_btl_progress_thread_start(int (*poll)(void *ctx), void (*announce_sleep)(void *ctx, int on),
-                              void *ctx, int check_interval_us, int check_max_us, int max_sleep_us);
+                              int (*awaiting)(void *ctx), void *ctx, int check_interval_us,
+                              int check_max_us, int max_sleep_us);
 TCA_BTL_CORE_HIDDEN void tca_btl_progress_thread_note_app(tca_btl_progress_thread_t *t);
 TCA_BTL_CORE_HIDDEN void tca_btl_progress_thread_stop(tca_btl_progress_thread_t *t);
 

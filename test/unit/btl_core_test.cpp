@@ -783,6 +783,63 @@ TEST(ProgressClient, SleepsWhileAppProgressesDrivesWhenItComputes) {
     EXPECT_EQ(tcaFinalize(), tcaSuccess);
 }
 
+// While answers to its own requests are due (a get in flight), the thread
+// polls on for one check interval instead of sleeping, then sleeps all the
+// same; with none due it asks for doorbells after the first empty pass.
+TEST(ProgressClient, PollsOnWhileAnswersAreDueForOneIntervalAtMost) {
+    const std::string key = "btllinger-" + std::to_string(getpid());
+    const tcaInitParams params{key.c_str(), 0, 1};
+    ASSERT_EQ(tcaInitWithParams(&params), tcaSuccess);
+    struct State {
+        std::atomic<int> polls{0};
+        std::atomic<int> polls_at_announce{-1};
+        std::atomic<int> work{0};
+        std::atomic<int> awaiting{0};
+    } st;
+    ProgressHooks hooks{[](void *c) {
+                            auto *s = static_cast<State *>(c);
+                            s->polls.fetch_add(1);
+                            return s->work.exchange(0);
+                        },
+                        [](void *c, int on) {
+                            auto *s = static_cast<State *>(c);
+                            if (on)
+                                s->polls_at_announce.store(s->polls.load());
+                        },
+                        &st, [](void *c) { return static_cast<State *>(c)->awaiting.load(); }};
+    auto eventually = [](auto &&cond) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!cond() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return cond();
+    };
+    for (int awaiting : {0, 1}) {
+        st.polls.store(0);
+        st.polls_at_announce.store(-1);
+        st.awaiting.store(awaiting);
+        st.work.store(1);  // the application never calls: the thread drives at once
+        const auto t0 = std::chrono::steady_clock::now();
+        ProgressClient t(hooks, std::chrono::milliseconds(30), std::chrono::milliseconds(30),
+                         std::chrono::seconds(10));
+        ASSERT_TRUE(eventually([&] { return st.polls_at_announce.load() >= 0; }))
+            << "awaiting " << awaiting << ": it never asked for doorbells (spins for ever)";
+        const auto waited = std::chrono::steady_clock::now() - t0;
+        if (awaiting) {
+            // One interval to notice the application is away, one of polling on.
+            EXPECT_GE(waited, std::chrono::milliseconds(55));
+            EXPECT_GE(st.polls_at_announce.load(), 10) << "it slept while an answer was due";
+        } else {
+            // The pass with the work, one empty pass, then the request.
+            EXPECT_LE(st.polls_at_announce.load(), 3) << "it polled on with nothing due";
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const int polls = st.polls.load();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        EXPECT_LT(st.polls.load() - polls, 5) << "after the interval it sleeps, answer or not";
+    }
+    EXPECT_EQ(tcaFinalize(), tcaSuccess);
+}
+
 // A peer whose area the device cannot map (the ucx device) is written by
 // PIO: the slot's local copy goes out as payload, then header word; credits
 // come back as a PIO write; a peer with a progress thread gets its interrupt

@@ -24,6 +24,9 @@
  * waited - no overlap at all).  add_procs wakes the thread, and its next
  * pass asks the new peers before it polls. */
 static int thread_sleeping;
+/* Gets, small puts or atomics of ours unanswered after the thread's last
+ * poll (engine thread only): it polls on for them rather than sleeping. */
+static int thread_awaiting;
 static uint64_t thread_told;
 
 static void tell_new_peers(void) {
@@ -52,9 +55,17 @@ static int thread_poll(void *ctx) {
     mca_btl_tca_cuda_bind_thread(); /* upcalls may unpack into GPU buffers */
 #endif
     const int n = mca_btl_tca_poll();
+    thread_awaiting = tca_btl_gets_pending(mca_btl_tca_component.gets) > 0 ||
+                      tca_btl_atomics_pending(mca_btl_tca_component.atomics) > 0;
     opal_atomic_wmb();
     mca_btl_tca_component.progress_lock = 0;
     return n;
+}
+
+/* Answers due to our own requests, as the last pass saw them. */
+static int thread_awaits_answers(void *ctx) {
+    (void) ctx;
+    return thread_awaiting;
 }
 
 static void thread_announce_sleep(void *ctx, int sleeping) {
@@ -93,7 +104,7 @@ void mca_btl_tca_progress_thread_start(mca_btl_tca_component_t *c, mca_btl_tca_m
         opal_set_using_threads(true);
         m->super.btl_flags |= MCA_BTL_FLAGS_BTL_PROGRESS_THREAD_ENABLED;
         c->thread = tca_btl_progress_thread_start(
-            thread_poll, thread_announce_sleep, NULL, c->set.thread_check_us,
+            thread_poll, thread_announce_sleep, thread_awaits_answers, NULL, c->set.thread_check_us,
             c->set.thread_check_max_us, c->set.thread_sleep_us);
         if (NULL == c->thread)
             tca_show_help(HELP_FILE, "thread-failed");
