@@ -57,9 +57,8 @@ static void set_rma_flags(const mca_btl_tca_component_t *c, mca_btl_tca_module_t
      * get_inline_max (the owner puts into it); smaller ones come back in the
      * answer and are copied out here.  btl_get registers a destination given
      * without one itself: osc rdma would otherwise get into its own buffer
-     * and copy every byte again (16 KiB MPI_Get 5.4-6.0 us against 3.6 at
-     * 32 KiB, which it registers).  A put below put_dma_min is a PIO write,
-     * which reads its source without one. */
+     * and copy every byte again (docs/results.md, issue 59).  A put below
+     * put_dma_min is a PIO write, which reads its source without one. */
     m->super.btl_get_local_registration_threshold = SIZE_MAX;
     m->super.btl_put_local_registration_threshold =
         0 == c->set.put_dma_min ? SIZE_MAX : (size_t) c->set.put_dma_min - 1;
