@@ -58,7 +58,8 @@ const tca_btl_param_t kParams[] = {
      "'auto' (on only for MPI_THREAD_MULTIPLE, where the library is thread-aware anyway). The "
      "thread sleeps "
      "while the application itself calls MPI and on the device interrupt when idle; it never "
-     "spins.",
+     "spins idle (while answers to its own requests are due it polls on, for one check interval "
+     "at most).",
      4, TCA_BTL_PARAM_INT, kThreadModes, 3, TCA_BTL_THREAD_AUTO, 0, 2, 0, "off, on or auto",
      nullptr, nullptr, OWN(progress_thread)},
     {"progress_thread_check_us",
