@@ -47,6 +47,15 @@ bool put(RingWriter &w, uint8_t tag, uint32_t size, unsigned char fill) {
     return w.commit(tag, size) == tcaSuccess;
 }
 
+// Waits up to 5 s for cond() (generous: sanitizer builds run slowly).
+template <typename Cond>
+bool eventually(Cond &&cond) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!cond() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return cond();
+}
+
 }  // namespace
 
 TEST(EagerRing, HeaderRoundTrip) {
@@ -734,12 +743,6 @@ TEST(ProgressClient, SleepsWhileAppProgressesDrivesWhenItComputes) {
     {
         ProgressClient t(hooks, std::chrono::microseconds(500), std::chrono::microseconds(4000),
                          std::chrono::microseconds(200000));
-        auto eventually = [](auto &&cond) {  // generous: sanitizer builds run slowly
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-            while (!cond() && std::chrono::steady_clock::now() < deadline)
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            return cond();
-        };
         // The application calls MPI all the time: the thread stays out of the way.
         auto note_for = [&](std::chrono::milliseconds d) {
             const auto until = std::chrono::steady_clock::now() + d;
@@ -807,12 +810,6 @@ TEST(ProgressClient, PollsOnWhileAnswersAreDueForOneIntervalAtMost) {
                                 s->polls_at_announce.store(s->polls.load());
                         },
                         &st, [](void *c) { return static_cast<State *>(c)->awaiting.load(); }};
-    auto eventually = [](auto &&cond) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (!cond() && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        return cond();
-    };
     for (int awaiting : {0, 1}) {
         st.polls.store(0);
         st.polls_at_announce.store(-1);
