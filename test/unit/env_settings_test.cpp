@@ -133,7 +133,7 @@ TEST(EnvSettings, TimingKnobs) {
                                              TimingModel::parameters().end());
     vars.push_back(
         {"TCA_LINK_BANDWIDTH_MBS", "MB/s", "", &TimingModel::host_bandwidth_mb_s, 1, 1e9});
-    ASSERT_EQ(vars.size(), 18u);
+    ASSERT_EQ(vars.size(), 19u);
     for (const TimingModel::Parameter &p : vars) {
         const std::string unit = p.unit;
         if (unit == "MB/s") {
@@ -142,6 +142,9 @@ TEST(EnvSettings, TimingKnobs) {
         } else if (unit == "ns") {
             EXPECT_EQ(p.min, 0) << p.variable;
             EXPECT_EQ(p.max, 1e9) << p.variable;
+        } else if (unit == "x") {  // a factor (TCA_CPU_FACTOR)
+            EXPECT_EQ(p.min, 0) << p.variable;
+            EXPECT_EQ(p.max, 1000) << p.variable;
         } else {
             EXPECT_EQ(p.min, 0) << p.variable;
             EXPECT_EQ(p.max, 1e12) << p.variable;
@@ -152,6 +155,8 @@ TEST(EnvSettings, TimingKnobs) {
         } valid[] = {{"1", 1},      {"2620", 2620}, {"12.5", 12.5}, {".5e1", 5},
                      {"2e3", 2000}, {" 300 ", 300}, {"1e9", 1e9},   {"1000000000", 1e9}};
         for (const auto &c : valid) {
+            if (c.value > p.max)
+                continue;
             const Read r = read_with(p.variable, c.text);
             EXPECT_EQ(r.result, tcaSuccess) << p.variable << "='" << c.text << "': " << r.err;
             EXPECT_DOUBLE_EQ(r.s.timing.*p.field, c.value) << p.variable << "='" << c.text << "'";

@@ -185,7 +185,33 @@ TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
     EXPECT_DOUBLE_EQ(on.gpu_bandwidth_mb_s, 1000);
     EXPECT_DOUBLE_EQ(on.host_bandwidth_mb_s, 2000);
     EXPECT_DOUBLE_EQ(on.pio_ns(3), 782 + 2 * 250);
-    EXPECT_EQ(TimingModel::parameters().size(), 17u);  // every field is overridable and listed
+    EXPECT_EQ(TimingModel::parameters().size(), 18u);  // every field is overridable and listed
+    EXPECT_FALSE(on.virtual_time);
+    EXPECT_TRUE(on.paced());
+}
+
+// TCA_TIMING=virtual: the model's figures, in virtual time (nothing paced);
+// the spellings of on and off leave virtual time off.
+TEST(TimingModel, VirtualTimeIsAModeOfTheModel) {
+    for (const char *v : {"virtual", "VIRTUAL", "Virtual"}) {
+        setenv("TCA_TIMING", v, 1);
+        TimingModel m;
+        ASSERT_EQ(timing_from_environment(&m), tcaSuccess) << v;
+        EXPECT_TRUE(m.enabled && m.virtual_time && !m.paced()) << v;
+        EXPECT_DOUBLE_EQ(m.pio_ns(1), 782);
+    }
+    for (const char *v : {"1", "on", "0", "off"}) {
+        setenv("TCA_TIMING", v, 1);
+        TimingModel m;
+        ASSERT_EQ(timing_from_environment(&m), tcaSuccess) << v;
+        EXPECT_FALSE(m.virtual_time) << v;
+    }
+    for (const char *v : {"virt", "virtual1", "2"}) {
+        setenv("TCA_TIMING", v, 1);
+        TimingModel m;
+        EXPECT_EQ(timing_from_environment(&m), tcaErrorInvalidValue) << v;
+    }
+    unsetenv("TCA_TIMING");
 }
 
 // The model's formulas against PEACH2's published figures (compat section 4),

@@ -29,12 +29,26 @@ tcaResult guarded(F &&f) noexcept {
     }
 }
 
+// The application inside the device for the object's life (virtual time
+// charges the CPU time outside as its computation).
+class AppInDevice {
+public:
+    explicit AppInDevice(Device *dev) noexcept : dev_(dev) { dev_->app_enter(); }
+    ~AppInDevice() { dev_->app_leave(); }
+    AppInDevice(const AppInDevice &) = delete;
+    AppInDevice &operator=(const AppInDevice &) = delete;
+
+private:
+    Device *dev_;
+};
+
 // The process's device, or tcaErrorNotInitialized; f(Device *) guarded.
 template <class F>
 tcaResult on_device(F &&f) noexcept {
     Device *dev = current_device();
     if (dev == nullptr)
         return tcaErrorNotInitialized;
+    const AppInDevice inside(dev);
     return guarded([&] { return f(dev); });
 }
 

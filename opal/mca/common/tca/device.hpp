@@ -13,6 +13,7 @@
 #include "model/result.hpp"
 #include "model/timing_model.hpp"
 #include "model/topology.hpp"
+#include "model/virtual_clock.hpp"
 
 namespace tca {
 
@@ -52,6 +53,13 @@ public:
     virtual int node_id() const noexcept = 0;
     virtual const Topology &topology() const noexcept = 0;
     virtual const TimingModel &timing() const noexcept = 0;
+    // TCA_TIMING=virtual: this node's clock (nullptr otherwise), and the
+    // application thread's entries into and exits from the device (every
+    // C API call that reaches it, tcaVirtualTimeHold): the CPU time between
+    // them is the program's computation (model/virtual_clock.hpp).
+    virtual VirtualClock *virtual_clock() noexcept { return nullptr; }
+    virtual void app_enter() noexcept {}
+    virtual void app_leave() noexcept {}
     virtual DeviceInfo info() const = 0;
     // Who holds which channel, counter and slot of this node (tcaChannelAcquire, ...).
     virtual ResourceTable &resources() noexcept = 0;

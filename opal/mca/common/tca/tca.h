@@ -438,8 +438,29 @@ TCA_API tcaResult tcaSetProgressTakeover(int microseconds);
 TCA_API tcaResult tcaTimingParameter(int index, const char **variable, double *value,
                                      const char **unit, const char **meaning);
 /* Whether the timing model is on: the running device's, else what TCA_TIMING
- * says (tcaErrorInvalidValue, after a line naming it, for a bad value). */
+ * says (tcaErrorInvalidValue, after a line naming it, for a bad value):
+ * 0 off, 1 delays in real time (TCA_TIMING=1), 2 virtual time
+ * (TCA_TIMING=virtual). */
 TCA_API tcaResult tcaTimingEnabled(int *enabled);
+
+/* ---- virtual time (extension; docs/virtual-time.md) ----
+ * With TCA_TIMING=virtual every node keeps a clock of what PEACH2 would
+ * take: arrivals carry their modelled landing time, waits move the clock to
+ * what they consume, and the program's own CPU time between calls into
+ * libtca is charged (times TCA_CPU_FACTOR).
+ * tcaWtime: seconds on this node's virtual clock in virtual time; otherwise
+ * (or before tcaInit) seconds of a monotonic wall clock. */
+TCA_API double tcaWtime(void);
+/* Virtual time: this node's clock moves to at least `seconds` - what a
+ * synchronisation the device did not carry implies (an MPI barrier over
+ * another transport).  Otherwise it does nothing.  tcaErrorNotInitialized
+ * before tcaInit. */
+TCA_API tcaResult tcaWtimeAtLeast(double seconds);
+/* Virtual time: hold = 1 stops charging the calling thread's CPU time to
+ * the clock until the matching hold = 0 (nested holds count): the thread
+ * runs library code whose cost is modelled, not computation (an MPI call).
+ * Otherwise it does nothing.  tcaErrorNotInitialized before tcaInit. */
+TCA_API tcaResult tcaVirtualTimeHold(int hold);
 
 /* ---- settings (extension) ----
  * Every setting that changes what libtca does (TCA_DEVICE, TCA_SINGLE_COPY,

@@ -168,7 +168,7 @@ tcaResult tcaTimingEnabled(int *enabled) {
     if (enabled == nullptr)
         return tcaErrorInvalidValue;
     return with_timing([&](const tca::TimingModel &tm) {
-        *enabled = tm.enabled ? 1 : 0;
+        *enabled = tm.virtual_time ? 2 : tm.enabled ? 1 : 0;
         return tcaSuccess;
     });
 }

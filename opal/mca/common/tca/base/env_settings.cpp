@@ -121,9 +121,23 @@ Result env_copy_path(const char *name, CopyPath fallback, CopyPath *out) {
     return tcaSuccess;
 }
 
+// TCA_TIMING: a boolean, or "virtual" (the model in virtual time).
+static Result env_timing_mode(TimingModel *m) {
+    const SettingText given = setting_text("TCA_TIMING");
+    if (!given.given)
+        return tcaSuccess;
+    if (strcasecmp(given.text.c_str(), "virtual") == 0) {
+        m->enabled = m->virtual_time = true;
+        return tcaSuccess;
+    }
+    m->virtual_time = false;
+    return read_bool(given.given_by.c_str(), given.text.c_str(),
+                     "1, on, yes, true, virtual or 0, off, no, false", &m->enabled);
+}
+
 Result timing_from_environment(TimingModel *out) {
     TimingModel m;
-    if (Result r = env_bool("TCA_TIMING", m.enabled, &m.enabled); r != tcaSuccess)
+    if (Result r = env_timing_mode(&m); r != tcaSuccess)
         return r;
     for (const TimingModel::Parameter &p : TimingModel::parameters()) {
         double fallback = m.*p.field;

@@ -77,9 +77,14 @@ std::vector<Setting> make_catalog() {
          "How the ucx device moves DMA rows: am (UCX active messages) or put (ucp_put_nbx, for "
          "fabrics where puts are cheaper than UCX's rendezvous)",
          6},
-        {"TCA_TIMING", "timing", d.timing.enabled ? "1" : "0",
+        {"TCA_TIMING", "timing",
+         d.timing.virtual_time ? "virtual"
+         : d.timing.enabled    ? "1"
+                               : "0",
          "1: every put and DMA takes PEACH2's modelled time (the timing_* settings, calibrated "
-         "to PEACH2's published figures); 0: as fast as this host goes",
+         "to PEACH2's published figures); virtual: the same figures in virtual time, read with "
+         "tcaWtime (MPI_Wtime with tca-mpirun --virtual-time): every node's clock follows what "
+         "it receives and its own CPU time, whatever the host's load; 0: as fast as this host goes",
          5},
     };
     for (const TimingModel::Parameter &p : TimingModel::parameters())

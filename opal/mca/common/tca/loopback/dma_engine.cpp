@@ -8,6 +8,7 @@
 #include <future>
 
 #include "loopback/byte_copy.hpp"
+#include "model/owned_id.hpp"
 
 namespace tca::loopback {
 
@@ -89,10 +90,21 @@ Result paced_write(RemoteWriter &w, const tcaHandle &dst, const RowCopy &c, bool
 }  // namespace
 
 DmaEngine::DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender,
-                     const Topology &topo, const TimingModel &timing, SourceResolver resolve,
-                     uint64_t streaming_min)
+                     const Topology &topo, const TimingModel &timing, VirtualStamps &stamps,
+                     SourceResolver resolve, uint64_t streaming_min)
     : nodes_(nodes), streaming_min_(streaming_min > 0 ? streaming_min : streaming_threshold()),
-      writer_(writer), sender_(sender), topo_(topo), timing_(timing), resolve_(std::move(resolve)) {
+      writer_(writer), sender_(sender), topo_(topo), timing_(timing), stamps_(stamps),
+      resolve_(std::move(resolve)) {}
+
+void DmaEngine::start_clock(ChainClock &c, const Channel &ch, const Chain &chain,
+                            int64_t vt_start) const noexcept {
+    if (!timing_.enabled)
+        return;
+    if (stamps_.on())
+        c.start(timing_, std::max(vt_start, ch.vt_done.load(std::memory_order_acquire)),
+                !chain.register_mode);
+    else
+        c.start(timing_, now_ns(), !chain.register_mode);
 }
 
 DmaEngine::~DmaEngine() {
@@ -175,7 +187,7 @@ Result DmaEngine::start(int channel) {
         run_inline(ch, *ch.loaded, epoch);
         return tcaSuccess;
     }
-    ch.queue.push(Run{ch.loaded, epoch, 0});
+    ch.queue.push(Run{ch.loaded, epoch, 0, stamps_.now_ns()});
     ch.started.store(number, std::memory_order_release);
     nodes_.own().header()->engine_event.notify();
     return tcaSuccess;
@@ -192,14 +204,14 @@ void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
     const PutBound bound = PutBound::from_first_wait(
         std::min(kInlinePatienceNs, nodes_.policy().timeout_ns), &interrupt_);
     ChainClock clock;  // the model's clock starts with the start, as the hardware's chain does
-    if (timing_.enabled)
-        clock.start(timing_, now_ns(), !chain.register_mode);
+    const int64_t vt_start = stamps_.now_ns();
+    start_clock(clock, ch, chain, vt_start);
     Result r = tcaSuccess;
     size_t i = 0;
     for (; i < chain.descs.size() && r == tcaSuccess; ++i) {
         r = execute(chain.descs[i], &clock, bound);
         if (r == tcaErrorTimeout) {
-            ch.queue.push(Run{&chain, epoch, i});
+            ch.queue.push(Run{&chain, epoch, i, vt_start});
             nodes_.own().header()->engine_event.notify();
             return;
         }
@@ -208,6 +220,9 @@ void DmaEngine::run_inline(Channel &ch, const Chain &chain, uint64_t epoch) {
     }
     if (r != tcaSuccess)
         record_error(ch, number, number, r);
+    if (stamps_.on())
+        ch.vt_done.store(std::max(ch.vt_done.load(std::memory_order_relaxed), clock.last_done_ns()),
+                         std::memory_order_release);
     ch.completed.fetch_add(1, std::memory_order_release);
     nodes_.own().header()->app_event.notify();
 }
@@ -265,6 +280,8 @@ Result DmaEngine::wait(int channel, bool block) {
         if (expired && !done())
             return tcaErrorTimeout;
     }
+    // Virtual time: the runs waited for completed then (or later ones did).
+    stamps_.advance_to(ch.vt_done.load(std::memory_order_acquire));
     // Every waiter of a run sees its error (not only the first to look).
     // No error recorded past what was reported: nothing to say or to move
     // (errors of runs up to `target` are recorded before they complete).
@@ -321,30 +338,42 @@ Result DmaEngine::execute(const Descriptor &d, ChainClock *clock, const PutBound
                        on_gpu,    streaming};
     if (Result r = sender_.admit(nodes_, d.dst.node, d.flags, d.slot); r != tcaSuccess)
         return r;
+    int64_t stamp = 0;  // virtual time: when it has landed
     if (!timing_.enabled) {
         if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess)
             return r;
     } else {
         ChainClock own;
         if (clock == nullptr) {
-            own.start(timing_, now_ns());
+            own.start(timing_, stamps_.on() ? stamps_.now_ns() : now_ns());
             clock = &own;
         }
         const DescriptorCost cost =
             DescriptorCost::of(d, topo_.hops(nodes_.self(), d.dst.node), clock->table_mode());
-        if (Result r =
-                paced_write(writer_, d.dst, copy, cost.gpu, clock->next(timing_, cost), bound);
-            r != tcaSuccess)
+        if (stamps_.on()) {  // nothing waits: the stamps say when
+            stamp = clock->next(timing_, cost).done_ns;
+            if (!(d.flags & tcaDMANotify))
+                stamps_.landing_unannounced(d.dst.node, stamp);
+            if (Result r = writer_.write(d.dst, copy, bound); r != tcaSuccess)
+                return r;
+        } else if (Result r = paced_write(writer_, d.dst, copy, cost.gpu,
+                                          clock->next(timing_, cost), bound);
+                   r != tcaSuccess)
             return r;
     }
-    if (Result r = sender_.post_all(nodes_, d.dst.node, d.flags, d.slot, d.tag); r != tcaSuccess)
+    if (Result r = sender_.post_all(nodes_, d.dst.node, d.flags, d.slot, d.tag, stamp);
+        r != tcaSuccess)
         return r;
     if (d.add_counter >= 0)
-        return nodes_.counter_add(d.dst.node, d.add_counter, d.add_value);
+        return nodes_.counter_add(d.dst.node, d.add_counter, d.add_value, stamp);
     return tcaSuccess;
 }
 
 void DmaEngine::finish_run(Channel &ch, Result r) {
+    if (stamps_.on())
+        ch.vt_done.store(
+            std::max(ch.vt_done.load(std::memory_order_relaxed), ch.clock.last_done_ns()),
+            std::memory_order_release);
     if (r != tcaSuccess)
         record_error(ch, ch.completed.load(std::memory_order_relaxed) + 1,
                      ch.completed.load(std::memory_order_relaxed) + 1, r);
@@ -368,8 +397,7 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
         // The model's clock starts when the chain is taken up: at once when
         // the starting thread waits (it drives the engine), after the run
         // before it when queued.
-        if (timing_.enabled)
-            ch.clock.start(timing_, now_ns(), !chain.register_mode);
+        start_clock(ch.clock, ch, chain, run->vt_start);
         ch.charged = true;
         ch.next = run->first;  // past what a start ran inline
     }
@@ -388,6 +416,11 @@ bool DmaEngine::step(Channel &ch, const PutBound &bound) {
         }
         if (now < threshold)
             return false;
+        // Virtual time: a triggered descriptor issues once its trigger landed.
+        if (stamps_.on())
+            ch.clock.hold_until(nodes_.own()
+                                    .counter_stamp(owned_index(d.wait_counter))
+                                    .load(std::memory_order_relaxed));
     }
     if (const Result r = execute(d, &ch.clock, bound, chain.streaming); r != tcaSuccess) {
         // A bounce copy the target's engine did not take within the bound

@@ -21,6 +21,7 @@
 #include "loopback/notifications.hpp"
 #include "loopback/remote_writer.hpp"
 #include "loopback/run_queue.hpp"
+#include "loopback/virtual_stamps.hpp"
 #include "model/descriptor.hpp"
 #include "model/timing_model.hpp"
 #include "model/topology.hpp"
@@ -36,8 +37,8 @@ public:
     // streaming_min: bytes in a run from which its copies stream (0:
     // streaming_threshold(), byte_copy.hpp).
     DmaEngine(NodeSet &nodes, RemoteWriter &writer, NotificationSender &sender,
-              const Topology &topo, const TimingModel &timing, SourceResolver resolve,
-              uint64_t streaming_min = 0);
+              const Topology &topo, const TimingModel &timing, VirtualStamps &stamps,
+              SourceResolver resolve, uint64_t streaming_min = 0);
     ~DmaEngine();
     DmaEngine(const DmaEngine &) = delete;
     DmaEngine &operator=(const DmaEngine &) = delete;
@@ -99,6 +100,7 @@ private:
         uint64_t epoch =
             0;  // earlier starts since its chain was loaded: triggers move by epoch * step
         size_t first = 0;  // the descriptor it starts at (> 0: its start ran those before inline)
+        int64_t vt_start = 0;  // virtual time: the starter's clock at the start
     };
     struct RunError {  // runs first..last (numbered from 1 by start order) ended with `result`
         uint64_t first, last;
@@ -125,6 +127,9 @@ private:
         size_t next = 0;  // scanner only (scan_lock_)
         bool charged = false;
         ChainClock clock;  // the timing model's clock of the running chain (engine thread only)
+        // Virtual time: when the runs completed so far have (a wait moves its
+        // node's clock there; the next run starts no earlier).
+        std::atomic<int64_t> vt_done{0};
     };
 
     void run();
@@ -133,6 +138,10 @@ private:
     void finish_run(Channel &ch, Result r);
     void report_failure(Result r, size_t index) const;
     void run_inline(Channel &ch, const Chain &chain, uint64_t epoch);
+    // The model's clock of a run taken up now (virtual time: from the start's
+    // virtual time, after the channel's previous run).
+    void start_clock(ChainClock &c, const Channel &ch, const Chain &chain,
+                     int64_t vt_start) const noexcept;
     void record_error(Channel &ch, uint64_t first, uint64_t last, Result r);
     Result run_error(Channel &ch, uint64_t after, uint64_t upto);
 
@@ -142,6 +151,7 @@ private:
     NotificationSender &sender_;
     const Topology &topo_;
     const TimingModel &timing_;
+    VirtualStamps &stamps_;
     SourceResolver resolve_;
     std::array<Channel, TCA_NUM_DMA_CHANNELS> channels_;
     std::thread thread_;

@@ -30,6 +30,7 @@
 #include "loopback/remote_writer.hpp"
 #include "loopback/shared_heap.hpp"
 #include "loopback/term_cleanup.hpp"
+#include "loopback/virtual_stamps.hpp"
 #include "model/owned_id.hpp"
 
 namespace tca {
@@ -42,9 +43,10 @@ public:
     LoopbackDevice(LaunchInfo li, const DeviceSettings &settings)
         : topo_(li.num_nodes, settings.s_links && li.num_nodes >= 4 && li.num_nodes % 2 == 0),
           timing_(settings.timing), nodes_(std::move(li), settings.policy),
-          writer_(nodes_, settings.single_copy), sender_(), inbox_(nodes_.size()),
+          stamps_(nodes_, timing_), writer_(nodes_, settings.single_copy), sender_(),
+          inbox_(nodes_.size()),
           engine_(
-              nodes_, writer_, sender_, topo_, timing_,
+              nodes_, writer_, sender_, topo_, timing_, stamps_,
               [this](const tcaHandle &h, uint64_t off, const unsigned char **p, bool *gpu) {
                   return resolve_source(h, off, p, gpu);
               },
@@ -66,6 +68,7 @@ public:
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
         if (Result r = nodes_.create_own(memory_.internal_size()); r != tcaSuccess)
             return r;
+        stamps_.arm();
         // However this process ends, nothing of it stays in /dev/shm: the
         // launcher removes it at the end of the job (MPI_Abort, SIGKILL), and
         // SIGTERM (a launcher ending an aborted job) removes it at once.
@@ -113,6 +116,9 @@ public:
     int node_id() const noexcept override { return nodes_.self(); }
     const Topology &topology() const noexcept override { return topo_; }
     const TimingModel &timing() const noexcept override { return timing_; }
+    VirtualClock *virtual_clock() noexcept override { return stamps_.clock(); }
+    void app_enter() noexcept override { stamps_.enter(); }
+    void app_leave() noexcept override { stamps_.leave(); }
 
     DeviceInfo info() const override {
         DeviceInfo i;
@@ -185,17 +191,28 @@ public:
             return r;
         if (Result r = sender_.admit(nodes_, dst.node, flags, slot); r != tcaSuccess)
             return r;
-        if (timing_.enabled && !(flags & kPioUntimed))
+        if (timing_.paced() && !(flags & kPioUntimed))
             spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
         RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
         copy.by_pio = true;
         // Synchronous: a target that does not take a bounce copy within the
         // timeout (stopped) fails the write with tcaErrorTimeout.
+        const int64_t stamp = pio_stamp(dst.node);
+        if (!(flags & tcaDMANotify))
+            stamps_.landing_unannounced(dst.node, stamp);
         if (Result r =
                 writer_.write(dst, copy, PutBound::from_first_wait(nodes_.policy().timeout_ns));
             r != tcaSuccess)
             return r;
-        return sender_.post_all(nodes_, dst.node, flags, slot, tag);
+        return sender_.post_all(nodes_, dst.node, flags, slot, tag, stamp);
+    }
+
+    // Virtual time: when a PIO write issued now lands at `node` (0: not virtual).
+    int64_t pio_stamp(int node) const noexcept {
+        if (!stamps_.on())
+            return 0;
+        return stamps_.now_ns() +
+               static_cast<int64_t>(timing_.pio_ns(topo_.hops(nodes_.self(), node)));
     }
 
     Result pio_map(const tcaHandle &h, void **addr) override {
@@ -256,8 +273,13 @@ public:
         // Bounded by this wait's timeout, as the wait itself.
         const PutBound bound = PutBound::from_first_wait(nodes_.policy().timeout_ns);
         const std::function<void()> drive = [this, &bound] { engine_.progress(bound); };
-        return inbox_.take(
-            nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive);
+        int64_t stamp = 0;
+        const Result r = inbox_.take(
+            nodes_, h.node, slot, tag, block, [&] { return writer_.check_registration(h); }, drive,
+            stamps_.on() ? &stamp : nullptr);
+        if (r == tcaSuccess)
+            stamps_.advance_to(stamp);
+        return r;
     }
 
     // Counters are named by id (owned_id.hpp): the token part must be the
@@ -270,12 +292,20 @@ public:
             return tcaErrorInvalidCounter;
         if (value == nullptr)
             return tcaErrorInvalidValue;
-        return nodes_.counter_read(id, value);
+        const Result r = nodes_.counter_read(id, value);
+        if (r == tcaSuccess)  // a poll that sees the count sees when it landed
+            stamps_.advance_to(counter_stamp(id));
+        return r;
+    }
+    int64_t counter_stamp(int id) const noexcept {
+        if (!stamps_.on())
+            return 0;
+        return nodes_.own().counter_stamp(owned_index(id)).load(std::memory_order_relaxed);
     }
     Result counter_add(int id, uint64_t add) override {
         if (!counter_id_valid(id))
             return tcaErrorInvalidCounter;
-        return nodes_.counter_add(nodes_.self(), id, add);
+        return nodes_.counter_add(nodes_.self(), id, add, stamps_.now_ns());
     }
     Result counter_wait(int id, uint64_t value) override {
         if (!counter_id_valid(id))
@@ -289,6 +319,8 @@ public:
                 return held != tcaSuccess || now >= value;
             },
             -1);
+        if (r == tcaSuccess && held == tcaSuccess)
+            stamps_.advance_to(counter_stamp(id));
         return r != tcaSuccess ? r : held;
     }
     void counter_claim(int index, uint32_t holder) override { nodes_.counter_claim(index, holder); }
@@ -301,7 +333,7 @@ public:
             return tcaErrorInvalidCounter;
         if (node != nodes_.self() && nodes_.known_gone(node))
             return tcaErrorPeerGone;
-        return nodes_.counter_add(node, id, add);
+        return nodes_.counter_add(node, id, add, pio_stamp(node));
     }
 
     bool progress() override { return engine_.progress(); }
@@ -368,6 +400,7 @@ private:
     Topology topo_;
     TimingModel timing_;
     NodeSet nodes_;
+    VirtualStamps stamps_;
     RemoteWriter writer_;
     NotificationSender sender_;
     NotificationInbox inbox_;

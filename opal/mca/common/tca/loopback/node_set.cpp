@@ -113,10 +113,16 @@ void NodeSet::note_unresponsive(int node, std::chrono::steady_clock::duration wa
         self(), node, static_cast<int>(view(node).header()->pid), static_cast<long long>(s));
 }
 
-Result NodeSet::counter_add(int node, int id, uint64_t v) noexcept {
+Result NodeSet::counter_add(int node, int id, uint64_t v, int64_t stamp) noexcept {
     const SegmentView s = view(node);
     std::atomic<uint64_t> &word = s.counter(owned_index(id));
     const uint32_t holder = owned_token(id);
+    if (stamp != 0) {  // before the add's release: a reader of the count sees it
+        std::atomic<int64_t> &at = s.counter_stamp(owned_index(id));
+        int64_t seen = at.load(std::memory_order_relaxed);
+        while (seen < stamp && !at.compare_exchange_weak(seen, stamp, std::memory_order_relaxed)) {
+        }
+    }
     uint64_t cur = word.load(std::memory_order_relaxed);
     do {
         if (counter_holder(cur) != holder)

@@ -96,7 +96,8 @@ public:
     // Counters by id (owned_id.hpp): an id whose token is not the counter's
     // holder's is refused (tcaErrorNotAcquired).  The add: atomic with that
     // check; past a 48-bit count, tcaErrorInvalidValue.
-    Result counter_add(int node, int id, uint64_t v) noexcept;
+    // stamp: the add's virtual arrival (TCA_TIMING=virtual; 0 otherwise).
+    Result counter_add(int node, int id, uint64_t v, int64_t stamp = 0) noexcept;
     Result counter_read(int id, uint64_t *value) const noexcept;
     // A new holder (token; 0: nobody) of one of our counters, the count reset to 0.
     void counter_claim(int index, uint32_t holder) noexcept;

@@ -26,9 +26,14 @@ bool holds(uint64_t word, int tag) noexcept {
 uint64_t plus_one(uint64_t word) noexcept {
     return (word & ~kCountMask) | ((word + 1) & kCountMask);
 }
+// The stamp of the notification that follows `word`'s count in word i.
+void put_stamp(NotifyTable *table, size_t i, uint64_t word, int64_t stamp) noexcept {
+    if (stamp != 0)
+        table->stamps[i][(word & kCountMask) % kStampRing].store(stamp, std::memory_order_relaxed);
+}
 }  // namespace
 
-Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag) {
+Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag, int64_t stamp) {
     const SegmentView dst = nodes.view(target);
     NotifyTable *table =
         dst.notify_table(static_cast<uint32_t>(nodes.self()), static_cast<uint32_t>(slot));
@@ -45,9 +50,12 @@ Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag) {
             if (!holds(seen, tag))
                 continue;
             // Our tag: add one, unless the receiver freed the word meanwhile.
+            // The stamp goes first, under the number this post will have.
+            const size_t i = static_cast<size_t>(&w - table->words);
             while (holds(seen, tag) &&
-                   !w.compare_exchange_weak(seen, plus_one(seen), std::memory_order_release,
-                                            std::memory_order_relaxed)) {
+                   (put_stamp(table, i, seen, stamp),
+                    !w.compare_exchange_weak(seen, plus_one(seen), std::memory_order_release,
+                                             std::memory_order_relaxed))) {
             }
             if (holds(seen, tag)) {
                 dst.header()->app_event.notify();
@@ -61,6 +69,7 @@ Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag) {
         if (free_word == nullptr)
             break;
         uint64_t expected = 0;
+        put_stamp(table, static_cast<size_t>(free_word - table->words), 0, stamp);
         if (free_word->compare_exchange_strong(expected, tag_bits(tag) | kClaimed | 1,
                                                std::memory_order_release,
                                                std::memory_order_relaxed)) {
@@ -89,18 +98,19 @@ Result NotificationSender::admit(const NodeSet &nodes, int dst_node, int flags, 
     return tcaSuccess;
 }
 
-Result NotificationSender::post_all(NodeSet &nodes, int dst_node, int flags, int slot_id, int tag) {
+Result NotificationSender::post_all(NodeSet &nodes, int dst_node, int flags, int slot_id, int tag,
+                                    int64_t stamp) {
     const int slot = owned_index(slot_id);
     if (flags & tcaDMANotify)
-        if (Result r = post(nodes, dst_node, slot, tag); r != tcaSuccess)
+        if (Result r = post(nodes, dst_node, slot, tag, stamp); r != tcaSuccess)
             return r;
     if (flags & tcaDMANotifySelf)
-        if (Result r = post(nodes, nodes.self(), slot, tag); r != tcaSuccess)
+        if (Result r = post(nodes, nodes.self(), slot, tag, stamp); r != tcaSuccess)
             return r;
     return tcaSuccess;
 }
 
-bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag) {
+bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag, int64_t *stamp) {
     NotifyTable *table =
         nodes.own().notify_table(static_cast<uint32_t>(src_node), static_cast<uint32_t>(slot));
     const size_t base =
@@ -114,6 +124,8 @@ bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag
         uint64_t &consumed = consumed_[base + i];
         if ((seen & kCountMask) == consumed)
             continue;
+        if (stamp != nullptr)
+            *stamp = table->stamps[i][consumed % kStampRing].load(std::memory_order_relaxed);
         consumed = (consumed + 1) & kCountMask;
         // All of it consumed: free the word, unless the sender added meanwhile.
         uint64_t expected = seen;
@@ -128,10 +140,10 @@ bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag
 
 Result NotificationInbox::take(NodeSet &nodes, int src_node, int slot, int tag, bool block,
                                const std::function<Result()> &live,
-                               const std::function<void()> &drive) {
+                               const std::function<void()> &drive, int64_t *stamp) {
     auto attempt = [&] {
         std::lock_guard g(lock_);
-        return try_take(nodes, src_node, slot, tag);
+        return try_take(nodes, src_node, slot, tag, stamp);
     };
     Result outcome = tcaErrorNotReady;
     auto settled = [&] {

@@ -20,14 +20,16 @@ public:
     // Post (slot, tag) from this node to node `target`, after the data it
     // announces is visible (release).  tcaErrorNoResource, with a message,
     // when this node already used kNotifyTags other tags on that slot there.
-    Result post(NodeSet &nodes, int target, int slot, int tag);
+    // stamp: its virtual arrival (TCA_TIMING=virtual; 0 otherwise).
+    Result post(NodeSet &nodes, int target, int slot, int tag, int64_t stamp = 0);
 
     // For a write with `flags` (tcaDMANotify: to dst_node, tcaDMANotifySelf:
     // to us) naming slot id `slot_id` (index | holder token << 16): before the
     // data is written, whether every receiver takes it (tcaErrorNotAcquired
     // where someone else holds that slot there); after, post them all.
     Result admit(const NodeSet &nodes, int dst_node, int flags, int slot_id) const;
-    Result post_all(NodeSet &nodes, int dst_node, int flags, int slot_id, int tag);
+    Result post_all(NodeSet &nodes, int dst_node, int flags, int slot_id, int tag,
+                    int64_t stamp = 0);
 };
 
 class NotificationInbox {
@@ -40,11 +42,13 @@ public:
     // names the source is no longer registered) and nothing is there, its
     // error: nobody will post any more.  A blocking take calls drive()
     // between looks (the loopback device runs pending DMA on the waiter).
+    // stamp (if given): the consumed notification's virtual arrival.
     Result take(NodeSet &nodes, int src_node, int slot, int tag, bool block,
-                const std::function<Result()> &live, const std::function<void()> &drive = {});
+                const std::function<Result()> &live, const std::function<void()> &drive = {},
+                int64_t *stamp = nullptr);
 
 private:
-    bool try_take(NodeSet &nodes, int src_node, int slot, int tag);
+    bool try_take(NodeSet &nodes, int src_node, int slot, int tag, int64_t *stamp);
 
     std::mutex lock_;                 // consumers of this process
     std::vector<uint64_t> consumed_;  // per (source, slot, entry): notifications taken

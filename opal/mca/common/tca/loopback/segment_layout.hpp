@@ -23,8 +23,9 @@ namespace tca::loopback {
 // 6: shared-heap arena table, arena fields in registrations,
 // 9: one bounce mailbox per source node and the posted mask,
 // 10: the mailboxes after the internal memory,
-// 11: node 0's copy-path measurement in the header
-inline constexpr uint32_t kLayoutVersion = 11;
+// 11: node 0's copy-path measurement in the header,
+// 12: virtual-time stamps (notifications, counters, polled landings)
+inline constexpr uint32_t kLayoutVersion = 12;
 // The magic carries the layout version: a build reads only headers of its own
 // layout, so two builds of one user (two installs, two work trees) never
 // judge - and remove - each other's live segments by fields at other offsets.
@@ -49,6 +50,9 @@ enum class SegmentState : uint32_t { Creating = 0, Ready = 1, Finalized = 2 };
 // released counter can never land in its next holder's count.
 struct alignas(64) PaddedCounter {
     std::atomic<uint64_t> value;
+    // TCA_TIMING=virtual: the latest virtual time an add landed (a max; the
+    // line is the counter's anyway).
+    std::atomic<int64_t> stamp;
 };
 static_assert(sizeof(PaddedCounter) == 64);
 constexpr int kCounterTokenShift = 48;
@@ -93,10 +97,17 @@ struct ArenaSlot {
 // privately and frees a word by CAS once it has consumed all of it.  Nothing
 // the receiver leaves undone can hold the sender up: streams that are never
 // waited on (published programs have several) cost one word per tag.
+// TCA_TIMING=virtual: the virtual arrival of each notification, by its
+// number in its word (count before it mod kStampRing): the sender writes it
+// before the count's release, the receiver reads the one it consumes.  More
+// than kStampRing outstanding on one tag: a later one's stamp is read.  The
+// pages stay untouched (a hole in the file) unless virtual time runs.
+inline constexpr uint32_t kStampRing = 4;
 struct alignas(64) NotifyTable {
     static constexpr uint64_t kClaimed = 1ull << 31;
     static constexpr uint64_t kCountMask = kClaimed - 1;  // counts wrap at 2^31 outstanding
     std::atomic<uint64_t> words[kNotifyTags];             // 0 = free
+    std::atomic<int64_t> stamps[kNotifyTags][kStampRing];
 };
 
 // Mailbox of one source node in the target's segment (one per node, so
@@ -156,6 +167,13 @@ struct alignas(64) SegmentHeader {
     // 0 while nobody holds it.  Senders read it before they write, so a
     // notification naming a held slot without the holder's id is refused.
     alignas(64) std::atomic<uint32_t> slot_holder[TCA_NOTIFY_SLOTS];
+    // TCA_TIMING=virtual: data that lands here without a notification (what
+    // a program polls for): how many such landings, the latest virtual
+    // arrival among them (a max) and the monotonic wall clock at the latest
+    // (written before the data: a reader that sees the data sees them).
+    alignas(64) std::atomic<uint64_t> polled_count;
+    std::atomic<int64_t> polled_stamp;
+    std::atomic<int64_t> polled_wall_ns;
 };
 
 // Offsets of every part for a given node count and internal-memory size.
@@ -181,6 +199,9 @@ public:
     }
     std::atomic<uint64_t> &counter(int idx) const noexcept {
         return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].value;
+    }
+    std::atomic<int64_t> &counter_stamp(int idx) const noexcept {
+        return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].stamp;
     }
     // The mailbox of source node src (< num_nodes).
     BounceArea *bounce(uint32_t src) const noexcept {

@@ -52,6 +52,9 @@ constexpr TimingModel::Parameter kParameters[] = {
      &TimingModel::pio_handoff_ns, TCA_NS},
     {"TCA_DMA_HANDOFF_NS", "ns", "emulation's own DMA delivery cost, taken off the delay",
      &TimingModel::dma_handoff_ns, TCA_NS},
+    {"TCA_CPU_FACTOR", "x",
+     "virtual time: the program's CPU time between device calls is charged times this",
+     &TimingModel::cpu_factor, 0, 1000},
 };
 #undef TCA_NS
 #undef TCA_MBS
@@ -124,7 +127,8 @@ double TimingModel::chain_ns(int n, uint64_t bytes_each, bool gpu, int hops, boo
 
 void ChainClock::start(const TimingModel &m, int64_t now, bool table_mode) noexcept {
     table_mode_ = table_mode;
-    now -= static_cast<int64_t>(m.dma_handoff_ns);
+    if (!m.virtual_time)  // virtual time has no emulation cost to hide
+        now -= static_cast<int64_t>(m.dma_handoff_ns);
     issue_ns_ = now + static_cast<int64_t>(m.chain_start_ns);
     last_done_ns_ = now;
     first_ = true;

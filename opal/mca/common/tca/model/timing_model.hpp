@@ -9,6 +9,10 @@
 // modelled arrival of each part and its notification at the modelled end,
 // both measured from the chain's start, whatever the real copy took (a copy
 // slower than the model makes it late, never later by the model's time).
+//
+// TCA_TIMING=virtual: the same figures, in virtual time (virtual_clock.hpp):
+// nothing is delayed, every arrival carries the virtual time it lands at and
+// each node's clock follows them, so predictions do not depend on the host.
 #pragma once
 
 #include "plugin_api.hpp"
@@ -21,7 +25,13 @@ namespace tca {
 struct Descriptor;
 
 struct TCA_PLUGIN_API TimingModel {
-    bool enabled = false;
+    bool enabled = false;       // the model's figures apply (TCA_TIMING=1 or virtual)
+    bool virtual_time = false;  // ... in virtual time, not by delays (TCA_TIMING=virtual)
+    // Whether the device delays puts and DMA in real time (TCA_TIMING=1).
+    bool paced() const noexcept { return enabled && !virtual_time; }
+    // Virtual time: the program's CPU time between device calls, times this
+    // (a target CPU twice as fast as this host's: 0.5).
+    double cpu_factor = 1.0;
     // PIO (host memory, posted writes)
     double pio_latency_ns = 782;  // one way to an adjacent node
     double hop_latency_ns = 250;  // each further ring hop (PIO and DMA)
@@ -105,6 +115,12 @@ public:
         int64_t done_ns;        // its last byte landed: notification time
     };
     Window next(const TimingModel &m, const DescriptorCost &d) noexcept;
+    // The next descriptor issues no earlier than t (a trigger that fired then).
+    void hold_until(int64_t t) noexcept {
+        if (issue_ns_ < t)
+            issue_ns_ = t;
+    }
+    int64_t last_done_ns() const noexcept { return last_done_ns_; }
 
 private:
     int64_t issue_ns_ = 0;

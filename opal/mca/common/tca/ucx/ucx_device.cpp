@@ -292,6 +292,11 @@ Result make_ucx_device(const tcaInitParams *params, std::unique_ptr<Device> *out
     DeviceSettings settings;
     if (Result r = DeviceSettings::from_environment(&settings); r != tcaSuccess)
         return r;
+    // Stamps travel only in the loopback device's segments.
+    if (settings.timing.virtual_time)
+        return start_failed(tcaErrorNotSupported,
+                            "TCA_TIMING=virtual runs on the loopback device only (one host); "
+                            "use TCA_TIMING=1 or 0 here");
     std::unique_ptr<PmixExchange> pmix;
     std::string why;
     if (Result r = PmixExchange::open(&pmix, &why); r != tcaSuccess)

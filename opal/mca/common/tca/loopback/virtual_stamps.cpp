@@ -1,0 +1,73 @@
+// virtual_stamps.cpp - see virtual_stamps.hpp.
+#include "loopback/virtual_stamps.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace tca::loopback {
+
+namespace {
+long this_tid() noexcept {
+    thread_local const long tid = syscall(SYS_gettid);
+    return tid;
+}
+thread_local int g_depth = 0;  // the application thread's nesting in the device
+
+}  // namespace
+
+VirtualStamps::VirtualStamps(NodeSet &nodes, const TimingModel &timing) : nodes_(nodes) {
+    if (timing.virtual_time)
+        clock_ = std::make_unique<VirtualClock>(timing.cpu_factor);
+}
+
+void VirtualStamps::arm() noexcept {
+    if (!clock_)
+        return;
+    app_tid_ = this_tid();  // tcaInit's thread: the application's
+    // Whatever landed before we started is not something we polled for.
+    polled_seen_ = nodes_.own().header()->polled_count.load(std::memory_order_acquire);
+    leave_at_depth_zero();
+}
+
+void VirtualStamps::enter() noexcept {
+    if (!clock_ || this_tid() != app_tid_ || g_depth++ > 0)
+        return;
+    clock_->resume(thread_cpu_ns(), monotonic_ns(), take_polled());
+}
+
+void VirtualStamps::leave() noexcept {
+    if (!clock_ || this_tid() != app_tid_ || g_depth == 0 || --g_depth > 0)
+        return;
+    leave_at_depth_zero();
+}
+
+void VirtualStamps::leave_at_depth_zero() noexcept {
+    clock_->pause(thread_cpu_ns(), monotonic_ns());
+}
+
+VirtualClock::Polled VirtualStamps::take_polled() noexcept {
+    SegmentHeader *h = nodes_.own().header();
+    const uint64_t count = h->polled_count.load(std::memory_order_acquire);
+    if (count == polled_seen_)
+        return {};
+    polled_seen_ = count;
+    VirtualClock::Polled p;
+    p.any = true;
+    p.stamp = h->polled_stamp.load(std::memory_order_relaxed);
+    p.wall_since_ns = monotonic_ns() - h->polled_wall_ns.load(std::memory_order_relaxed);
+    return p;
+}
+
+void VirtualStamps::landing_unannounced(int node, int64_t stamp) noexcept {
+    if (!clock_)
+        return;
+    SegmentHeader *h = nodes_.view(node).header();
+    h->polled_wall_ns.store(monotonic_ns(), std::memory_order_relaxed);
+    int64_t seen = h->polled_stamp.load(std::memory_order_relaxed);
+    while (seen < stamp &&
+           !h->polled_stamp.compare_exchange_weak(seen, stamp, std::memory_order_relaxed)) {
+    }
+    h->polled_count.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace tca::loopback
