@@ -55,6 +55,9 @@ constexpr TimingModel::Parameter kParameters[] = {
     {"TCA_CPU_FACTOR", "x",
      "virtual time: the program's CPU time between device calls is charged times this",
      &TimingModel::cpu_factor, 0, 1000},
+    {"TCA_POLL_REACTION_NS", "ns",
+     "virtual time: CPU time after polled data landed that counts as delivery, not computation",
+     &TimingModel::poll_reaction_ns, TCA_NS},
 };
 #undef TCA_NS
 #undef TCA_MBS

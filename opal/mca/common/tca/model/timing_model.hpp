@@ -32,6 +32,9 @@ struct TCA_PLUGIN_API TimingModel {
     // Virtual time: the program's CPU time between device calls, times this
     // (a target CPU twice as fast as this host's: 0.5).
     double cpu_factor = 1.0;
+    // Virtual time: what a thread runs after data it polls for landed, up to
+    // this much, is the emulation's delivery, not computation (virtual_clock.hpp).
+    double poll_reaction_ns = 2000;
     // PIO (host memory, posted writes)
     double pio_latency_ns = 782;  // one way to an adjacent node
     double hop_latency_ns = 250;  // each further ring hop (PIO and DMA)

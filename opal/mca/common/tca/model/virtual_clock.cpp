@@ -30,14 +30,15 @@ void VirtualClock::resume(int64_t cpu_ns, int64_t wall_ns, const Polled &polled)
     if (!paused_)
         return;
     paused_ = false;
-    const int64_t ran = std::max<int64_t>(0, cpu_ns - paused_cpu_);
+    const int64_t ran = std::max<int64_t>(0, cpu_ns - paused_cpu_ - overhead_ns_);
     auto scaled = [this](int64_t ns) {
         return static_cast<int64_t>(static_cast<double>(ns) * cpu_factor_);
     };
     if (polled.any && polled.stamp > paused_clock_) {
         // Polled for it: waiting costs nothing, the work after it does.
         const int64_t off_core = std::max<int64_t>(0, (wall_ns - paused_wall_) - ran);
-        const int64_t after = std::clamp<int64_t>(polled.wall_since_ns - off_core, 0, ran);
+        const int64_t after =
+            std::clamp<int64_t>(polled.wall_since_ns - off_core - reaction_ns_, 0, ran);
         advance_to(polled.stamp + scaled(after));
         return;
     }

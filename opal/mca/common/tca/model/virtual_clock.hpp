@@ -28,7 +28,15 @@ namespace tca {
 
 class TCA_PLUGIN_API VirtualClock {
 public:
-    explicit VirtualClock(double cpu_factor = 1.0) noexcept : cpu_factor_(cpu_factor) {}
+    // cpu_factor: the target CPU's time per CPU second here.  reaction_ns:
+    // after data it polls for landed, the thread's first reaction_ns are the
+    // emulation's delivery (the store reaching its core, its loop noticing
+    // it, its way into the device), not its computation.  overhead_ns: the
+    // CPU time one exit from and entry into the device cost outside it (the
+    // clock reads), taken off every interval.
+    explicit VirtualClock(double cpu_factor = 1.0, int64_t reaction_ns = 0,
+                          int64_t overhead_ns = 0) noexcept
+        : cpu_factor_(cpu_factor), reaction_ns_(reaction_ns), overhead_ns_(overhead_ns) {}
 
     int64_t now_ns() const noexcept { return ns_.load(std::memory_order_acquire); }
     double cpu_factor() const noexcept { return cpu_factor_; }
@@ -48,8 +56,9 @@ public:
     // polled for it: the clock becomes stamp + what the thread ran after the
     // landing (times the factor) - the wall time since the landing less all
     // the time it spent off its core since it left (a wait for a core, a
-    // sleep: taken as after the landing, so never charged); otherwise (or
-    // with no such landing) the whole interval's CPU time is charged.
+    // sleep: taken as after the landing, so never charged) and less the
+    // reaction; otherwise (or with no such landing) the whole interval's CPU
+    // time is charged.  Either way less the overhead.
     struct Polled {
         bool any = false;
         int64_t stamp = 0;
@@ -61,6 +70,7 @@ public:
 
 private:
     const double cpu_factor_;
+    const int64_t reaction_ns_, overhead_ns_;
     std::atomic<int64_t> ns_{0};
     // Application thread only.
     bool paused_ = false;
