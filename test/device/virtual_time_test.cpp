@@ -156,7 +156,7 @@ TEST(VirtualTime, PollingHostMemoryCostsNoVirtualTime) {
 // Computation between device calls costs its CPU time times TCA_CPU_FACTOR.
 TEST(VirtualTime, ComputationCostsItsCpuTimeTimesTheFactor) {
     NodeOptions opt;
-    opt.env = std::string(kVirtual) + ";TCA_CPU_FACTOR=0.5";
+    opt.env = std::string(kVirtual) + ";TCA_CPU_FACTOR=0.5;TCA_CPU_SLACK_NS=0";
     EXPECT_TRUE(run_nodes(
         1,
         [&](int, Board &) {

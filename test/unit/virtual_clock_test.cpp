@@ -30,6 +30,16 @@ TEST(VirtualClock, ComputationBetweenDeviceCallsIsItsCpuTimeTimesTheFactor) {
     EXPECT_EQ(c.now_ns(), 3'000);
 }
 
+TEST(VirtualClock, TheOverheadOfEachIntervalIsNeverCharged) {
+    VirtualClock c(1.0, 0, 2'000);
+    c.pause(0, 0);
+    c.resume(1'500, 1'500);  // within the overhead: nothing
+    EXPECT_EQ(c.now_ns(), 0);
+    c.pause(10'000, 10'000);
+    c.resume(60'000, 60'000);  // 50 us: all of it but the overhead
+    EXPECT_EQ(c.now_ns(), 48'000);
+}
+
 TEST(VirtualClock, PollingForALandingCostsNothingButTheWorkAfterItDoes) {
     VirtualClock c;
     c.advance_to(1'000);

@@ -35,7 +35,8 @@ VirtualStamps::VirtualStamps(NodeSet &nodes, const TimingModel &timing) : nodes_
     if (timing.virtual_time)
         clock_ = std::make_unique<VirtualClock>(timing.cpu_factor,
                                                 static_cast<int64_t>(timing.poll_reaction_ns),
-                                                exit_entry_overhead_ns());
+                                                exit_entry_overhead_ns() +
+                                                    static_cast<int64_t>(timing.cpu_slack_ns));
 }
 
 void VirtualStamps::arm() noexcept {

@@ -58,6 +58,9 @@ constexpr TimingModel::Parameter kParameters[] = {
     {"TCA_POLL_REACTION_NS", "ns",
      "virtual time: CPU time after polled data landed that counts as delivery, not computation",
      &TimingModel::poll_reaction_ns, TCA_NS},
+    {"TCA_CPU_SLACK_NS", "ns",
+     "virtual time: CPU time per interval between device calls taken as the emulation's own",
+     &TimingModel::cpu_slack_ns, TCA_NS},
 };
 #undef TCA_NS
 #undef TCA_MBS

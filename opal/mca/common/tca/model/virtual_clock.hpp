@@ -33,7 +33,8 @@ public:
     // emulation's delivery (the store reaching its core, its loop noticing
     // it, its way into the device), not its computation.  overhead_ns: the
     // CPU time one exit from and entry into the device cost outside it (the
-    // clock reads), taken off every interval.
+    // clock reads, and a slack for this host's noise), taken off every
+    // interval.
     explicit VirtualClock(double cpu_factor = 1.0, int64_t reaction_ns = 0,
                           int64_t overhead_ns = 0) noexcept
         : cpu_factor_(cpu_factor), reaction_ns_(reaction_ns), overhead_ns_(overhead_ns) {}
