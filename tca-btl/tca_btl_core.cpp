@@ -22,7 +22,23 @@ using tca::btl::RingPoller;
 struct tca_btl_peer {
     PeerChannel ch;
     RendezvousChooser rendezvous;
+    int node;
+    // TCA_TIMING=virtual and a mapped ring: our stores bypass the device,
+    // so each message is stamped through it before it becomes visible (a
+    // ring written by PIO is stamped by the device's writes themselves).
+    bool stamped;
+    void stamp(uint32_t size) const noexcept {
+        if (stamped)
+            (void) tcaVirtualTimeMessage(node, size);
+    }
 };
+
+namespace {
+bool virtual_time() noexcept {
+    int mode = 0;
+    return tcaTimingEnabled(&mode) == tcaSuccess && mode == 2;
+}
+}  // namespace
 struct tca_btl_poller {
     RingPoller poller;
 };
@@ -63,7 +79,7 @@ tca_btl_peer_t *tca_btl_peer_new(void *own_area, void *peer_area, const tcaHandl
         return new tca_btl_peer{PeerChannel(static_cast<unsigned char *>(own_area), area, layout,
                                             self, peer, peer_has_thread != 0,
                                             peer_polls_by_traffic != 0),
-                                RendezvousChooser{}};
+                                RendezvousChooser{}, peer, peer_area != nullptr && virtual_time()};
     } catch (const std::bad_alloc &) {
         return nullptr;
     }
@@ -78,6 +94,7 @@ void *tca_btl_tx_reserve(tca_btl_peer_t *p, uint32_t max) {
 }
 
 int tca_btl_tx_commit(tca_btl_peer_t *p, uint8_t tag, uint32_t size, tcaResult *err) {
+    p->stamp(size);
     if (const tcaResult r = p->ch.commit(tag, size); r != tcaSuccess) {
         *err = r;
         return -1;
@@ -95,6 +112,7 @@ int tca_btl_tx_can_hold(const tca_btl_peer_t *p) {
 
 int tca_btl_tx_publish(tca_btl_peer_t *p, uint64_t index, uint8_t tag, uint32_t size) {
     // A mapped ring: the traffic mark is a plain store, it cannot fail.
+    p->stamp(size);
     (void) p->ch.publish(index, tag, size);
     return p->ch.wants_interrupt() ? 1 : 0;
 }

@@ -54,8 +54,8 @@ double b5_paper_ns(const TimingModel &model, const Topology &t, int ranks, size_
             if (s == 0)  // the rank's own block into its receive buffer
                 (void) c.next(m, DescriptorCost{block, 1, false, 0, false, false});
             done[static_cast<size_t>(r)] =
-                c.next(m, DescriptorCost{block << s, 1, false, t.hops(r, r ^ (1 << s)), false,
-                                         false})
+                c.next(m,
+                       DescriptorCost{block << s, 1, false, t.hops(r, r ^ (1 << s)), false, false})
                     .done_ns;
         }
         for (int r = 0; r < ranks; ++r)  // the partner's data landed

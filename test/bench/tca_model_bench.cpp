@@ -267,7 +267,6 @@ Buffer alloc(size_t size, tcaMemoryType type) {
     return b;
 }
 
-
 // Round trips are timed one by one and the median taken: on a machine with
 // fewer cores than busy processes a preempted round trip costs a time slice,
 // which an average would spread over all the others.

@@ -133,7 +133,7 @@ TEST(EnvSettings, TimingKnobs) {
                                              TimingModel::parameters().end());
     vars.push_back(
         {"TCA_LINK_BANDWIDTH_MBS", "MB/s", "", &TimingModel::host_bandwidth_mb_s, 1, 1e9});
-    ASSERT_EQ(vars.size(), 21u);
+    ASSERT_EQ(vars.size(), 23u);
     for (const TimingModel::Parameter &p : vars) {
         const std::string unit = p.unit;
         if (unit == "MB/s") {

@@ -185,7 +185,7 @@ TEST(TimingModel, OffByDefaultAndEnvironmentOverrides) {
     EXPECT_DOUBLE_EQ(on.gpu_bandwidth_mb_s, 1000);
     EXPECT_DOUBLE_EQ(on.host_bandwidth_mb_s, 2000);
     EXPECT_DOUBLE_EQ(on.pio_ns(3), 782 + 2 * 250);
-    EXPECT_EQ(TimingModel::parameters().size(), 20u);  // every field is overridable and listed
+    EXPECT_EQ(TimingModel::parameters().size(), 22u);  // every field is overridable and listed
     EXPECT_FALSE(on.virtual_time);
     EXPECT_TRUE(on.paced());
 }

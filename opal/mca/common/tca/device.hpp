@@ -60,6 +60,14 @@ public:
     virtual VirtualClock *virtual_clock() noexcept { return nullptr; }
     virtual void app_enter() noexcept {}
     virtual void app_leave() noexcept {}
+    virtual void app_hold(bool on) noexcept { on ? app_enter() : app_leave(); }
+    // Virtual time: a library's message of `bytes` is about to be stored into
+    // `node`'s memory through a mapping (tcaVirtualTimeMessage).
+    virtual Result virtual_message(int node, size_t bytes) {
+        (void) node;
+        (void) bytes;
+        return tcaSuccess;
+    }
     virtual DeviceInfo info() const = 0;
     // Who holds which channel, counter and slot of this node (tcaChannelAcquire, ...).
     virtual ResourceTable &resources() noexcept = 0;

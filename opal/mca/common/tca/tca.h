@@ -461,6 +461,14 @@ TCA_API tcaResult tcaWtimeAtLeast(double seconds);
  * runs library code whose cost is modelled, not computation (an MPI call).
  * Otherwise it does nothing.  tcaErrorNotInitialized before tcaInit. */
 TCA_API tcaResult tcaVirtualTimeHold(int hold);
+/* Virtual time: a message of `bytes` that a library over libtca (btl tca)
+ * is about to store into node `node`'s memory through a mapping
+ * (tcaPioMap): the sender's clock moves by TCA_MPI_SEND_NS, and the message
+ * lands the model's PIO time of that size later plus TCA_MPI_RECV_NS; the
+ * node polls for it.  Call before the store that makes it visible.
+ * Otherwise it does nothing.  tcaErrorInvalidNode for a node outside the
+ * sub-cluster. */
+TCA_API tcaResult tcaVirtualTimeMessage(int node, size_t bytes);
 
 /* ---- settings (extension) ----
  * Every setting that changes what libtca does (TCA_DEVICE, TCA_SINGLE_COPY,

@@ -39,13 +39,14 @@ tcaResult tcaWtimeAtLeast(double seconds) {
     });
 }
 
+tcaResult tcaVirtualTimeMessage(int node, size_t bytes) {
+    return tca::on_device([&](tca::Device *dev) { return dev->virtual_message(node, bytes); });
+}
+
 tcaResult tcaVirtualTimeHold(int hold) {
     tca::Device *dev = tca::current_device();
     if (dev == nullptr)
         return tcaErrorNotInitialized;
-    if (hold)
-        dev->app_enter();
-    else
-        dev->app_leave();
+    dev->app_hold(hold != 0);
     return tcaSuccess;
 }

@@ -119,6 +119,22 @@ public:
     VirtualClock *virtual_clock() noexcept override { return stamps_.clock(); }
     void app_enter() noexcept override { stamps_.enter(); }
     void app_leave() noexcept override { stamps_.leave(); }
+    void app_hold(bool on) noexcept override { stamps_.hold(on); }
+    // The sender pays its send cost; the message lands a PIO write of its
+    // size later, plus the receiver's cost (it polls for it).
+    Result virtual_message(int node, size_t bytes) override {
+        if (node < 0 || node >= nodes_.size())
+            return tcaErrorInvalidNode;
+        if (!stamps_.on())
+            return tcaSuccess;
+        stamps_.consume_landings();  // it answers what landed (any thread)
+        stamps_.clock()->charge(static_cast<int64_t>(timing_.mpi_send_ns));
+        const int64_t stamp =
+            pio_stamp(node) +
+            static_cast<int64_t>(timing_.transfer_ns(bytes, 1, false) + timing_.mpi_recv_ns);
+        stamps_.landing_unannounced(node, stamp);
+        return tcaSuccess;
+    }
 
     DeviceInfo info() const override {
         DeviceInfo i;
@@ -197,7 +213,11 @@ public:
         copy.by_pio = true;
         // Synchronous: a target that does not take a bounce copy within the
         // timeout (stopped) fails the write with tcaErrorTimeout.
-        const int64_t stamp = pio_stamp(dst.node);
+        // Its bytes stream at the host link's rate (a large PIO put of the
+        // loopback stands for what PEACH2 would move by DMA).
+        const int64_t stamp =
+            pio_stamp(dst.node) +
+            (stamps_.on() ? static_cast<int64_t>(timing_.transfer_ns(size, 1, false)) : 0);
         if (!(flags & tcaDMANotify))
             stamps_.landing_unannounced(dst.node, stamp);
         if (Result r =

@@ -15,6 +15,7 @@ long this_tid() noexcept {
     return tid;
 }
 thread_local int g_depth = 0;  // the application thread's nesting in the device
+thread_local int g_held = 0;   // ... of it in holds (tcaVirtualTimeHold)
 
 // The CPU time one exit from the device and the next entry cost outside it
 // when the program does nothing between them (the clock reads of pause and
@@ -33,10 +34,9 @@ int64_t exit_entry_overhead_ns() noexcept {
 
 VirtualStamps::VirtualStamps(NodeSet &nodes, const TimingModel &timing) : nodes_(nodes) {
     if (timing.virtual_time)
-        clock_ = std::make_unique<VirtualClock>(timing.cpu_factor,
-                                                static_cast<int64_t>(timing.poll_reaction_ns),
-                                                exit_entry_overhead_ns() +
-                                                    static_cast<int64_t>(timing.cpu_slack_ns));
+        clock_ = std::make_unique<VirtualClock>(
+            timing.cpu_factor, static_cast<int64_t>(timing.poll_reaction_ns),
+            exit_entry_overhead_ns() + static_cast<int64_t>(timing.cpu_slack_ns));
 }
 
 void VirtualStamps::arm() noexcept {
@@ -44,13 +44,20 @@ void VirtualStamps::arm() noexcept {
         return;
     app_tid_ = this_tid();  // tcaInit's thread: the application's
     // Whatever landed before we started is not something we polled for.
-    polled_seen_ = nodes_.own().header()->polled_count.load(std::memory_order_acquire);
+    polled_seen_.store(nodes_.own().header()->polled_count.load(std::memory_order_acquire),
+                       std::memory_order_relaxed);
     leave_at_depth_zero();
 }
 
 void VirtualStamps::enter() noexcept {
-    if (!clock_ || this_tid() != app_tid_ || g_depth++ > 0)
+    if (!clock_ || this_tid() != app_tid_)
         return;
+    if (g_depth++ > 0) {
+        // A call inside a held library call (btl tca sending from MPI): what
+        // landed meanwhile was waited for, and what it sends follows it.
+        consume_landings();
+        return;
+    }
     clock_->resume(thread_cpu_ns(), monotonic_ns(), take_polled());
 }
 
@@ -60,6 +67,27 @@ void VirtualStamps::leave() noexcept {
     leave_at_depth_zero();
 }
 
+void VirtualStamps::hold(bool on) noexcept {
+    if (!clock_ || this_tid() != app_tid_)
+        return;
+    if (on) {
+        enter();
+        ++g_held;
+        return;
+    }
+    if (g_held == 0)
+        return;
+    // The held call (an MPI receive) waited for what landed while it ran.
+    if (--g_held == 0 && g_depth == 1)
+        consume_landings();
+    leave();
+}
+
+void VirtualStamps::consume_landings() noexcept {
+    if (const VirtualClock::Polled p = take_polled(); p.any)
+        clock_->advance_to(p.stamp);
+}
+
 void VirtualStamps::leave_at_depth_zero() noexcept {
     clock_->pause(thread_cpu_ns(), monotonic_ns());
 }
@@ -67,9 +95,8 @@ void VirtualStamps::leave_at_depth_zero() noexcept {
 VirtualClock::Polled VirtualStamps::take_polled() noexcept {
     SegmentHeader *h = nodes_.own().header();
     const uint64_t count = h->polled_count.load(std::memory_order_acquire);
-    if (count == polled_seen_)
+    if (polled_seen_.exchange(count, std::memory_order_acq_rel) == count)
         return {};
-    polled_seen_ = count;
     VirtualClock::Polled p;
     p.any = true;
     p.stamp = h->polled_stamp.load(std::memory_order_relaxed);

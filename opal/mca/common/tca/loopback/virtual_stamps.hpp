@@ -5,6 +5,7 @@
 // no-op, clock() nullptr) unless the timing model runs in virtual time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -31,6 +32,13 @@ public:
     // count once); other threads' calls charge nothing.
     void enter() noexcept;
     void leave() noexcept;
+    // tcaVirtualTimeHold: the application thread inside a library call whose
+    // cost is modelled (an MPI call): nothing of its CPU time is charged,
+    // and what lands while it is inside moves the clock (it waits for it).
+    void hold(bool on) noexcept;
+    // What landed unannounced since the last look moves the clock (any
+    // thread: a library's progress thread answering a message).
+    void consume_landings() noexcept;
 
     // Data is about to land at `stamp` in node's memory and no notification
     // tells it there: the node polls for it (its next entry charges only the
@@ -52,7 +60,7 @@ private:
     std::unique_ptr<VirtualClock> clock_;
     // Application thread only:
     long app_tid_ = -1;
-    uint64_t polled_seen_ = 0;
+    std::atomic<uint64_t> polled_seen_{0};  // landings looked at
 };
 
 }  // namespace tca::loopback

@@ -61,6 +61,10 @@ constexpr TimingModel::Parameter kParameters[] = {
     {"TCA_CPU_SLACK_NS", "ns",
      "virtual time: CPU time per interval between device calls taken as the emulation's own",
      &TimingModel::cpu_slack_ns, TCA_NS},
+    {"TCA_MPI_SEND_NS", "ns", "virtual time: an MPI library's own cost to send one message",
+     &TimingModel::mpi_send_ns, TCA_NS},
+    {"TCA_MPI_RECV_NS", "ns", "virtual time: an MPI library's own cost to receive one message",
+     &TimingModel::mpi_recv_ns, TCA_NS},
 };
 #undef TCA_NS
 #undef TCA_MBS
