@@ -133,9 +133,14 @@ void print_resources() {
 // The model's parameters in effect: the running device's, else the environment's
 // (false after tcaTimingParameter refused a value; libtca printed which).
 bool print_timing(int enabled) {
-    std::printf("# Timing model (TCA_TIMING=%d; deadline based, calibrated to PEACH2's published "
-                "figures)\n",
-                enabled);
+    static const char *const kModes[] = {
+        "0: off, as fast as this host goes",
+        "1: real time, every put and DMA delayed to PEACH2's modelled time",
+        "virtual: virtual time, read with tcaWtime (MPI_Wtime through libtcawtime.so); "
+        "predictions independent of this host's load"};
+    std::printf("# Timing model (calibrated to PEACH2's published figures)\n");
+    std::printf("#   mode                           : TCA_TIMING=%s\n",
+                kModes[enabled >= 0 && enabled <= 2 ? enabled : 0]);
     const char *variable = nullptr, *unit = nullptr, *meaning = nullptr;
     double value = 0;
     for (int i = 0;; ++i) {
@@ -144,7 +149,7 @@ bool print_timing(int enabled) {
             return true;  // past the last
         if (r != tcaSuccess)
             return false;
-        std::printf("#   %-31s: %8.0f %-4s  %s\n", variable, value, unit, meaning);
+        std::printf("#   %-31s: %8.6g %-4s  %s\n", variable, value, unit, meaning);
     }
 }
 
