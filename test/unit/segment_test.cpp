@@ -116,5 +116,16 @@ TEST(SegmentFiles, SweepLeavesOtherLayoutsAlone) {
     }
 }
 
+// Notification stamps (TCA_TIMING=virtual) cost a segment nothing unless
+// virtual time runs: then 1 KiB per (source, slot) after everything else.
+TEST(SegmentLayout, NotificationStampsOnlyForVirtualTime) {
+    const SegmentLayout plain = SegmentLayout::compute(16, 1 << 20);
+    const SegmentLayout stamped = SegmentLayout::compute(16, 1 << 20, true);
+    EXPECT_EQ(plain.stamp_offset, 0u);
+    EXPECT_EQ(stamped.stamp_offset, plain.total_size);
+    EXPECT_GE(stamped.total_size, plain.total_size + 16u * TCA_NOTIFY_SLOTS * 1024u);
+    EXPECT_EQ(sizeof(NotifyStamps), kNotifyTags * kStampRing * sizeof(int64_t));
+    EXPECT_EQ(stamped.internal_offset, plain.internal_offset);  // the hot parts stay put
+}
 }  // namespace
 }  // namespace tca::loopback

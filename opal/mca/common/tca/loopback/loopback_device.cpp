@@ -66,7 +66,8 @@ public:
         // Allow peers of this user to process_vm_writev into us even under
         // yama ptrace_scope=1 (vader does the same).
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-        if (Result r = nodes_.create_own(memory_.internal_size()); r != tcaSuccess)
+        if (Result r = nodes_.create_own(memory_.internal_size(), timing_.virtual_time);
+            r != tcaSuccess)
             return r;
         stamps_.arm();
         // However this process ends, nothing of it stays in /dev/shm: the

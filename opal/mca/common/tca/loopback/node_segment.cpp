@@ -155,7 +155,8 @@ int open_own_segment_file(const std::string &name, struct stat *st, std::string 
     return -1;
 }
 
-SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size) noexcept {
+SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size,
+                                     bool stamps) noexcept {
     SegmentLayout l{};
     l.reg_offset = align_up(sizeof(SegmentHeader), 4096);
     l.notify_offset = align_up(l.reg_offset + kMaxRegistrations * sizeof(RegistrationEntry), 4096);
@@ -168,6 +169,11 @@ SegmentLayout SegmentLayout::compute(uint32_t num_nodes, uint64_t internal_size)
     // the segment stay together at its start whatever the node count.
     l.bounce_offset = align_up(l.internal_offset + internal_size, 4096);
     l.total_size = align_up(l.bounce_offset + uint64_t(num_nodes) * sizeof(BounceArea), 4096);
+    if (stamps) {  // virtual time only: 1 KiB per (source, slot)
+        l.stamp_offset = l.total_size;
+        l.total_size = align_up(
+            l.stamp_offset + uint64_t(num_nodes) * TCA_NOTIFY_SLOTS * sizeof(NotifyStamps), 4096);
+    }
     return l;
 }
 
@@ -229,10 +235,10 @@ void MappedSegment::reset() noexcept {
 // meets a leftover.  Peers may find the file before it is complete: the
 // magic goes last and the state says Creating until the node is up.
 Result MappedSegment::create(const std::string &job_key, int node, int num_nodes,
-                             uint64_t internal_size) {
+                             uint64_t internal_size, bool stamps) {
     reset();
     const SegmentLayout layout =
-        SegmentLayout::compute(static_cast<uint32_t>(num_nodes), internal_size);
+        SegmentLayout::compute(static_cast<uint32_t>(num_nodes), internal_size, stamps);
     int fd = -1;
     for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
         name_ = segment_prefix(job_key, node) + random_suffix();
@@ -285,6 +291,7 @@ Result MappedSegment::create(const std::string &job_key, int node, int num_nodes
     h->internal_offset = layout.internal_offset;
     h->total_size = layout.total_size;
     h->arena_offset = layout.arena_offset;
+    h->stamp_offset = layout.stamp_offset;
     init_robust_mutex(&h->alive_lock);
     for (int src = 0; src < num_nodes; ++src) {
         auto *b = new (view().bounce(static_cast<uint32_t>(src))) BounceArea{};

@@ -52,7 +52,9 @@ public:
 
     // Own node: create under a fresh random name, lay out and initialise;
     // tcaErrorJobConflict if another live process already is this node.
-    Result create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size);
+    // stamps: with notification stamps (TCA_TIMING=virtual).
+    Result create(const std::string &job_key, int node, int num_nodes, uint64_t internal_size,
+                  bool stamps = false);
     // A peer: find its segment and map it once it is Ready.
     // tcaErrorNotReady = not (yet) there.  A poll passes the same `unseen`
     // each time: the listing is skipped while /dev/shm did not change since

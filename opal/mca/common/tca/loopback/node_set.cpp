@@ -14,14 +14,14 @@
 
 namespace tca::loopback {
 
-Result NodeSet::create_own(uint64_t internal_size) {
+Result NodeSet::create_own(uint64_t internal_size, bool stamps) {
     segments_.clear();
     segments_.resize(static_cast<size_t>(size()));
     unlinked_.assign(static_cast<size_t>(size()), 0);
     own_bounce_posted_ = nullptr;
     remove_stale_segments();  // the next start cleans what a killed job left
-    const Result r =
-        segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(), internal_size);
+    const Result r = segments_[static_cast<size_t>(self())].create(info_.job_key, self(), size(),
+                                                                   internal_size, stamps);
     if (r == tcaSuccess)
         own_bounce_posted_ = &own().header()->bounce_posted;
     return r;

@@ -52,7 +52,8 @@ public:
 
     // Create our segment (state Creating); call publish_ready() once the
     // engine thread holds the alive lock, then attach_all().
-    Result create_own(uint64_t internal_size);
+    // stamps: with notification stamps (TCA_TIMING=virtual).
+    Result create_own(uint64_t internal_size, bool stamps = false);
     void publish_ready();
     Result attach_all();
     // Wait (bounded, if wait_for_peers) until every live peer has mapped us,

@@ -26,10 +26,11 @@ bool holds(uint64_t word, int tag) noexcept {
 uint64_t plus_one(uint64_t word) noexcept {
     return (word & ~kCountMask) | ((word + 1) & kCountMask);
 }
-// The stamp of the notification that follows `word`'s count in word i.
-void put_stamp(NotifyTable *table, size_t i, uint64_t word, int64_t stamp) noexcept {
-    if (stamp != 0)
-        table->stamps[i][(word & kCountMask) % kStampRing].store(stamp, std::memory_order_relaxed);
+// The stamp of the notification that follows `word`'s count in word i (a
+// receiver not in virtual time keeps none).
+void put_stamp(NotifyStamps *stamps, size_t i, uint64_t word, int64_t stamp) noexcept {
+    if (stamp != 0 && stamps != nullptr)
+        stamps->at[i][(word & kCountMask) % kStampRing].store(stamp, std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -37,6 +38,8 @@ Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag, i
     const SegmentView dst = nodes.view(target);
     NotifyTable *table =
         dst.notify_table(static_cast<uint32_t>(nodes.self()), static_cast<uint32_t>(slot));
+    NotifyStamps *stamps =
+        dst.notify_stamps(static_cast<uint32_t>(nodes.self()), static_cast<uint32_t>(slot));
     for (;;) {
         std::atomic<uint64_t> *free_word = nullptr;
         bool raced = false;
@@ -53,7 +56,7 @@ Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag, i
             // The stamp goes first, under the number this post will have.
             const size_t i = static_cast<size_t>(&w - table->words);
             while (holds(seen, tag) &&
-                   (put_stamp(table, i, seen, stamp),
+                   (put_stamp(stamps, i, seen, stamp),
                     !w.compare_exchange_weak(seen, plus_one(seen), std::memory_order_release,
                                              std::memory_order_relaxed))) {
             }
@@ -69,7 +72,7 @@ Result NotificationSender::post(NodeSet &nodes, int target, int slot, int tag, i
         if (free_word == nullptr)
             break;
         uint64_t expected = 0;
-        put_stamp(table, static_cast<size_t>(free_word - table->words), 0, stamp);
+        put_stamp(stamps, static_cast<size_t>(free_word - table->words), 0, stamp);
         if (free_word->compare_exchange_strong(expected, tag_bits(tag) | kClaimed | 1,
                                                std::memory_order_release,
                                                std::memory_order_relaxed)) {
@@ -125,7 +128,9 @@ bool NotificationInbox::try_take(NodeSet &nodes, int src_node, int slot, int tag
         if ((seen & kCountMask) == consumed)
             continue;
         if (stamp != nullptr)
-            *stamp = table->stamps[i][consumed % kStampRing].load(std::memory_order_relaxed);
+            if (const NotifyStamps *st = nodes.own().notify_stamps(static_cast<uint32_t>(src_node),
+                                                                   static_cast<uint32_t>(slot)))
+                *stamp = st->at[i][consumed % kStampRing].load(std::memory_order_relaxed);
         consumed = (consumed + 1) & kCountMask;
         // All of it consumed: free the word, unless the sender added meanwhile.
         uint64_t expected = seen;

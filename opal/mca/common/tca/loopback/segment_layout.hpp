@@ -97,17 +97,21 @@ struct ArenaSlot {
 // privately and frees a word by CAS once it has consumed all of it.  Nothing
 // the receiver leaves undone can hold the sender up: streams that are never
 // waited on (published programs have several) cost one word per tag.
-// TCA_TIMING=virtual: the virtual arrival of each notification, by its
-// number in its word (count before it mod kStampRing): the sender writes it
-// before the count's release, the receiver reads the one it consumes.  More
-// than kStampRing outstanding on one tag: a later one's stamp is read.  The
-// pages stay untouched (a hole in the file) unless virtual time runs.
-inline constexpr uint32_t kStampRing = 4;
 struct alignas(64) NotifyTable {
     static constexpr uint64_t kClaimed = 1ull << 31;
     static constexpr uint64_t kCountMask = kClaimed - 1;  // counts wrap at 2^31 outstanding
     std::atomic<uint64_t> words[kNotifyTags];             // 0 = free
-    std::atomic<int64_t> stamps[kNotifyTags][kStampRing];
+};
+
+// TCA_TIMING=virtual: the virtual arrival of each notification, one set
+// per NotifyTable, by the notification's number in its word (the count
+// before it mod kStampRing): the sender writes it before the count's
+// release, the receiver reads the one it consumes.  More than kStampRing
+// outstanding on one tag: a later one's stamp is read.  Only a segment made
+// for virtual time has them (SegmentHeader::stamp_offset).
+inline constexpr uint32_t kStampRing = 4;
+struct NotifyStamps {
+    std::atomic<int64_t> at[kNotifyTags][kStampRing];
 };
 
 // Mailbox of one source node in the target's segment (one per node, so
@@ -156,6 +160,7 @@ struct alignas(64) SegmentHeader {
     uint64_t internal_size;
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
     uint64_t arena_offset;  // kMaxArenas ArenaSlots
+    uint64_t stamp_offset;  // NotifyStamps per (source, slot); 0: none (not virtual time)
     // TCA_SINGLE_COPY=auto: node 0's measurement of single copy against
     // memcpy (copy_probe.hpp), which every node of the sub-cluster takes.
     // Written before state becomes Ready; copy_probe_done 0: not measured.
@@ -180,7 +185,9 @@ struct alignas(64) SegmentHeader {
 struct SegmentLayout {
     uint64_t reg_offset, notify_offset, counter_offset, bounce_offset, internal_offset, total_size;
     uint64_t arena_offset;
-    static SegmentLayout compute(uint32_t num_nodes, uint64_t internal_size) noexcept;
+    uint64_t stamp_offset;  // 0 without notification stamps
+    static SegmentLayout compute(uint32_t num_nodes, uint64_t internal_size,
+                                 bool stamps = false) noexcept;
 };
 
 // Typed view of a mapped segment.
@@ -196,6 +203,13 @@ public:
     NotifyTable *notify_table(uint32_t src_node, uint32_t slot) const noexcept {
         auto *tables = reinterpret_cast<NotifyTable *>(base_ + header()->notify_offset);
         return tables + static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + slot;
+    }
+    // The stamps of notify_table(src_node, slot), or nullptr (not virtual time).
+    NotifyStamps *notify_stamps(uint32_t src_node, uint32_t slot) const noexcept {
+        if (header()->stamp_offset == 0)
+            return nullptr;
+        auto *stamps = reinterpret_cast<NotifyStamps *>(base_ + header()->stamp_offset);
+        return stamps + static_cast<size_t>(src_node) * TCA_NOTIFY_SLOTS + slot;
     }
     std::atomic<uint64_t> &counter(int idx) const noexcept {
         return reinterpret_cast<PaddedCounter *>(base_ + header()->counter_offset)[idx].value;
