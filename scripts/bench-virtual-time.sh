@@ -117,7 +117,7 @@ awk -F ' [|] ' '
         for (i = 1; i <= keys; ++i) {
             k = order[i]; m = n[k]; r = ref(k)
             for (a = 1; a <= m; ++a) s[a] = v[k, a]
-            for (a = 1; a <= m; ++a) for (b = a + 1; b <= m; ++b) if (s[b] < s[a]) { t = s[a]; s[a] = s[b]; s[b] = t }
+            for (a = 1; a <= m; ++a) for (c = a + 1; c <= m; ++c) if (s[c] < s[a]) { t = s[a]; s[a] = s[c]; s[c] = t }
             worst = (k ~ /MB\/s/) ? s[1] : s[m]; ok = 0
             for (a = 1; a <= m; ++a) ok += within(s[a], r)
             printf "%s | %s | %s | %d of %d |%s\n", k, s[int((m + 1) / 2)], worst, ok, m, all[k]
