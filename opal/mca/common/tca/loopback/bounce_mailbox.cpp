@@ -9,6 +9,7 @@
 
 #include "gpu/cuda_runtime.hpp"
 #include "loopback/byte_copy.hpp"
+#include "model/virtual_clock.hpp"
 
 namespace tca::loopback {
 
@@ -214,6 +215,10 @@ bool BounceMailbox::serve_mailbox(uint32_t src, Serving &s) {
     // ring's end.
     const uint64_t filled = std::min(b->filled.load(std::memory_order_acquire), s.len);
     const bool progress = filled > s.copied;
+    // Virtual time (a segment with stamps): the data lands now, not when its
+    // writer recorded the landing before handing it to us (virtual_stamps.hpp).
+    if (progress && nodes_.own().header()->stamp_offset != 0)
+        nodes_.own().header()->polled_wall_ns.store(monotonic_ns(), std::memory_order_relaxed);
     while (s.copied < filled) {
         const uint64_t at = s.copied % kBounceSize,
                        n = std::min(filled - s.copied, kBounceSize - at);

@@ -130,10 +130,8 @@ public:
             return tcaSuccess;
         stamps_.consume_landings();  // it answers what landed (any thread)
         stamps_.clock()->charge(static_cast<int64_t>(timing_.mpi_send_ns));
-        const int64_t stamp =
-            pio_stamp(node) +
-            static_cast<int64_t>(timing_.transfer_ns(bytes, 1, false) + timing_.mpi_recv_ns);
-        stamps_.landing_unannounced(node, stamp);
+        stamps_.landing_unannounced(
+            node, link_stamp(node, bytes, static_cast<int64_t>(timing_.mpi_recv_ns)));
         return tcaSuccess;
     }
 
@@ -216,9 +214,7 @@ public:
         // timeout (stopped) fails the write with tcaErrorTimeout.
         // Its bytes stream at the host link's rate (a large PIO put of the
         // loopback stands for what PEACH2 would move by DMA).
-        const int64_t stamp =
-            pio_stamp(dst.node) +
-            (stamps_.on() ? static_cast<int64_t>(timing_.transfer_ns(size, 1, false)) : 0);
+        const int64_t stamp = link_stamp(dst.node, size, 0);
         if (!(flags & tcaDMANotify))
             stamps_.landing_unannounced(dst.node, stamp);
         if (Result r =
@@ -226,6 +222,23 @@ public:
             r != tcaSuccess)
             return r;
         return sender_.post_all(nodes_, dst.node, flags, slot, tag, stamp);
+    }
+
+    // Virtual time: when `bytes` written now land at `node`, plus `extra` (0:
+    // not virtual).  This node's link carries one write at a time: a write
+    // starts once the bytes before it have left (a message's pieces, a
+    // rendezvous's stream through the rings queue behind each other).
+    int64_t link_stamp(int node, size_t bytes, int64_t extra) noexcept {
+        if (!stamps_.on())
+            return 0;
+        const auto xfer = static_cast<int64_t>(timing_.transfer_ns(bytes, 1, false));
+        const int64_t now = stamps_.now_ns();
+        int64_t free = link_free_ns_.load(std::memory_order_relaxed), start = now;
+        do {
+            start = std::max(now, free);
+        } while (
+            !link_free_ns_.compare_exchange_weak(free, start + xfer, std::memory_order_relaxed));
+        return pio_stamp(node) + (start - now) + xfer + extra;
     }
 
     // Virtual time: when a PIO write issued now lands at `node` (0: not virtual).
@@ -422,6 +435,7 @@ private:
     TimingModel timing_;
     NodeSet nodes_;
     VirtualStamps stamps_;
+    std::atomic<int64_t> link_free_ns_{0};  // virtual time: when this node's link is free
     RemoteWriter writer_;
     NotificationSender sender_;
     NotificationInbox inbox_;
