@@ -210,13 +210,13 @@ public:
             spin_for_ns(timing_.pio_delay_ns(topo_.hops(nodes_.self(), dst.node)));
         RowCopy copy{static_cast<const unsigned char *>(src), size, off, size, size, 1, false};
         copy.by_pio = true;
-        // Synchronous: a target that does not take a bounce copy within the
-        // timeout (stopped) fails the write with tcaErrorTimeout.
-        // Its bytes stream at the host link's rate (a large PIO put of the
-        // loopback stands for what PEACH2 would move by DMA).
+        // Virtual time: its bytes stream at the host link's rate (a large PIO
+        // put of the loopback stands for what PEACH2 would move by DMA).
         const int64_t stamp = link_stamp(dst.node, size, 0);
         if (!(flags & tcaDMANotify))
             stamps_.landing_unannounced(dst.node, stamp);
+        // Synchronous: a target that does not take a bounce copy within the
+        // timeout (stopped) fails the write with tcaErrorTimeout.
         if (Result r =
                 writer_.write(dst, copy, PutBound::from_first_wait(nodes_.policy().timeout_ns));
             r != tcaSuccess)
