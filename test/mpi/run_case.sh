@@ -76,8 +76,9 @@ if [ "$OMPI_INFO" = 1 ]; then
     # Every TCA_* variable the product reads is one of those settings, or one
     # that does not change what MPI does: placement (the session sets it
     # through tcaInitWithParams), help files of TCA programs, an old name,
-    # test hooks.
-    not_mpi="TCA_NODE_ID TCA_NUM_NODES TCA_JOB_KEY TCA_HELP_DIR TCA_LINK_BANDWIDTH_MBS TCA_TEST_CUDA_ABI_BUILT TCA_COLL_TEST_FAIL"
+    # test hooks, the switch of the MPI_Wtime shim a user preloads
+    # (libtcawtime.so: outside Open MPI, before any component runs).
+    not_mpi="TCA_NODE_ID TCA_NUM_NODES TCA_JOB_KEY TCA_HELP_DIR TCA_LINK_BANDWIDTH_MBS TCA_TEST_CUDA_ABI_BUILT TCA_COLL_TEST_FAIL TCA_WTIME_SYNC"
     for v in $(grep -rhoE '"TCA_[A-Z0-9_]+"' --include='*.c' --include='*.cpp' --include='*.h' --include='*.hpp' \
         "$srcdir/opal" "$srcdir/ompi" "$srcdir/tca-btl" "$srcdir/tca-coll" | tr -d '"' | sort -u); do
         case " $not_mpi $(echo "$settings" | sed 's/:[a-z0-9_]*//g' | tr '\n' ' ') " in
